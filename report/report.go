@@ -1,0 +1,326 @@
+// Package report holds driftscan's report contract: the value a scan returns
+// and every output format, notifier and CI step consumes.
+//
+// The JSON form is documented in docs/report.md. Fields may be added; none is
+// renamed or dropped without a new APIVersion.
+package report
+
+import (
+	"sort"
+	"time"
+)
+
+// APIVersion and Kind identify the JSON report.
+const (
+	APIVersion = "driftscan.dev/v1alpha1"
+	Kind       = "Report"
+)
+
+// Class names the actor that made a finding.
+type Class string
+
+// The classes, in the order reports list them.
+const (
+	ClassWebhook  Class = "webhook"
+	ClassOperator Class = "operator"
+	ClassPipeline Class = "pipeline"
+	ClassHuman    Class = "human"
+	ClassUnknown  Class = "unknown"
+)
+
+// Classes lists every class in report order.
+var Classes = []Class{ClassWebhook, ClassOperator, ClassPipeline, ClassHuman, ClassUnknown}
+
+// Type says how a live field differs from Git.
+type Type string
+
+const (
+	// Changed: Git declares the field and the live value differs.
+	Changed Type = "Changed"
+	// Removed: Git declares the field and live has none.
+	Removed Type = "Removed"
+	// Added: live has a field Git does not declare, that is neither a server
+	// default nor a field an operator owns.
+	Added Type = "Added"
+)
+
+// Status is the state of one desired object.
+type Status string
+
+const (
+	InSync  Status = "InSync"
+	Drifted Status = "Drifted"
+	Missing Status = "Missing" // in Git, not in the cluster
+	Error   Status = "Error"   // could not be compared; Object.Error says why
+	Extra   Status = "Extra"   // in the cluster with the app's tracking label, not in Git
+)
+
+// Report is the result of one scan.
+type Report struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	ScannedAt  time.Time `json:"scannedAt"`
+	// Cluster is the kubeconfig context, or the server URL when there is none.
+	Cluster string `json:"cluster"`
+	Apps    []App  `json:"apps"`
+	// Debts lists ignore rules that are expired or matched nothing.
+	Debts []Debt `json:"debts"`
+	// Errors holds scan-wide errors that belong to no app (discovery, listing).
+	Errors  []string `json:"errors,omitempty"`
+	Summary Summary  `json:"summary"`
+}
+
+// App is one application's part of the report.
+type App struct {
+	Name    string   `json:"name"`
+	Owner   string   `json:"owner"`
+	Source  Source   `json:"source"`
+	Error   string   `json:"error"`
+	Objects []Object `json:"objects"`
+	// OverIgnoreCap is set when the app has more ignore rules than
+	// --max-ignores-per-app allows.
+	OverIgnoreCap bool `json:"overIgnoreCap,omitempty"`
+}
+
+// Source says where an app's desired state came from.
+type Source struct {
+	Repo     string `json:"repo"`
+	Revision string `json:"revision"`
+	Commit   string `json:"commit"`
+	Path     string `json:"path"`
+}
+
+// Object is one desired (or extra) object and its findings.
+type Object struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	Status     Status    `json:"status"`
+	Error      string    `json:"error"`
+	Findings   []Finding `json:"findings"`
+	// File and Line locate the manifest in Git that declares the object,
+	// relative to the app's source path. Rendered Helm and Kustomize output
+	// points at the source folder with Line 0.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Finding is one field that differs between Git and live.
+type Finding struct {
+	// Path is the structured-merge-diff path string, for example
+	// .spec.template.spec.containers[name="app"].image.
+	Path  string `json:"path"`
+	Type  Type   `json:"type"`
+	Class Class  `json:"class"`
+	// Manager, Operation, Subresource and Time come from the live object's
+	// managedFields entry that owns Path; all empty when no manager owns it.
+	Manager     string `json:"manager"`
+	Operation   string `json:"operation"`
+	Subresource string `json:"subresource"`
+	Time        string `json:"time"`
+	// Git and Live are the two values as text: scalars as written, structures
+	// as compact JSON, "" when absent. Secret values are masked.
+	Git        string      `json:"git"`
+	Live       string      `json:"live"`
+	Ignored    bool        `json:"ignored"`
+	IgnoreRule *IgnoreRule `json:"ignoreRule"`
+	Hint       string      `json:"hint"`
+	// Actor names the concrete actor when known, for example the
+	// MutatingWebhookConfiguration that most likely injected the field.
+	Actor string `json:"actor,omitempty"`
+}
+
+// IgnoreRule is the rule that hid a finding, as configured.
+type IgnoreRule struct {
+	Group                 string   `json:"group,omitempty"`
+	Kind                  string   `json:"kind,omitempty"`
+	Namespace             string   `json:"namespace,omitempty"`
+	Name                  string   `json:"name,omitempty"`
+	JSONPointers          []string `json:"jsonPointers,omitempty"`
+	JQPathExpressions     []string `json:"jqPathExpressions,omitempty"`
+	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
+	Owner                 string   `json:"owner"`
+	Reason                string   `json:"reason"`
+	Expires               string   `json:"expires"`
+	// App is set for rules that belong to one app (imported from Argo CD).
+	App string `json:"app,omitempty"`
+}
+
+// DebtKind says why an ignore rule is listed as a debt.
+type DebtKind string
+
+const (
+	DebtExpired DebtKind = "expired" // past its review date: hides nothing any more
+	DebtUnused  DebtKind = "unused"  // matched no finding in this scan
+)
+
+// Debt is an ignore rule that needs its owner's attention.
+type Debt struct {
+	Kind  DebtKind   `json:"kind"`
+	Owner string     `json:"owner"`
+	Rule  IgnoreRule `json:"rule"`
+	// Matched counts the findings an expired rule would have hidden.
+	Matched int `json:"matched"`
+}
+
+// Summary counts what the scan found. Findings and ByClass count findings
+// that are not ignored.
+type Summary struct {
+	Apps     int           `json:"apps"`
+	Objects  int           `json:"objects"`
+	Drifted  int           `json:"drifted"`
+	Missing  int           `json:"missing"`
+	Extra    int           `json:"extra"`
+	Errors   int           `json:"errors"`
+	Findings int           `json:"findings"`
+	Ignored  int           `json:"ignored"`
+	ByClass  map[Class]int `json:"byClass"`
+}
+
+// New returns an empty report stamped with the scan time and cluster.
+func New(scannedAt time.Time, cluster string) *Report {
+	return &Report{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		ScannedAt:  scannedAt.UTC().Truncate(time.Second),
+		Cluster:    cluster,
+		Apps:       []App{},
+		Debts:      []Debt{},
+	}
+}
+
+// Active reports whether the finding counts as drift: it is not ignored.
+func (f Finding) Active() bool { return !f.Ignored }
+
+// ActiveFindings returns the object's findings that are not ignored.
+func (o Object) ActiveFindings() []Finding {
+	var out []Finding
+	for _, f := range o.Findings {
+		if f.Active() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Ref names the object the way kubectl does: kind/namespace/name.
+func (o Object) Ref() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Finalize sorts apps, objects and findings into a stable order, sets each
+// object's status from its findings and recomputes the summary. Call it once
+// the report is complete.
+func (r *Report) Finalize() {
+	sort.SliceStable(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
+	s := Summary{Apps: len(r.Apps), ByClass: map[Class]int{}}
+	for ai := range r.Apps {
+		app := &r.Apps[ai]
+		if app.Objects == nil {
+			app.Objects = []Object{}
+		}
+		sort.SliceStable(app.Objects, func(i, j int) bool { return objectLess(app.Objects[i], app.Objects[j]) })
+		if app.Error != "" {
+			s.Errors++
+		}
+		for oi := range app.Objects {
+			o := &app.Objects[oi]
+			if o.Findings == nil {
+				o.Findings = []Finding{}
+			}
+			sort.SliceStable(o.Findings, func(i, j int) bool { return o.Findings[i].Path < o.Findings[j].Path })
+			if o.Status == InSync || o.Status == Drifted || o.Status == "" {
+				o.Status = InSync
+				if len(o.ActiveFindings()) > 0 {
+					o.Status = Drifted
+				}
+			}
+			s.Objects++
+			switch o.Status {
+			case Drifted:
+				s.Drifted++
+			case Missing:
+				s.Missing++
+			case Extra:
+				s.Extra++
+			case Error:
+				s.Errors++
+			}
+			for _, f := range o.Findings {
+				if f.Ignored {
+					s.Ignored++
+					continue
+				}
+				s.Findings++
+				s.ByClass[f.Class]++
+			}
+		}
+	}
+	s.Errors += len(r.Errors)
+	r.Summary = s
+}
+
+func objectLess(a, b Object) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.APIVersion < b.APIVersion
+}
+
+// HasErrors reports whether any part of the scan failed to finish.
+func (r *Report) HasErrors() bool { return r.Summary.Errors > 0 }
+
+// Exit codes shared by every command that reports drift.
+const (
+	ExitOK    = 0 // no drift that is not ignored (among the classes that fail)
+	ExitDrift = 1 // drift
+	ExitError = 2 // an error kept part of the scan from finishing
+)
+
+// ExitCode returns the process exit code for the report: ExitError when part
+// of the scan failed, ExitDrift when a finding that is not ignored has one of
+// the failOn classes (or an object is Missing or Extra and failOn is not
+// empty), ExitOK otherwise. A nil failOn means every class; an empty one
+// (--fail-on none) never fails on drift.
+func (r *Report) ExitCode(failOn []Class) int {
+	if r.HasErrors() {
+		return ExitError
+	}
+	if failOn != nil && len(failOn) == 0 {
+		return ExitOK
+	}
+	fails := func(c Class) bool {
+		if failOn == nil {
+			return true
+		}
+		for _, f := range failOn {
+			if f == c {
+				return true
+			}
+		}
+		return false
+	}
+	for _, app := range r.Apps {
+		for _, o := range app.Objects {
+			if o.Status == Missing || o.Status == Extra {
+				return ExitDrift
+			}
+			for _, f := range o.ActiveFindings() {
+				if fails(f.Class) {
+					return ExitDrift
+				}
+			}
+		}
+	}
+	return ExitOK
+}

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Format names one way to print a report (the -o flag).
+type Format string
+
+// The output formats. Each is rendered by its own file (format_<name>.go)
+// from the report value alone: no renderer recomputes status or summary.
+const (
+	FormatTable    Format = "table"
+	FormatDiff     Format = "diff"
+	FormatJSON     Format = "json"
+	FormatMarkdown Format = "markdown"
+	FormatSARIF    Format = "sarif"
+	FormatJUnit    Format = "junit"
+)
+
+// Formats lists every output format, in the order help text shows them.
+var Formats = []Format{FormatTable, FormatDiff, FormatJSON, FormatMarkdown, FormatSARIF, FormatJUnit}
+
+// ParseFormat returns the format named s (case-insensitive), or an error that
+// lists the valid names.
+func ParseFormat(s string) (Format, error) {
+	name := strings.ToLower(strings.TrimSpace(s))
+	for _, f := range Formats {
+		if string(f) == name {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown output format %q (valid: %s)", s, formatList())
+}
+
+func formatList() string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+// DefaultMaxValueWidth is where table and Markdown cut a long Git or live
+// value unless WriteOptions.Wide is set.
+const DefaultMaxValueWidth = 40
+
+// WriteOptions tune the human-facing formats (table, Markdown, the message
+// text of SARIF and JUnit). The machine-readable parts are never cut.
+type WriteOptions struct {
+	// Color adds ANSI colours by class to the table. The CLI sets it from
+	// ColorFor(os.Stdout).
+	Color bool
+	// Wide prints values whole instead of cutting them at MaxValueWidth.
+	Wide bool
+	// Now is the time "how long ago" is measured from; zero means the
+	// report's ScannedAt, which keeps output reproducible.
+	Now time.Time
+	// MaxValueWidth is the width, in characters, at which a value is cut
+	// with "…"; 0 means DefaultMaxValueWidth.
+	MaxValueWidth int
+}
+
+// DefaultWriteOptions returns options for plain, non-wide output.
+func DefaultWriteOptions() WriteOptions {
+	return WriteOptions{MaxValueWidth: DefaultMaxValueWidth}
+}
+
+// now is the time ages are measured from.
+func (o WriteOptions) now(r *Report) time.Time {
+	if o.Now.IsZero() {
+		return r.ScannedAt
+	}
+	return o.Now
+}
+
+// valueWidth is the width values are cut at; 0 means no cut.
+func (o WriteOptions) valueWidth() int {
+	switch {
+	case o.Wide:
+		return 0
+	case o.MaxValueWidth <= 0:
+		return DefaultMaxValueWidth
+	default:
+		return o.MaxValueWidth
+	}
+}
+
+// Write renders r to w in format f.
+func Write(w io.Writer, f Format, r *Report, opts WriteOptions) error {
+	if r == nil {
+		return errors.New("write report: no report")
+	}
+	var err error
+	switch f {
+	case FormatTable:
+		err = writeTable(w, r, opts)
+	case FormatDiff:
+		err = writeDiff(w, r)
+	case FormatJSON:
+		err = writeJSON(w, r)
+	case FormatMarkdown:
+		err = writeMarkdown(w, r, opts)
+	case FormatSARIF:
+		err = writeSARIF(w, r, opts)
+	case FormatJUnit:
+		err = writeJUnit(w, r, opts)
+	default:
+		return fmt.Errorf("write report: unknown output format %q (valid: %s)", f, formatList())
+	}
+	if err != nil {
+		return fmt.Errorf("write %s report: %w", f, err)
+	}
+	return nil
+}
+
+// Output is one -o flag: a format and the file it goes to ("" for stdout).
+type Output struct {
+	Format Format
+	File   string
+}
+
+// ParseOutputs parses -o values, each FORMAT or FORMAT=FILE ("FORMAT=-" is
+// stdout too). At most one output may go to stdout and no file may be named
+// twice. Every bad spec is reported, not just the first. No specs gives no
+// outputs: the caller picks the default.
+func ParseOutputs(specs []string) ([]Output, error) {
+	var (
+		outs   []Output
+		errs   []error
+		stdout string
+		files  = map[string]string{}
+	)
+	for _, spec := range specs {
+		name, file, hasFile := strings.Cut(spec, "=")
+		f, err := ParseFormat(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("output %q: %w", spec, err))
+			continue
+		}
+		file = strings.TrimSpace(file)
+		switch {
+		case hasFile && file == "":
+			errs = append(errs, fmt.Errorf("output %q: no file after '=' (use %s for stdout)", spec, f))
+			continue
+		case file == "-":
+			file = ""
+		}
+		if file == "" {
+			if stdout != "" {
+				errs = append(errs, fmt.Errorf("output %q: only one output can go to stdout, and %q already does; give this one a file (%s=FILE)", spec, stdout, f))
+				continue
+			}
+			stdout = spec
+		} else {
+			key := filepath.Clean(file)
+			if prev, ok := files[key]; ok {
+				errs = append(errs, fmt.Errorf("output %q: file %s is already the target of %q", spec, file, prev))
+				continue
+			}
+			files[key] = spec
+		}
+		outs = append(outs, Output{Format: f, File: file})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// WriteFileAtomic writes a file through write so that path holds either its
+// old content or the complete new one, never a half-written report: write
+// fills a temporary file in the same directory, which is synced and renamed
+// over path only when write succeeded. The file keeps the mode of the file it
+// replaces, or gets 0644.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	mode := os.FileMode(0o644)
+	if fi, statErr := os.Stat(path); statErr == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("write %s: not a regular file", path)
+		}
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close() // already failing; the close error adds nothing
+			if rmErr := os.Remove(tmp.Name()); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("remove temporary file: %w", rmErr))
+			}
+		}
+	}()
+	if err = write(tmp); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

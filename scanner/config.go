@@ -1,0 +1,153 @@
+package scanner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/calricon/driftscan/classify"
+)
+
+// ConfigAPIVersion and ConfigKind identify a scan configuration file.
+const (
+	ConfigAPIVersion = "driftscan.dev/v1alpha1"
+	ConfigKind       = "ScanConfig"
+)
+
+// DefaultAppliers are the field managers of the usual GitOps appliers: what
+// they own stands for Git.
+var DefaultAppliers = []string{"argocd-controller", "kustomize-controller", "helm-controller"}
+
+// Config is a ScanConfig file: which apps to scan and how to judge what is found.
+type Config struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	// Appliers are the field managers that stand for Git.
+	Appliers []string `yaml:"appliers"`
+	Apps     []App    `yaml:"apps"`
+	// Rules classify findings by field manager before the built-in rules.
+	Rules []classify.Rule `yaml:"rules"`
+	// Ignore rules hide findings; each is a debt with an owner and a review date.
+	Ignore []classify.IgnoreRule `yaml:"ignore"`
+
+	// Dir is the folder of the config file; relative source paths start there.
+	Dir string `yaml:"-"`
+}
+
+// App is one application: a Git source and who owns it.
+type App struct {
+	Name  string `yaml:"name"`
+	Owner string `yaml:"owner"`
+	// Namespace is given to namespaced objects that name none.
+	Namespace string `yaml:"namespace"`
+	Source    Source `yaml:"source"`
+}
+
+// Source says where an app's desired state lives and how to render it.
+type Source struct {
+	// Path is the folder, relative to the config file's folder, or to the
+	// repository root when Repo is set.
+	Path string `yaml:"path"`
+	// Repo is a Git URL (https://, ssh://, git@, file://). Empty means Path
+	// is a local folder.
+	Repo string `yaml:"repo"`
+	// Revision is a branch, tag or commit SHA; default the remote HEAD.
+	Revision string `yaml:"revision"`
+	// Auth names where Git credentials come from; values are never printed.
+	Auth      GitAuth          `yaml:"auth"`
+	Helm      *HelmSource      `yaml:"helm"`
+	Kustomize *KustomizeSource `yaml:"kustomize"`
+}
+
+// GitAuth names environment variables or files that hold Git credentials.
+type GitAuth struct {
+	// TokenEnv is an environment variable holding an HTTPS token.
+	TokenEnv string `yaml:"tokenEnv"`
+	// Username goes with the token; default "git".
+	Username string `yaml:"username"`
+	// SSHKeyFile is a private key file for ssh:// and git@ URLs.
+	SSHKeyFile string `yaml:"sshKeyFile"`
+	// SSHKeyEnv is an environment variable holding a private key.
+	SSHKeyEnv string `yaml:"sshKeyEnv"`
+}
+
+// HelmSource renders a chart with the Helm SDK.
+type HelmSource struct {
+	ReleaseName string            `yaml:"releaseName"`
+	ValuesFiles []string          `yaml:"valuesFiles"`
+	Set         map[string]string `yaml:"set"`
+}
+
+// KustomizeSource renders a kustomization with krusty.
+type KustomizeSource struct{}
+
+// LoadConfig reads a ScanConfig file. Unknown fields are an error that names
+// the field and its line.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.Dir = abs
+	return cfg, nil
+}
+
+// ParseConfig decodes and validates a ScanConfig document.
+func ParseConfig(data []byte) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if cfg.APIVersion != ConfigAPIVersion || cfg.Kind != ConfigKind {
+		return nil, fmt.Errorf("want apiVersion %s and kind %s, got %q and %q", ConfigAPIVersion, ConfigKind, cfg.APIVersion, cfg.Kind)
+	}
+	if len(cfg.Appliers) == 0 {
+		cfg.Appliers = DefaultAppliers
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, app := range cfg.Apps {
+		switch {
+		case app.Name == "":
+			errs = append(errs, fmt.Errorf("apps[%d]: name is required", i))
+		case seen[app.Name]:
+			errs = append(errs, fmt.Errorf("apps[%d]: app %q is defined twice", i, app.Name))
+		}
+		seen[app.Name] = true
+		if app.Source.Path == "" && app.Source.Repo == "" {
+			errs = append(errs, fmt.Errorf("app %q: source.path or source.repo is required", app.Name))
+		}
+		if app.Source.Helm != nil && app.Source.Kustomize != nil {
+			errs = append(errs, fmt.Errorf("app %q: source has both helm and kustomize", app.Name))
+		}
+	}
+	for i, r := range cfg.Rules {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d]: %w", i, err))
+		}
+	}
+	for i, r := range cfg.Ignore {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("ignore[%d]: %w", i, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}

@@ -1,0 +1,81 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Manifest is one desired object rendered from an app's source.
+type Manifest struct {
+	Object *unstructured.Unstructured
+	// File is the manifest's path relative to the source folder. Objects that
+	// Helm or Kustomize rendered point at the source folder itself (".").
+	File string
+	// Line is the 1-based line where the object's YAML document starts in
+	// File; 0 for rendered output.
+	Line int
+}
+
+// RenderOptions say how to render one source folder.
+type RenderOptions struct {
+	// Dir is the absolute source folder.
+	Dir string
+	// Namespace is the release namespace for Helm and the namespace Helm and
+	// Kustomize see; the scanner gives namespaced objects that name none this
+	// namespace afterwards (it knows which kinds are namespaced).
+	Namespace string
+	// Helm renders Dir as a chart; Kustomize as a kustomization. When both
+	// are nil the renderer is detected: Chart.yaml means Helm,
+	// kustomization.yaml (or .yml, or Kustomization) means Kustomize, else
+	// every YAML/JSON file under Dir.
+	Helm      *HelmSource
+	Kustomize *KustomizeSource
+	// KubeVersion is the cluster's version (for example v1.37.2), given to
+	// Helm as .Capabilities.KubeVersion.
+	KubeVersion string
+	// APIVersions are the group/versions the cluster serves, given to Helm
+	// as .Capabilities.APIVersions.
+	APIVersions []string
+}
+
+// Render renders a source folder into manifests. Errors that concern one
+// file or document (malformed YAML, an object with no kind or name) are
+// joined into the returned error, which names the file and line; the
+// manifests from every other file are still returned. A render error of a
+// whole Helm chart or kustomization returns no manifests.
+//
+// See renderHelm, renderKustomize and renderYAML for what each renderer
+// keeps and leaves out.
+func Render(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.Helm != nil && opts.Kustomize != nil:
+		return nil, errors.New("source has both helm and kustomize")
+	case opts.Helm != nil:
+		return renderHelm(ctx, opts)
+	case opts.Kustomize != nil:
+		return renderKustomize(ctx, opts)
+	case exists(filepath.Join(opts.Dir, "Chart.yaml")):
+		opts.Helm = &HelmSource{}
+		return renderHelm(ctx, opts)
+	case exists(filepath.Join(opts.Dir, "kustomization.yaml")),
+		exists(filepath.Join(opts.Dir, "kustomization.yml")),
+		exists(filepath.Join(opts.Dir, "Kustomization")):
+		opts.Kustomize = &KustomizeSource{}
+		return renderKustomize(ctx, opts)
+	default:
+		return renderYAML(ctx, opts.Dir)
+	}
+}
+
+// exists reports whether path names a regular file.
+func exists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}

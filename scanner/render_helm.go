@@ -1,0 +1,215 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/action"
+	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/strvals"
+)
+
+// renderHelm renders the chart in opts.Dir as `helm template --include-crds`
+// does, with the Helm SDK and without a cluster:
+//   - values: the chart's values.yaml, then opts.Helm.ValuesFiles in order
+//     (relative to the chart folder), then opts.Helm.Set in key order. A Set
+//     key is a strvals path (image.tag, env[0].name); commas in its value are
+//     literal unless the value is a {a,b} list, as Argo CD passes parameters
+//     (argo-cd reposerver/repository: cleanSetParameters);
+//   - the release is opts.Helm.ReleaseName (default the folder's name) in
+//     opts.Namespace (default "default");
+//   - .Capabilities.KubeVersion is opts.KubeVersion when set; opts.APIVersions
+//     are added to Helm's built-in API versions. Without a KubeVersion Helm
+//     assumes one from its client-go version (v1.20.0 inside `go test`);
+//   - the CRDs under crds/ are desired objects and are included; hooks
+//     (the helm.sh/hook annotation, so tests too) are not and are left out, and
+//     so is NOTES.txt;
+//   - dependencies must be vendored under charts/: nothing is downloaded, and
+//     a dependency missing there is an error.
+//
+// A Manifest's File is its template's path relative to opts.Dir
+// (templates/deploy.yaml, crds/crd.yaml, charts/db/templates/sts.yaml), and
+// its Line is 0. A chart that does not load or render returns no manifests;
+// an object without kind or name in the output is an error of its own.
+func renderHelm(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
+	ch, err := loader.Load(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
+	}
+	rel, err := helmRelease(ctx, ch, opts)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
+	}
+	return helmManifests(rel.Manifest)
+}
+
+// helmRelease runs a client-only install of ch.
+func helmRelease(ctx context.Context, ch *chart.Chart, opts RenderOptions) (*release.Release, error) {
+	if t := ch.Metadata.Type; t != "" && t != "application" {
+		return nil, fmt.Errorf("%s charts are not installable", t)
+	}
+	acc, err := ci.NewAccessor(ch)
+	if err != nil {
+		return nil, err
+	}
+	if deps := acc.MetaDependencies(); len(deps) > 0 {
+		if err := action.CheckDependencies(ch, deps); err != nil {
+			return nil, fmt.Errorf("%w (vendor them with `helm dependency build`)", err)
+		}
+	}
+	src := opts.Helm
+	if src == nil {
+		src = &HelmSource{}
+	}
+	vals, err := helmValues(opts.Dir, src)
+	if err != nil {
+		return nil, err
+	}
+
+	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
+	install.DryRunStrategy = action.DryRunClient
+	install.Replace = true
+	install.IncludeCRDs = true
+	install.ReleaseName = src.ReleaseName
+	if install.ReleaseName == "" {
+		install.ReleaseName = filepath.Base(opts.Dir)
+	}
+	install.Namespace = opts.Namespace
+	if install.Namespace == "" {
+		install.Namespace = "default"
+	}
+	if opts.KubeVersion != "" {
+		kv, err := common.ParseKubeVersion(opts.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("kube version %q: %w", opts.KubeVersion, err)
+		}
+		install.KubeVersion = kv
+	}
+	install.APIVersions = common.VersionSet(opts.APIVersions)
+
+	r, err := install.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("helm returned a release of type %T", r)
+	}
+	return rel, nil
+}
+
+// helmValues merges the values files and set values of src, as `helm
+// template -f ... --set ...` does. The chart's own values.yaml is merged
+// later by the install.
+func helmValues(dir string, src *HelmSource) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, f := range src.ValuesFiles {
+		p := f
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, f)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", f, err)
+		}
+		m, err := loader.LoadValues(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", f, err)
+		}
+		vals = loader.MergeMaps(vals, m)
+	}
+	keys := make([]string, 0, len(src.Set))
+	for k := range src.Set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := strvals.ParseInto(k+"="+escapeSetValue(src.Set[k]), vals); err != nil {
+			return nil, fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	return vals, nil
+}
+
+// escapeSetValue makes the commas in a set value literal, unless the value
+// is a strvals list ({a,b}) or the comma is escaped already.
+func escapeSetValue(v string) string {
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == ',' && (i == 0 || v[i-1] != '\\') {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// helmManifests splits the manifest of a release into objects. Helm writes
+// every document after a "# Source: <chart>/<path>" comment.
+func helmManifests(manifest string) ([]Manifest, error) {
+	var out []Manifest
+	var errs []error
+	file := "."
+	for _, c := range yamlChunks([]byte(manifest)) {
+		if src := sourceComment(c.data); src != "" {
+			file = src
+		}
+		docs, docErrs := splitYAML(c.data)
+		for _, e := range docErrs {
+			e.File, e.Line = file, 0
+			errs = append(errs, e)
+		}
+		for _, doc := range docs {
+			ms, docErrs := doc.manifests(file)
+			for _, e := range docErrs {
+				e.Line = 0
+				errs = append(errs, e)
+			}
+			for _, m := range ms {
+				m.Line = 0
+				out = append(out, m)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// sourceComment is the template path that a "# Source: web/templates/x.yaml"
+// comment before a document's content names, relative to the chart folder
+// ("templates/x.yaml"); "" when the chunk has no such comment.
+func sourceComment(data []byte) string {
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if line == "" || isDocumentMarker([]byte(line)) {
+			continue
+		}
+		src, ok := strings.CutPrefix(line, "# Source: ")
+		if !ok {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			return ""
+		}
+		src = path.Clean(filepath.ToSlash(src))
+		if _, rest, ok := strings.Cut(src, "/"); ok {
+			return rest
+		}
+		return src
+	}
+	return ""
+}

@@ -1,0 +1,465 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// FileError is a problem with one file of a source folder, or with one
+// document in it.
+type FileError struct {
+	// File is relative to the source folder, with forward slashes.
+	File string
+	// Line is 1-based; 0 when the position is not known.
+	Line int
+	Err  error
+}
+
+// Error reads "apps/web/deploy.yaml:12: object has kind Deployment but no
+// metadata.name".
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// renderYAML reads the plain manifests under dir: every file whose name ends
+// in .yaml, .yml or .json, in all subfolders, in the byte order of their
+// slash-separated paths. A file holds any number of documents: YAML
+// documents separated by "---" lines, or JSON values one after another.
+//
+// What is not a manifest is skipped without an error:
+//   - hidden files and folders (a name starting with ".");
+//   - a subfolder holding a Chart.yaml, kustomization.yaml,
+//     kustomization.yml or Kustomization: it is another renderer's input,
+//     and its files are templates or patches rather than objects;
+//   - files of other extensions (README.md, NOTES.txt, ...);
+//   - empty files and documents, and those holding only comments;
+//   - a document with neither apiVersion nor kind (a Helm values file, a
+//     tool's config, a JSON schema, a top-level list or scalar);
+//   - a kustomize document (apiVersion kustomize.config.k8s.io/...).
+//
+// A document whose kind ends in "List" and that has an items array (v1
+// List, ConfigMapList, ...) stands for its items, as it does for kubectl;
+// each item must be a whole object.
+//
+// Each of these is an error naming the file and line, and the documents
+// around it are still returned:
+//   - malformed YAML or JSON;
+//   - an object with apiVersion but no kind, or kind but no apiVersion;
+//   - an object with kind but neither metadata.name nor
+//     metadata.generateName.
+//
+// A Manifest's Line is the line of the document's first key (for JSON the
+// line of its opening brace). YAML is read as YAML 1.2 (gopkg.in/yaml.v3):
+// an unquoted yes or on is a string, not a boolean.
+func renderYAML(ctx context.Context, dir string) ([]Manifest, error) {
+	files, errs, err := manifestFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, file := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+		if err != nil {
+			errs = append(errs, &FileError{File: file, Err: err})
+			continue
+		}
+		var docs []document
+		var docErrs []*FileError
+		if strings.HasSuffix(file, ".json") {
+			docs, docErrs = splitJSON(data)
+		} else {
+			docs, docErrs = splitYAML(data)
+		}
+		for _, e := range docErrs {
+			e.File = file
+			errs = append(errs, e)
+		}
+		for _, doc := range docs {
+			ms, docErrs := doc.manifests(file)
+			out = append(out, ms...)
+			for _, e := range docErrs {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// manifestFiles lists the files renderYAML reads, relative to dir with
+// forward slashes, sorted. Folders that cannot be read are errors of their
+// own; a dir that cannot be read is the returned err.
+func manifestFiles(dir string) (files []string, errs []error, err error) {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if p == dir {
+			return err
+		}
+		rel, relErr := filepath.Rel(dir, p)
+		if relErr != nil {
+			return relErr
+		}
+		rel = filepath.ToSlash(rel)
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if err != nil {
+			errs = append(errs, &FileError{File: rel, Err: err})
+			return nil
+		}
+		if d.IsDir() {
+			if isOtherRendererInput(p) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch path.Ext(rel) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			// A dangling symlink or a symlink to a folder is no manifest.
+			return nil
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	slices.Sort(files)
+	return files, errs, nil
+}
+
+// isOtherRendererInput reports whether the folder is a Helm chart or a
+// kustomization.
+func isOtherRendererInput(dir string) bool {
+	for _, name := range []string{"Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if exists(filepath.Join(dir, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// document is one decoded YAML document or JSON value.
+type document struct {
+	// line is where the document starts, 1-based.
+	line int
+	// value holds only JSON types: map[string]any, []any, string, int64,
+	// float64, bool and nil.
+	value any
+	// itemLines are the lines of the entries of a top-level items list, when
+	// known.
+	itemLines []int
+}
+
+// manifests turns a document into the objects it declares: none, one, or
+// the items of a List.
+func (d document) manifests(file string) ([]Manifest, []*FileError) {
+	obj, ok := d.value.(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	if strings.HasPrefix(apiVersion, "kustomize.config.k8s.io/") {
+		return nil, nil
+	}
+	kind, _ := obj["kind"].(string)
+	items, isList := obj["items"].([]any)
+	if !isList || !strings.HasSuffix(kind, "List") {
+		m, skip, err := toManifest(obj, false)
+		switch {
+		case err != nil:
+			return nil, []*FileError{{File: file, Line: d.line, Err: err}}
+		case skip:
+			return nil, nil
+		}
+		return []Manifest{{Object: m, File: file, Line: d.line}}, nil
+	}
+	var out []Manifest
+	var errs []*FileError
+	for i, item := range items {
+		line := d.line
+		if i < len(d.itemLines) {
+			line = d.itemLines[i]
+		}
+		obj, ok := item.(map[string]any)
+		if !ok {
+			errs = append(errs, &FileError{File: file, Line: line, Err: fmt.Errorf("%s item %d is not an object", kind, i)})
+			continue
+		}
+		m, _, err := toManifest(obj, true)
+		if err != nil {
+			errs = append(errs, &FileError{File: file, Line: line, Err: err})
+			continue
+		}
+		out = append(out, Manifest{Object: m, File: file, Line: line})
+	}
+	return out, errs
+}
+
+// toManifest checks that obj is a whole object. With neither apiVersion nor
+// kind it is no object at all: skipped, or an error when mustBeObject.
+func toManifest(obj map[string]any, mustBeObject bool) (u *unstructured.Unstructured, skip bool, err error) {
+	apiVersion, hasAPIVersion := obj["apiVersion"]
+	kind, hasKind := obj["kind"]
+	if !hasAPIVersion && !hasKind {
+		if mustBeObject {
+			return nil, false, errors.New("object has no apiVersion and no kind")
+		}
+		return nil, true, nil
+	}
+	av, ok := apiVersion.(string)
+	if hasAPIVersion && (!ok || av == "") {
+		return nil, false, fmt.Errorf("apiVersion %v is not a string", apiVersion)
+	}
+	k, ok := kind.(string)
+	if hasKind && (!ok || k == "") {
+		return nil, false, fmt.Errorf("kind %v is not a string", kind)
+	}
+	switch {
+	case !hasAPIVersion:
+		return nil, false, fmt.Errorf("object has kind %s but no apiVersion", k)
+	case !hasKind:
+		return nil, false, fmt.Errorf("object has apiVersion %s but no kind", av)
+	}
+	u = &unstructured.Unstructured{Object: obj}
+	if _, ok := obj["metadata"].(map[string]any); obj["metadata"] != nil && !ok {
+		return nil, false, fmt.Errorf("object has kind %s but its metadata is not a map", k)
+	}
+	if u.GetName() == "" && u.GetGenerateName() == "" {
+		return nil, false, fmt.Errorf("object has kind %s but no metadata.name", k)
+	}
+	return u, false, nil
+}
+
+// splitJSON decodes the JSON values in data, one after another. Decoding
+// stops at the first malformed value.
+func splitJSON(data []byte) ([]document, []*FileError) {
+	var docs []document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		start := int(dec.InputOffset())
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return docs, nil
+		}
+		if err != nil {
+			line := lineAt(data, len(data))
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line = lineAt(data, int(se.Offset)-1)
+			}
+			return docs, []*FileError{{Line: line, Err: err}}
+		}
+		start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n"))
+		var v any
+		if err := utiljson.Unmarshal(raw, &v); err != nil {
+			return docs, []*FileError{{Line: lineAt(data, start), Err: err}}
+		}
+		docs = append(docs, document{line: lineAt(data, start), value: v})
+	}
+}
+
+// lineAt is the 1-based line of the byte at offset.
+func lineAt(data []byte, offset int) int {
+	offset = min(max(offset, 0), len(data))
+	return bytes.Count(data[:offset], []byte("\n")) + 1
+}
+
+// splitYAML decodes the YAML documents in data. Each chunk between document
+// markers is decoded on its own, so a malformed document does not hide the
+// ones after it.
+func splitYAML(data []byte) ([]document, []*FileError) {
+	var docs []document
+	var errs []*FileError
+	for _, c := range yamlChunks(data) {
+		dec := yaml.NewDecoder(bytes.NewReader(c.data))
+		for {
+			var n yaml.Node
+			err := dec.Decode(&n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				errs = append(errs, yamlErrors(err, c.line)...)
+				break
+			}
+			if len(n.Content) == 0 {
+				continue
+			}
+			root := n.Content[0]
+			if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+				continue
+			}
+			line := root.Line + c.line - 1
+			v, err := jsonValue(root)
+			if err != nil {
+				errs = append(errs, yamlErrors(err, c.line)...)
+				continue
+			}
+			docs = append(docs, document{line: line, value: v, itemLines: itemLines(root, c.line-1)})
+		}
+	}
+	return docs, errs
+}
+
+// chunk is a part of a YAML file that starts at a document marker (or at the
+// top of the file).
+type chunk struct {
+	// line is the 1-based line in the file where data starts.
+	line int
+	data []byte
+}
+
+// yamlChunks cuts data before every document marker: a line that starts
+// with "---" and a space, a tab or its end. Such a line ends a document
+// whatever the context (YAML 1.2.2, section 9.1.4), so the cut is exact.
+// Leading comments and directives stay with the marker that follows them.
+func yamlChunks(data []byte) []chunk {
+	var chunks []chunk
+	cur := chunk{line: 1}
+	start, content := 0, false
+	line := 1
+	for off := 0; off < len(data); line++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off + 1
+		}
+		text := bytes.TrimRight(data[off:end], "\r\n")
+		if isDocumentMarker(text) {
+			if content {
+				cur.data = data[start:off]
+				chunks = append(chunks, cur)
+				cur, start = chunk{line: line}, off
+			}
+			content = true
+		} else if t := bytes.TrimSpace(text); len(t) > 0 && t[0] != '#' && t[0] != '%' {
+			content = true
+		}
+		off = end
+	}
+	cur.data = data[start:]
+	return append(chunks, cur)
+}
+
+func isDocumentMarker(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("---")) &&
+		(len(line) == 3 || line[3] == ' ' || line[3] == '\t')
+}
+
+// yamlLine matches one gopkg.in/yaml.v3 error message that has a position.
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// yamlErrors turns a gopkg.in/yaml.v3 error into file errors with lines in
+// the file, for a chunk that starts at line first.
+func yamlErrors(err error, first int) []*FileError {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var errs []*FileError
+	for _, msg := range msgs {
+		line := first
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			line, msg = max(n+first-1, first), m[2]
+		}
+		errs = append(errs, &FileError{Line: line, Err: errors.New(msg)})
+	}
+	return errs
+}
+
+// jsonValue decodes a YAML node into JSON types, the ones unstructured
+// objects hold (int64, not int; map[string]any, not map[any]any).
+func jsonValue(n *yaml.Node) (any, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(stringKeys(v))
+	if err != nil {
+		return nil, fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	var out any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return out, nil
+}
+
+// stringKeys turns the map[any]any that gopkg.in/yaml.v3 makes for mappings
+// with keys other than strings into map[string]any.
+func stringKeys(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = stringKeys(e)
+		}
+		return v
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = stringKeys(e)
+		}
+		return v
+	default:
+		return v
+	}
+}
+
+// itemLines are the file lines of the entries of a mapping's items list.
+func itemLines(root *yaml.Node, offset int) []int {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "items" || root.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		var lines []int
+		for _, item := range root.Content[i+1].Content {
+			lines = append(lines, item.Line+offset)
+		}
+		return lines
+	}
+	return nil
+}

@@ -1,0 +1,520 @@
+package scanner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// ErrRevisionNotFound is returned (wrapped) by FetchGit when the remote has
+// no branch or tag of the revision's name and no commit of that SHA.
+var ErrRevisionNotFound = errors.New("revision not found")
+
+// GitOptions say which repository and revision FetchGit checks out.
+type GitOptions struct {
+	// Repo is a Git URL: https://, ssh://, git@host:path, file://, or a
+	// local path. Credentials in it are used but never printed.
+	Repo string
+	// Revision is a branch, a tag, a full ref (refs/heads/main) or a commit
+	// SHA (full, or a prefix of at least 4 hex digits). Empty means the
+	// remote's HEAD. A name that is both a branch and a tag means the branch,
+	// as with `git clone --branch`.
+	Revision string
+	Auth     GitAuth
+	// CacheDir holds one folder per repository URL; it is created when
+	// missing and reused across calls.
+	CacheDir string
+	// Depth is how much history is fetched for a branch or tag: 0 means 1
+	// (the newest commit only), a negative number all of it. A commit SHA
+	// always fetches all history, since only a full fetch is sure to find it.
+	Depth int
+	// Getenv reads Auth.TokenEnv and Auth.SSHKeyEnv; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// GitCheckout is the tree of one commit, checked out.
+type GitCheckout struct {
+	// Dir is the root of the checked-out tree.
+	Dir string
+	// Commit is the full SHA of the commit.
+	Commit string
+}
+
+// FetchGit checks out opts.Revision of opts.Repo under opts.CacheDir and
+// returns the folder and the commit.
+//
+// Each repository has a folder CacheDir/<sha256 of the URL without
+// credentials>, holding a bare repository (repo.git) that later calls fetch
+// into, and one read-only tree per commit (<commit SHA>/). A tree is written
+// once and never changed, so a checkout stays valid while other calls fetch
+// other revisions of the same repository; FetchGit serializes calls for the
+// same repository within the process, but not across processes. Submodules
+// are not checked out. A symlink that points outside the tree is an error.
+//
+// One request lists the remote's refs; a revision whose commit is cached
+// needs no other. A branch or tag is fetched shallow (see Depth), a commit
+// SHA in full; when a shallow fetch fails, or the commit is still missing,
+// the repository is fetched again in full, from scratch.
+//
+// Credentials: with Auth.TokenEnv, HTTP basic auth with Auth.Username
+// (default "git") and the token; with Auth.SSHKeyFile or Auth.SSHKeyEnv, that
+// private key (without a passphrase) and the known_hosts files for the host
+// key; otherwise a user and password in the URL, or the SSH agent. file://
+// URLs and local paths run the git binary's upload-pack, as go-git does.
+//
+// Errors read "git <repo>@<revision>: ...". No credential appears in them:
+// the user and password of URLs are cut out and every secret value is masked.
+// The errors still match what they wrap with errors.Is (context.Canceled,
+// ErrRevisionNotFound, transport.ErrAuthenticationRequired, ...), but do not
+// unwrap to the original, unmasked error.
+func FetchGit(ctx context.Context, opts GitOptions) (GitCheckout, error) {
+	rev := opts.Revision
+	if rev == "" {
+		rev = "HEAD"
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	f := &gitFetch{opts: opts}
+	co, err := f.run(ctx, getenv)
+	if err != nil {
+		err = scrubError(err, f.secrets)
+		return GitCheckout{}, fmt.Errorf("git %s@%s: %w", scrubURL(opts.Repo, f.secrets), rev, err)
+	}
+	return co, nil
+}
+
+// gitFetch is one FetchGit call.
+type gitFetch struct {
+	opts GitOptions
+	// url is opts.Repo, and key its form without credentials.
+	url, key string
+	auth     transport.AuthMethod
+	// secrets are the values that must not appear in errors.
+	secrets []string
+}
+
+// repoLocks serialize FetchGit calls that share a repository folder.
+var repoLocks sync.Map // folder -> *sync.Mutex
+
+func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (GitCheckout, error) {
+	if f.opts.Repo == "" {
+		return GitCheckout{}, errors.New("no repository URL")
+	}
+	if f.opts.CacheDir == "" {
+		return GitCheckout{}, errors.New("no cache folder")
+	}
+	ep, err := transport.NewEndpoint(f.opts.Repo)
+	if err != nil {
+		return GitCheckout{}, err
+	}
+	f.url = f.opts.Repo
+	f.secrets = append(f.secrets, ep.Password)
+	if ep.Password == "" && len(ep.User) >= 20 {
+		// A token given as the user alone: https://TOKEN@host/repo.
+		f.secrets = append(f.secrets, ep.User)
+	}
+	bare := *ep
+	bare.User, bare.Password = "", ""
+	f.key = bare.String()
+	if f.auth, err = f.gitAuth(ep, getenv); err != nil {
+		return GitCheckout{}, err
+	}
+
+	refs, err := f.listRefs(ctx)
+	if err != nil {
+		return GitCheckout{}, err
+	}
+	want, err := resolveRevision(refs, f.opts.Revision)
+	if err != nil {
+		return GitCheckout{}, err
+	}
+
+	sum := sha256.Sum256([]byte(f.key))
+	dir := filepath.Join(f.opts.CacheDir, hex.EncodeToString(sum[:16]))
+	mu, _ := repoLocks.LoadOrStore(dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+
+	commit, err := f.fetch(ctx, filepath.Join(dir, "repo.git"), want)
+	if err != nil {
+		return GitCheckout{}, err
+	}
+	tree := filepath.Join(dir, commit.Hash.String())
+	if err := writeTree(ctx, commit, tree); err != nil {
+		return GitCheckout{}, err
+	}
+	return GitCheckout{Dir: tree, Commit: commit.Hash.String()}, nil
+}
+
+// gitAuth picks the credentials for ep; nil leaves them to go-git (the URL's
+// user and password, or the SSH agent).
+func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (transport.AuthMethod, error) {
+	a := f.opts.Auth
+	isSSH := ep.Protocol == "ssh"
+	switch {
+	case a.TokenEnv != "":
+		if isSSH {
+			return nil, fmt.Errorf("auth.tokenEnv needs an https URL, not an ssh one")
+		}
+		token := getenv(a.TokenEnv)
+		if token == "" {
+			return nil, fmt.Errorf("auth.tokenEnv: environment variable %s is empty", a.TokenEnv)
+		}
+		f.secrets = append(f.secrets, token)
+		user := a.Username
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: token}, nil
+	case a.SSHKeyFile != "" || a.SSHKeyEnv != "":
+		if !isSSH {
+			return nil, fmt.Errorf("an SSH key needs an ssh:// or git@host: URL")
+		}
+		user := ep.User
+		if user == "" {
+			user = "git"
+		}
+		if a.SSHKeyFile != "" {
+			keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, "")
+			if err != nil {
+				return nil, fmt.Errorf("auth.sshKeyFile %s: %w", a.SSHKeyFile, err)
+			}
+			return keys, nil
+		}
+		key := getenv(a.SSHKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("auth.sshKeyEnv: environment variable %s is empty", a.SSHKeyEnv)
+		}
+		f.secrets = append(f.secrets, key)
+		keys, err := gitssh.NewPublicKeys(user, []byte(key), "")
+		if err != nil {
+			return nil, fmt.Errorf("auth.sshKeyEnv %s: %w", a.SSHKeyEnv, err)
+		}
+		return keys, nil
+	}
+	return nil, nil
+}
+
+// listRefs lists the remote's refs, annotated tags both as the tag and as
+// the commit it points at (refs/tags/v1^{}).
+func (f *gitFetch) listRefs(ctx context.Context) ([]*plumbing.Reference, error) {
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.url}})
+	return remote.ListContext(ctx, &git.ListOptions{Auth: f.auth, PeelingOption: git.AppendPeeled})
+}
+
+// wanted is a resolved revision.
+type wanted struct {
+	// ref is the remote ref to fetch; empty for a commit SHA.
+	ref plumbing.ReferenceName
+	// hash is the commit (or tag object) the ref points at, or the SHA
+	// asked for; prefix is set instead when a short SHA was asked for.
+	hash   plumbing.Hash
+	prefix string
+}
+
+var hexSHA = regexp.MustCompile(`^[0-9a-fA-F]{4,40}$`)
+
+// resolveRevision finds rev in the remote's refs.
+func resolveRevision(refs []*plumbing.Reference, rev string) (wanted, error) {
+	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	lookup := func(name plumbing.ReferenceName) (wanted, bool) {
+		r, ok := byName[name]
+		if !ok {
+			return wanted{}, false
+		}
+		if r.Type() == plumbing.SymbolicReference {
+			t, ok := byName[r.Target()]
+			if !ok {
+				return wanted{}, false
+			}
+			return wanted{ref: t.Name(), hash: t.Hash()}, true
+		}
+		if peeled, ok := byName[name+"^{}"]; ok {
+			return wanted{ref: name, hash: peeled.Hash()}, true
+		}
+		return wanted{ref: name, hash: r.Hash()}, true
+	}
+	if rev == "" || rev == "HEAD" {
+		if w, ok := lookup(plumbing.HEAD); ok {
+			return w, nil
+		}
+		return wanted{}, fmt.Errorf("%w: the remote has no HEAD", ErrRevisionNotFound)
+	}
+	for _, name := range []plumbing.ReferenceName{
+		plumbing.ReferenceName(rev),
+		plumbing.NewBranchReferenceName(rev),
+		plumbing.NewTagReferenceName(rev),
+	} {
+		if !strings.HasPrefix(name.String(), "refs/") {
+			continue
+		}
+		if w, ok := lookup(name); ok {
+			return w, nil
+		}
+	}
+	if hexSHA.MatchString(rev) {
+		if len(rev) == 40 {
+			return wanted{hash: plumbing.NewHash(rev)}, nil
+		}
+		return wanted{prefix: strings.ToLower(rev)}, nil
+	}
+	return wanted{}, fmt.Errorf("%w: no branch or tag %q, and it is not a commit SHA", ErrRevisionNotFound, rev)
+}
+
+// fetch brings the wanted commit into the bare repository at dir, reusing
+// what is there, and returns the commit.
+func (f *gitFetch) fetch(ctx context.Context, dir string, w wanted) (*object.Commit, error) {
+	repo, err := f.openRepo(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c, err := findCommit(repo, w); err == nil {
+		return c, nil
+	}
+	depth := f.opts.Depth
+	switch {
+	case w.ref == "" || depth < 0:
+		depth = 0
+	case depth == 0:
+		depth = 1
+	}
+	err = f.fetchInto(ctx, repo, w, depth)
+	if err == nil {
+		c, findErr := findCommit(repo, w)
+		if findErr == nil {
+			return c, nil
+		}
+		if shallow, _ := repo.Storer.Shallow(); depth == 0 && len(shallow) == 0 {
+			// All history is here and the commit is not.
+			return nil, findErr
+		}
+	} else if depth == 0 || ctx.Err() != nil {
+		return nil, err
+	}
+
+	// A shallow fetch failed, or the shallow history fetched before hides
+	// the commit: start over with all history.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if repo, err = f.openRepo(dir); err != nil {
+		return nil, err
+	}
+	if err := f.fetchInto(ctx, repo, w, 0); err != nil {
+		return nil, err
+	}
+	return findCommit(repo, w)
+}
+
+// openRepo opens the bare repository at dir, creating it when missing.
+func (f *gitFetch) openRepo(dir string) (*git.Repository, error) {
+	repo, err := git.PlainOpen(dir)
+	if err == nil {
+		return repo, nil
+	}
+	if !errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, fmt.Errorf("open cache %s: %w", dir, err)
+	}
+	if repo, err = git.PlainInit(dir, true); err != nil {
+		return nil, fmt.Errorf("create cache %s: %w", dir, err)
+	}
+	// The URL kept on disk has no credentials; fetches give the full one.
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.key}}); err != nil {
+		return nil, fmt.Errorf("create cache %s: %w", dir, err)
+	}
+	return repo, nil
+}
+
+// fetchInto fetches the wanted ref, or for a commit SHA all branches and
+// tags, with the given depth (0: all history).
+func (f *gitFetch) fetchInto(ctx context.Context, repo *git.Repository, w wanted, depth int) error {
+	specs := []config.RefSpec{
+		"+refs/heads/*:refs/remotes/origin/*",
+		"+refs/tags/*:refs/tags/*",
+	}
+	if w.ref != "" {
+		specs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", w.ref, localRef(w.ref)))}
+	}
+	err := repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: git.DefaultRemoteName,
+		RemoteURL:  f.url,
+		RefSpecs:   specs,
+		Depth:      depth,
+		Auth:       f.auth,
+		Tags:       git.NoTags,
+		Force:      true,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return err
+}
+
+// localRef is where a fetched remote ref is kept: branches as remote
+// branches, tags as tags, anything else (HEAD, refs/pull/1/head) under
+// refs/remotes/origin/.
+func localRef(ref plumbing.ReferenceName) plumbing.ReferenceName {
+	switch {
+	case ref.IsBranch():
+		return plumbing.NewRemoteReferenceName(git.DefaultRemoteName, ref.Short())
+	case ref.IsTag():
+		return ref
+	default:
+		return plumbing.ReferenceName("refs/remotes/origin/" + strings.TrimPrefix(ref.String(), "refs/"))
+	}
+}
+
+// findCommit finds the wanted commit in repo, following annotated tags.
+func findCommit(repo *git.Repository, w wanted) (*object.Commit, error) {
+	hash := w.hash
+	if w.prefix != "" {
+		h, err := repo.ResolveRevision(plumbing.Revision(w.prefix))
+		if err != nil {
+			return nil, fmt.Errorf("%w: no commit %s", ErrRevisionNotFound, w.prefix)
+		}
+		hash = *h
+	}
+	for range 10 {
+		c, err := repo.CommitObject(hash)
+		if err == nil {
+			return c, nil
+		}
+		t, tagErr := repo.TagObject(hash)
+		if tagErr != nil {
+			if w.ref == "" {
+				return nil, fmt.Errorf("%w: no commit %s", ErrRevisionNotFound, hash)
+			}
+			return nil, fmt.Errorf("commit %s of %s: %w", hash, w.ref, err)
+		}
+		hash = t.Target
+	}
+	return nil, fmt.Errorf("tag %s: too many nested tags", w.ref)
+}
+
+// writeTree writes the files of commit into dir, unless dir exists already.
+// The files go to a temporary folder first, renamed into place when
+// complete, so dir never holds half a tree.
+func writeTree(ctx context.Context, commit *object.Commit, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tree-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	err = tree.Files().ForEach(func(file *object.File) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return writeFile(tmp, file)
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// writeFile writes one file of a tree under root.
+func writeFile(root string, file *object.File) error {
+	if !filepath.IsLocal(filepath.FromSlash(file.Name)) {
+		return fmt.Errorf("%s: path leaves the repository", file.Name)
+	}
+	dst := filepath.Join(root, filepath.FromSlash(file.Name))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	r, err := file.Reader()
+	if err != nil {
+		return fmt.Errorf("%s: %w", file.Name, err)
+	}
+	defer r.Close()
+	if file.Mode == filemode.Symlink {
+		target, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file.Name, err)
+		}
+		t := filepath.FromSlash(string(target))
+		if filepath.IsAbs(t) || !filepath.IsLocal(filepath.Join(filepath.Dir(filepath.FromSlash(file.Name)), t)) {
+			return fmt.Errorf("%s: symlink to %s leaves the repository", file.Name, target)
+		}
+		return os.Symlink(t, dst)
+	}
+	perm := os.FileMode(0o644)
+	if file.Mode == filemode.Executable {
+		perm = 0o755
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return fmt.Errorf("%s: %w", file.Name, err)
+	}
+	return out.Close()
+}
+
+// scrubbedError is an error whose text has its credentials masked. It
+// matches what the original matched, but does not hand the original out.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string        { return e.msg }
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// scrubError masks secrets and URL credentials in err's text.
+func scrubError(err error, secrets []string) error {
+	return &scrubbedError{msg: scrubURL(err.Error(), secrets), err: err}
+}
+
+// urlUserinfo matches the user and password part of URLs in a text.
+var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// scrubURL cuts the user:password@ part out of the URLs in s and masks every
+// secret, as it is and URL-escaped.
+func scrubURL(s string, secrets []string) string {
+	s = urlUserinfo.ReplaceAllString(s, "$1")
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		for _, form := range []string{secret, url.PathEscape(secret), url.QueryEscape(secret)} {
+			s = strings.ReplaceAll(s, form, "***")
+		}
+	}
+	return s
+}
