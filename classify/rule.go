@@ -48,3 +48,43 @@ func validClass(c report.Class) bool {
 	}
 	return false
 }
+
+// Matches reports whether the rule matches a managedFields entry. Validate
+// must have been called (New does it).
+func (r *Rule) Matches(e Entry) bool {
+	if r.re == nil || !r.re.MatchString(e.Manager) {
+		return false
+	}
+	if r.Operation != "" && r.Operation != e.Operation {
+		return false
+	}
+	if r.Subresource != nil && *r.Subresource != e.Subresource {
+		return false
+	}
+	return true
+}
+
+func builtinRule(class report.Class, manager, operation string, subresource *string) Rule {
+	return Rule{Manager: manager, Operation: operation, Subresource: subresource, Class: class, re: regexp.MustCompile(manager)}
+}
+
+func ptr(s string) *string { return &s }
+
+// builtin are the rules tried after the user's, in order. The README's table
+// of built-in rules lists the same; keep them together.
+var builtin = []Rule{
+	// Humans: kubectl's interactive verbs, kubectl scale, dashboards and UIs.
+	builtinRule(report.ClassHuman, `^kubectl-(edit|patch|label|annotate|replace|create|taint|autoscale|expose)$`, "", nil),
+	builtinRule(report.ClassHuman, `^kubectl$`, "Update", ptr("scale")),
+	builtinRule(report.ClassHuman, `^kubectl$`, "Update", ptr("")),
+	builtinRule(report.ClassHuman, `(?i)^(mozilla|k9s|lens|openlens|headlamp|kubernetes-dashboard|dashboard|octant|rancher)`, "", nil),
+	// Pipelines: kubectl's scripted verbs, server-side kubectl apply, release tools, CI systems.
+	builtinRule(report.ClassPipeline, `^kubectl-(set|rollout|client-side-apply)$`, "", nil),
+	builtinRule(report.ClassPipeline, `^kubectl$`, "Apply", nil),
+	builtinRule(report.ClassPipeline, `^(helm|argo-rollouts|flagger)`, "", nil),
+	builtinRule(report.ClassPipeline, `(?i)(pipeline|deploy|jenkins|tekton|gitlab|github|spinnaker|buildkite|circleci)`, "", nil),
+	// Operators and controllers.
+	builtinRule(report.ClassOperator, `^(kube-controller-manager|kube-scheduler|cluster-autoscaler)$`, "", nil),
+	builtinRule(report.ClassOperator, `^(vpa-|keda-|cert-manager-)`, "", nil),
+	builtinRule(report.ClassOperator, `(-controller|-operator|-controller-manager)$`, "", nil),
+}

@@ -65,7 +65,7 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 			p("%s\n\n", strings.Join(meta, " · "))
 		}
 		if app.Error != "" {
-			p("**Error:**\n\n%s\n", mdFence(app.Error))
+			p("**Error:**\n\n%s", mdFence(app.Error))
 		}
 		if app.OverIgnoreCap {
 			p("**Warning:** this app has more ignore rules than `--max-ignores-per-app` allows.\n\n")

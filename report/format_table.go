@@ -88,6 +88,7 @@ type tableLine struct {
 	text   string
 	indent string
 	cells  []string // a row when not nil
+	table  string   // rows of the same table share their column widths
 	class  Class    // colours the first cell
 	dim    bool     // an ignored finding
 }
@@ -141,7 +142,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 				continue
 			}
 			if !headed && len(o.Findings) > 0 {
-				row(tableLine{indent: rowIndent, cells: tableColumns})
+				row(tableLine{indent: rowIndent, cells: tableColumns, table: "findings"})
 				headed = true
 			}
 			status := paint(color, statusColor[o.Status], string(o.Status))
@@ -166,7 +167,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 				if f.Ignored {
 					cells[len(cells)-1] = "(" + ignoredText(f) + ")"
 				}
-				row(tableLine{indent: rowIndent, cells: cells, class: f.Class, dim: f.Ignored})
+				row(tableLine{indent: rowIndent, cells: cells, table: "findings", class: f.Class, dim: f.Ignored})
 				if f.Hint != "" {
 					text("%shint: %s", hintIndent, oneLine(f.Hint))
 				}
@@ -186,7 +187,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		text("")
 		text("%s", paint(color, ansiBold, "IGNORE-RULE DEBTS"))
 		for _, d := range r.Debts {
-			row(tableLine{indent: appIndent, cells: []string{string(d.Kind), orDash(d.Owner), d.Rule.Target(), debtText(d)}})
+			row(tableLine{indent: appIndent, cells: []string{string(d.Kind), orDash(d.Owner), d.Rule.Target(), debtText(d)}, table: "debts"})
 		}
 	}
 
@@ -212,14 +213,13 @@ func location(p string, line int) string {
 // columns line up across objects and apps, then prints the rows between the
 // text lines. Colour is added after alignment so escape codes take no width.
 func printTable(w io.Writer, lines []tableLine, color bool) error {
-	// Finding rows and debt rows have different columns: align each kind
+	// Finding rows and debt rows have different columns: align each table
 	// on its own.
 	aligned := map[int]string{}
-	groups := map[int][]int{}
+	groups := map[string][]int{}
 	for i, l := range lines {
 		if l.cells != nil {
-			n := len(l.cells)
-			groups[n] = append(groups[n], i)
+			groups[l.table] = append(groups[l.table], i)
 		}
 	}
 	for _, idx := range groups {

@@ -68,6 +68,17 @@ type Report struct {
 	// Errors holds scan-wide errors that belong to no app (discovery, listing).
 	Errors  []string `json:"errors,omitempty"`
 	Summary Summary  `json:"summary"`
+	// Stats says what the scan cost the API server.
+	Stats *Stats `json:"stats,omitempty"`
+}
+
+// Stats measure one scan.
+type Stats struct {
+	// APIRequests counts every request the scan sent to the API server.
+	APIRequests int64 `json:"apiRequests"`
+	// Throttled counts answers of 429 Too Many Requests.
+	Throttled       int64   `json:"throttled"`
+	DurationSeconds float64 `json:"durationSeconds"`
 }
 
 // App is one application's part of the report.

@@ -62,7 +62,7 @@ func TestRenderPlainFolder(t *testing.T) {
 	}
 	want := []renderedObject{
 		{File: "apps/list.yaml", Line: 4, ID: "v1 ConfigMap web/flags"},
-		{File: "apps/list.yaml", Line: 10, ID: "v1 ServiceAccount web/web"},
+		{File: "apps/list.yaml", Line: 11, ID: "v1 ServiceAccount web/web"},
 		{File: "apps/web/config.json", Line: 1, ID: "v1 ConfigMap web/web-config"},
 		{File: "apps/web/deploy.yaml", Line: 3, ID: "apps/v1 Deployment web/web"},
 		{File: "apps/web/deploy.yaml", Line: 27, ID: "v1 Service web/web"},
@@ -155,7 +155,7 @@ func TestRenderDocuments(t *testing.T) {
 	}, {
 		name: "directives and comments stay with the document they precede",
 		file: "directive.yaml",
-		data: "%YAML 1.2\n# header\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+		data: "%TAG !k8s! tag:kubernetes.io,2026:\n# header\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
 		want: []renderedObject{{"directive.yaml", 4, "v1 ConfigMap a"}},
 	}, {
 		name: "Windows line endings split documents too",

@@ -94,16 +94,15 @@ func renderYAML(ctx context.Context, dir string) ([]Manifest, error) {
 		} else {
 			docs, docErrs = splitYAML(data)
 		}
+		for _, doc := range docs {
+			ms, objErrs := doc.manifests(file)
+			out = append(out, ms...)
+			docErrs = append(docErrs, objErrs...)
+		}
+		slices.SortStableFunc(docErrs, func(a, b *FileError) int { return a.Line - b.Line })
 		for _, e := range docErrs {
 			e.File = file
 			errs = append(errs, e)
-		}
-		for _, doc := range docs {
-			ms, docErrs := doc.manifests(file)
-			out = append(out, ms...)
-			for _, e := range docErrs {
-				errs = append(errs, e)
-			}
 		}
 	}
 	return out, errors.Join(errs...)
@@ -378,8 +377,12 @@ func isDocumentMarker(line []byte) bool {
 		(len(line) == 3 || line[3] == ' ' || line[3] == '\t')
 }
 
-// yamlLine matches one gopkg.in/yaml.v3 error message that has a position.
-var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+// yamlLine matches one gopkg.in/yaml.v3 error message that has a position,
+// and yamlAtLine a line that message points back to.
+var (
+	yamlLine   = regexp.MustCompile(`^line (\d+): (.*)$`)
+	yamlAtLine = regexp.MustCompile(`at line (\d+)`)
+)
 
 // yamlErrors turns a gopkg.in/yaml.v3 error into file errors with lines in
 // the file, for a chunk that starts at line first.
@@ -398,6 +401,10 @@ func yamlErrors(err error, first int) []*FileError {
 			n, _ := strconv.Atoi(m[1])
 			line, msg = max(n+first-1, first), m[2]
 		}
+		msg = yamlAtLine.ReplaceAllStringFunc(msg, func(at string) string {
+			n, _ := strconv.Atoi(strings.TrimPrefix(at, "at line "))
+			return fmt.Sprintf("at line %d", n+first-1)
+		})
 		errs = append(errs, &FileError{Line: line, Err: errors.New(msg)})
 	}
 	return errs

@@ -443,7 +443,14 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	return os.Rename(tmp, dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(dir); statErr == nil {
+			// Another process wrote the same commit first.
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 // writeFile writes one file of a tree under root.

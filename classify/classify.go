@@ -1,0 +1,222 @@
+// Package classify labels each drifted field with the actor that made it:
+// a mutating webhook, an operator, a deploy pipeline or a human. It is pure:
+// data in, labels out. The scanner reads the cluster and hands it what it
+// needs (managedFields, matching webhooks, autoscalers); this package takes no
+// Kubernetes client.
+package classify
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// Entry is one managedFields entry of the live object, reduced to what
+// classification reads.
+type Entry struct {
+	Manager     string
+	Operation   string // Apply or Update
+	Subresource string
+	Time        time.Time
+}
+
+// Object is the live object a change belongs to.
+type Object struct {
+	Group, Version, Kind, Namespace, Name string
+	// Entries are all the object's managedFields entries.
+	Entries []Entry
+	// Webhooks are the MutatingWebhookConfigurations whose rules and
+	// selectors match the object (see MatchWebhooks).
+	Webhooks []string
+	// Scalers are the autoscalers that target the object.
+	Scalers []Scaler
+}
+
+// Scaler is an autoscaler that targets an object and owns some of its fields.
+type Scaler struct {
+	Kind string // HorizontalPodAutoscaler, VerticalPodAutoscaler, ScaledObject
+	Name string
+}
+
+// Change is one raw difference between Git and live, before classification.
+type Change struct {
+	// Path is the structured-merge-diff path string.
+	Path string
+	Type report.Type
+	// Owner is the managedFields entry that owns Path live, nil when none.
+	Owner *Entry
+	// NewKey says an Added path is a new keyed list item (a container, a
+	// volume) or a new map key (an annotation, a label), rather than a
+	// field of a struct Git declares.
+	NewKey bool
+	// Git and Live are the two values as text (already masked).
+	Git, Live string
+}
+
+// Result is the verdict on one change.
+type Result struct {
+	// Drift is false when the change is no drift at all: a server default,
+	// or a field an operator owns that Git leaves out.
+	Drift   bool
+	Finding report.Finding
+}
+
+// Options configure a Classifier.
+type Options struct {
+	// Appliers are the field managers that stand for Git.
+	Appliers []string
+	// Rules are user rules, tried in order before the built-in ones.
+	Rules []Rule
+}
+
+// Classifier decides the class of each change.
+type Classifier struct {
+	appliers map[string]bool
+	rules    []Rule
+}
+
+// New validates the rules and returns a Classifier.
+func New(opts Options) (*Classifier, error) {
+	c := &Classifier{appliers: map[string]bool{}}
+	for _, a := range opts.Appliers {
+		c.appliers[a] = true
+	}
+	for i, r := range opts.Rules {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("rules[%d]: %w", i, err)
+		}
+		c.rules = append(c.rules, r)
+	}
+	c.rules = append(c.rules, builtin...)
+	return c, nil
+}
+
+// IsApplier reports whether manager stands for Git.
+func (c *Classifier) IsApplier(manager string) bool { return c.appliers[manager] }
+
+// ClassOf returns the class of a managedFields entry by the user rules and
+// then the built-in ones, and unknown when none matches. Appliers have no
+// class of their own: they are Git.
+func (c *Classifier) ClassOf(e Entry) report.Class {
+	for _, r := range c.rules {
+		if r.Matches(e) {
+			return r.Class
+		}
+	}
+	return report.ClassUnknown
+}
+
+// Classify decides whether a change is drift and, if it is, who made it.
+func (c *Classifier) Classify(o Object, ch Change) Result {
+	f := report.Finding{Path: ch.Path, Type: ch.Type, Git: ch.Git, Live: ch.Live, Class: report.ClassUnknown}
+	owner := ch.Owner
+	if ch.Type == report.Removed {
+		owner = c.newestTaker(o)
+	}
+	if owner != nil {
+		f.Manager, f.Operation, f.Subresource = owner.Manager, owner.Operation, owner.Subresource
+		if !owner.Time.IsZero() {
+			f.Time = owner.Time.UTC().Format(time.RFC3339)
+		}
+	}
+	switch ch.Type {
+	case report.Added:
+		return c.added(o, ch, owner, f)
+	case report.Removed:
+		if owner == nil {
+			f.Hint = "Git declares this field and live has none; no manager that changed the object since the applier is on record"
+			return Result{Drift: true, Finding: f}
+		}
+		f.Class = c.ClassOf(*owner)
+		f.Hint = fmt.Sprintf("removed live; %s is the newest manager that took fields from the applier", owner.Manager)
+		return Result{Drift: true, Finding: f}
+	default:
+		return c.changed(o, ch, owner, f)
+	}
+}
+
+func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) Result {
+	if owner == nil {
+		if !ch.NewKey {
+			// A scalar or struct filled in under a parent Git declares:
+			// a server default.
+			return Result{Drift: false, Finding: f}
+		}
+		f.Class = report.ClassWebhook
+		if len(o.Webhooks) > 0 {
+			f.Actor = strings.Join(o.Webhooks, ",")
+			f.Hint = fmt.Sprintf("no manager owns this field: injected at admission, most likely by MutatingWebhookConfiguration %s; add it to Git or ignore it", strings.Join(o.Webhooks, ", "))
+		} else {
+			f.Hint = "no manager owns this field: injected at admission by a mutating webhook (none matches this object now)"
+		}
+		return Result{Drift: true, Finding: f}
+	}
+	if c.appliers[owner.Manager] {
+		// Client-side appliers own the defaults of what they created.
+		return Result{Drift: false, Finding: f}
+	}
+	f.Class = c.ClassOf(*owner)
+	if f.Class == report.ClassOperator {
+		// An operator's own field that Git leaves out is not drift.
+		return Result{Drift: false, Finding: f}
+	}
+	return Result{Drift: true, Finding: f}
+}
+
+func (c *Classifier) changed(o Object, ch Change, owner *Entry, f report.Finding) Result {
+	if owner == nil {
+		f.Hint = "no manager owns the live value"
+		return Result{Drift: true, Finding: f}
+	}
+	if c.appliers[owner.Manager] {
+		f.Class = report.ClassUnknown
+		f.Hint = fmt.Sprintf("the applier %s still owns this field: Git changed and was not applied yet, or the applier normalised the value", owner.Manager)
+		if len(o.Webhooks) > 0 {
+			f.Hint += fmt.Sprintf(", or MutatingWebhookConfiguration %s rewrote it at admission", strings.Join(o.Webhooks, ", "))
+		}
+		return Result{Drift: true, Finding: f}
+	}
+	f.Class = c.ClassOf(*owner)
+	if f.Class == report.ClassOperator {
+		f.Hint = operatorHint(o, ch.Path, owner.Manager)
+	}
+	return Result{Drift: true, Finding: f}
+}
+
+// operatorHint says how to end a fight between Git and an operator over a
+// field both declare: the replica war with an HPA above all.
+func operatorHint(o Object, path, manager string) string {
+	for _, s := range o.Scalers {
+		switch {
+		case s.Kind == "HorizontalPodAutoscaler" && path == ".spec.replicas":
+			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name)
+		case s.Kind == "VerticalPodAutoscaler" && strings.Contains(path, ".resources"):
+			return fmt.Sprintf("VerticalPodAutoscaler %s owns container resources: remove them from Git (or ignore them), or every sync fights the autoscaler", s.Name)
+		case s.Kind == "ScaledObject" && path == ".spec.replicas":
+			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name)
+		}
+	}
+	if path == ".spec.replicas" && manager == "kube-controller-manager" {
+		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler"
+	}
+	return fmt.Sprintf("%s owns this field live: remove it from Git or ignore it, or every sync fights the operator", manager)
+}
+
+// newestTaker returns the newest Update entry of a manager that is not an
+// applier: the likeliest author of a field that Git declares and live lost.
+func (c *Classifier) newestTaker(o Object) *Entry {
+	var cands []Entry
+	for _, e := range o.Entries {
+		if e.Operation == "Update" && !c.appliers[e.Manager] && e.Subresource != "status" {
+			cands = append(cands, e)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Time.After(cands[j].Time) })
+	return &cands[0]
+}

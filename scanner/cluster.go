@@ -1,0 +1,204 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/openapi3"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// api reads the live state. It only ever gets and lists.
+type api struct {
+	dynamic   dynamic.Interface
+	discovery discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	typer     *typer
+	pageSize  int64
+	requests  *atomic.Int64
+	throttled *atomic.Int64
+	version   string
+}
+
+// countingTransport counts the requests the scan sends and the 429s it gets.
+type countingTransport struct {
+	next      http.RoundTripper
+	requests  *atomic.Int64
+	throttled *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		t.throttled.Add(1)
+	}
+	return resp, err
+}
+
+func connect(ctx context.Context, cfg *rest.Config, pageSize int64) (*api, error) {
+	cfg = rest.CopyConfig(cfg)
+	c := &api{pageSize: pageSize, requests: &atomic.Int64{}, throttled: &atomic.Int64{}}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, requests: c.requests, throttled: c.throttled}
+	})
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	// Fail fast, with one clear line, when the cluster is not reachable.
+	probe := rest.CopyConfig(cfg)
+	if probe.Timeout == 0 || probe.Timeout > 15*time.Second {
+		probe.Timeout = 15 * time.Second
+	}
+	pdc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	v, err := pdc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
+	}
+	c.version = v.GitVersion
+	c.dynamic, err = dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	c.discovery = memory.NewMemCacheClient(dc)
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
+	c.typer = newTyper(openapi3.NewRoot(dc.OpenAPIV3()))
+	return c, nil
+}
+
+// apiVersions lists the group/versions the cluster serves, for Helm's
+// .Capabilities.APIVersions.
+func (c *api) apiVersions() []string {
+	groups, err := c.discovery.ServerGroups()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			out = append(out, v.GroupVersion)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mapping finds the resource of a kind, refreshing discovery once for kinds
+// installed since the scan began.
+func (c *api) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		c.mapper.Reset()
+		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("kind %s is not served by the cluster (is its CRD installed?)", gvkString(gvk))
+	}
+	return m, err
+}
+
+func gvkString(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Version + "/" + gvk.Kind
+	}
+	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
+}
+
+// list reads every object of a resource in a namespace ("" for all, or for
+// a cluster-scoped resource) with paginated LISTs.
+func (c *api) list(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]unstructured.Unstructured, error) {
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
+	if ns != "" {
+		ri = c.dynamic.Resource(gvr).Namespace(ns)
+	}
+	var out []unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: c.pageSize}
+	for {
+		page, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, listError(gvr, ns, err)
+		}
+		out = append(out, page.Items...)
+		if page.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = page.GetContinue()
+	}
+}
+
+// listError says which verb and resource RBAC is missing.
+func listError(gvr schema.GroupVersionResource, ns string, err error) error {
+	res := gvr.Resource
+	if gvr.Group != "" {
+		res += "." + gvr.Group
+	}
+	where := "cluster-wide"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("forbidden: the scan needs list on %s %s: %w", res, where, errForbidden)
+	}
+	return fmt.Errorf("list %s %s: %w", res, where, err)
+}
+
+var errForbidden = errors.New("RBAC denied")
+
+// webhooks lists the MutatingWebhookConfigurations.
+func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	gvr := admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
+	items, err := c.list(ctx, gvr, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admissionregistrationv1.MutatingWebhookConfiguration, 0, len(items))
+	for _, u := range items {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cfg); err != nil {
+			return nil, fmt.Errorf("MutatingWebhookConfiguration %s: %w", u.GetName(), err)
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}
+
+// namespaceLabels returns the labels of the namespaces, by name, listing
+// them once, or getting each when listing is forbidden.
+func (c *api) namespaceLabels(ctx context.Context, names []string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	items, err := c.list(ctx, gvr, "")
+	if err == nil {
+		for _, ns := range items {
+			out[ns.GetName()] = ns.GetLabels()
+		}
+		return out
+	}
+	for _, n := range names {
+		ns, err := c.dynamic.Resource(gvr).Get(ctx, n, metav1.GetOptions{})
+		if err == nil {
+			out[n] = ns.GetLabels()
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+)
+
+// context the classifier needs beyond the object itself.
+type classifyContext struct {
+	webhooks []admissionregistrationv1.MutatingWebhookConfiguration
+	nsLabels map[string]map[string]string
+	scalers  map[objectKey][]classify.Scaler
+}
+
+// gather reads what classification needs: the mutating webhooks, the
+// namespaces' labels and the autoscalers, each with one LIST.
+func (s *scan) gather(ctx context.Context) classifyContext {
+	cc := classifyContext{scalers: map[objectKey][]classify.Scaler{}}
+	var err error
+	if cc.webhooks, err = s.c.webhooks(ctx); err != nil {
+		s.opts.Logger.Warn("cannot name the webhooks behind injected fields", "err", err)
+	}
+	nss := map[string]bool{}
+	for _, d := range s.objects {
+		if ns := d.obj.GetNamespace(); ns != "" {
+			nss[ns] = true
+		}
+	}
+	names := make([]string, 0, len(nss))
+	for ns := range nss {
+		names = append(names, ns)
+	}
+	cc.nsLabels = s.c.namespaceLabels(ctx, names)
+	s.gatherScalers(ctx, cc.scalers, nss)
+	return cc
+}
+
+// scalerKinds are the autoscalers that own fields of their target, with the
+// path of the target reference in their spec.
+var scalerKinds = []struct {
+	gvk schema.GroupVersionKind
+	ref []string
+}{
+	{schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}, []string{"spec", "scaleTargetRef"}},
+	{schema.GroupVersionKind{Group: "autoscaling.k8s.io", Version: "v1", Kind: "VerticalPodAutoscaler"}, []string{"spec", "targetRef"}},
+	{schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}, []string{"spec", "scaleTargetRef"}},
+}
+
+// gatherScalers finds the autoscalers that target objects, from Git's own
+// objects and from those live in the app namespaces.
+func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.Scaler, nss map[string]bool) {
+	add := func(kind string, u *unstructured.Unstructured, ref []string) {
+		target, ok, _ := unstructured.NestedStringMap(u.Object, ref...)
+		if !ok || target["name"] == "" {
+			return
+		}
+		gv, _ := schema.ParseGroupVersion(target["apiVersion"])
+		if target["apiVersion"] == "" {
+			gv = schema.GroupVersion{Group: "apps"}
+		}
+		k := objectKey{gv.Group, target["kind"], u.GetNamespace(), target["name"]}
+		for _, have := range out[k] {
+			if have.Kind == kind && have.Name == u.GetName() {
+				return
+			}
+		}
+		out[k] = append(out[k], classify.Scaler{Kind: kind, Name: u.GetName()})
+	}
+	for _, sk := range scalerKinds {
+		for _, d := range s.objects {
+			if d.obj.GroupVersionKind().GroupKind() == sk.gvk.GroupKind() {
+				add(sk.gvk.Kind, d.obj, sk.ref)
+			}
+		}
+		m, err := s.c.mapper.RESTMapping(sk.gvk.GroupKind())
+		if err != nil {
+			continue // not served here
+		}
+		for ns := range nss {
+			items, err := s.c.list(ctx, m.Resource, ns)
+			if err != nil {
+				s.opts.Logger.Debug("cannot list autoscalers", "gvk", sk.gvk.String(), "ns", ns, "err", err)
+				continue
+			}
+			for i := range items {
+				add(sk.gvk.Kind, &items[i], sk.ref)
+			}
+		}
+	}
+}
+
+// compare diffs every desired object with its live self.
+func (s *scan) compare(ctx context.Context, live *liveState) {
+	var gvs []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, d := range s.objects {
+		gv := d.obj.GroupVersionKind().GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	if err := s.c.typer.load(gvs); err != nil {
+		s.r.Errors = append(s.r.Errors, err.Error())
+		return
+	}
+	cc := s.gather(ctx)
+	for i, d := range s.objects {
+		if i%50 == 0 {
+			s.progress("compare", i, len(s.objects))
+		}
+		ro := &s.r.Apps[d.app].Objects[d.object]
+		if err := live.listErr(d); err != nil {
+			ro.Status, ro.Error = report.Error, err.Error()
+			continue
+		}
+		l := live.objects[keyOf(d.obj)]
+		if l == nil {
+			ro.Status = report.Missing
+			continue
+		}
+		if err := s.compareObject(d, l, cc, ro); err != nil {
+			ro.Status, ro.Error = report.Error, fmt.Sprintf("%s: %v", ro.Ref(), err)
+		}
+	}
+	s.progress("compare", len(s.objects), len(s.objects))
+}
+
+func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classifyContext, ro *report.Object) error {
+	gvk := d.obj.GroupVersionKind()
+	if err := s.c.typer.failed[gvk.GroupVersion()]; err != nil {
+		s.opts.Logger.Debug("typing by deduction", "gvk", gvk.String(), "err", err)
+	}
+	liveObj := normalize(l)
+	changes, err := diff(s.c.typer, gvk.GroupVersion(), normalize(d.obj), liveObj)
+	if err != nil {
+		return err
+	}
+	owners, err := ownership(l.GetManagedFields())
+	if err != nil {
+		return err
+	}
+	obj := classify.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName()}
+	for _, o := range owners {
+		obj.Entries = append(obj.Entries, o.entry)
+	}
+	obj.Webhooks = classify.MatchWebhooks(cc.webhooks, classify.Target{
+		Group: gvk.Group, Version: gvk.Version, Resource: d.mapping.Resource.Resource,
+		Namespaced: d.mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		Labels:     l.GetLabels(), NamespaceLabels: cc.nsLabels[l.GetNamespace()],
+	})
+	obj.Scalers = cc.scalers[keyOf(l)]
+	app := s.r.Apps[d.app].Name
+	for _, ch := range changes {
+		res := s.classifier.Classify(obj, classify.Change{
+			Path: ch.Path.String(), Type: ch.Type, Owner: ownerOf(owners, ch.Path), NewKey: ch.NewKey,
+			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
+		})
+		if !res.Drift {
+			continue
+		}
+		f := res.Finding
+		s.masker.mask(gvk.Group, gvk.Kind, &f)
+		s.ignorer.Apply(classify.IgnoreTarget{App: app, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj, Pointer: ch.Pointer}, &f)
+		ro.Findings = append(ro.Findings, f)
+	}
+	ro.Status = report.InSync
+	return nil
+}
+
+// trackingKeys are the labels and annotations that tie a live object to an app.
+var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/instance"}
+
+// extra reports live objects that carry an app's tracking label or
+// annotation but are not in Git, among the kinds and namespaces the scan
+// listed anyway.
+func (s *scan) extra(live *liveState) {
+	apps := map[string]int{}
+	for i, a := range s.r.Apps {
+		apps[a.Name] = i
+	}
+	for _, items := range live.lists {
+		for i := range items {
+			u := &items[i]
+			if _, ok := s.declared[keyOf(u)]; ok {
+				continue
+			}
+			for _, k := range trackingKeys {
+				name := u.GetLabels()[k]
+				if name == "" {
+					name = u.GetAnnotations()[k]
+				}
+				ai, ok := apps[name]
+				if !ok {
+					continue
+				}
+				s.r.Apps[ai].Objects = append(s.r.Apps[ai].Objects, report.Object{
+					APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Status: report.Extra,
+				})
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package scanner
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// change is one raw difference between Git and live, before ownership and
+// classification.
+type change struct {
+	Path fieldpath.Path
+	Type report.Type
+	// NewKey: an Added path that is a keyed list item or a map key.
+	NewKey bool
+	// Git and Live are the values; present says whether each side has one.
+	Git, Live               any
+	GitPresent, LivePresent bool
+	// Pointer is the RFC 6901 pointer into live (into Git for Removed).
+	Pointer string
+}
+
+// lastApplied is kubectl's client-side apply record: never drift.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// neverDrift are metadata fields the server manages.
+var neverDrift = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// normalize returns a copy of obj without status, server-managed metadata
+// and kubectl's last-applied annotation, with nulls and empty collections
+// removed. For a Secret it folds stringData into data, as the server does.
+func normalize(obj *unstructured.Unstructured) map[string]any {
+	out := runtime.DeepCopyJSON(obj.Object)
+	delete(out, "status")
+	if md, ok := out["metadata"].(map[string]any); ok {
+		for _, f := range neverDrift {
+			delete(md, f)
+		}
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, lastApplied)
+		}
+	}
+	if obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == "" {
+		if sd, ok := out["stringData"].(map[string]any); ok {
+			data, _ := out["data"].(map[string]any)
+			if data == nil {
+				data = map[string]any{}
+			}
+			for k, v := range sd {
+				data[k] = base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(v)))
+			}
+			out["data"] = data
+			delete(out, "stringData")
+		}
+	}
+	return prune(out).(map[string]any)
+}
+
+// diff compares Git's object with the live one field by field, with the
+// schema of their kind, and returns the differences that are not just two
+// forms of one value. Added paths are reduced to their topmost node: an
+// injected container is one change, not one per field.
+func diff(t *typer, gv schema.GroupVersion, desired, live map[string]any) ([]change, error) {
+	tvGit, err := t.toTyped(desired, gv)
+	if err != nil {
+		return nil, fmt.Errorf("git: %w", err)
+	}
+	tvLive, err := t.toTyped(live, gv)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	cmp, err := tvGit.Compare(tvLive)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	var out []change
+	cmp.Modified.Leaves().Iterate(func(p fieldpath.Path) {
+		g, _, gok := lookup(desired, p)
+		l, ptr, lok := lookup(live, p)
+		if equivalent(g, l, kindAt(tvLive, p).TypeName) {
+			return
+		}
+		out = append(out, change{Path: p.Copy(), Type: report.Changed, Git: g, Live: l, GitPresent: gok, LivePresent: lok, Pointer: ptr})
+	})
+	topmost(cmp.Removed).Iterate(func(p fieldpath.Path) {
+		g, ptr, gok := lookup(desired, p)
+		if !gok || empty(g) {
+			return
+		}
+		out = append(out, change{Path: p.Copy(), Type: report.Removed, Git: g, GitPresent: true, Pointer: ptr})
+	})
+	for _, u := range addedUnits(tvLive, cmp.Added) {
+		l, ptr, lok := lookup(live, u.path)
+		if !lok {
+			continue
+		}
+		out = append(out, change{Path: u.path, Type: report.Added, NewKey: u.kind.NewKey, Live: l, LivePresent: true, Pointer: ptr})
+	}
+	return out, nil
+}
+
+type unit struct {
+	path fieldpath.Path
+	kind nodeKind
+}
+
+// addedUnits reduces the added paths to the nodes a person would name: the
+// topmost added field, except that an added map or list (annotations Git
+// never had, an env list) is reported as its items, so that a webhook's new
+// annotation is a new key rather than a new struct field.
+func addedUnits(tv *typed.TypedValue, added *fieldpath.Set) []unit {
+	var out []unit
+	covered := &fieldpath.Set{}
+	parentIsCollection := map[string]bool{}
+	added.Iterate(func(p fieldpath.Path) {
+		for i := 1; i < len(p); i++ {
+			if covered.Has(p[:i]) {
+				return
+			}
+		}
+		k := kindAt(tv, p)
+		parentAdded := len(p) > 1 && added.Has(p[:len(p)-1])
+		if parentAdded && !parentIsCollection[p[:len(p)-1].String()] {
+			return
+		}
+		if k.Collection {
+			parentIsCollection[p.String()] = true
+			return
+		}
+		covered.Insert(p)
+		out = append(out, unit{path: p.Copy(), kind: k})
+	})
+	return out
+}
+
+// topmost returns the paths of s whose parent is not in s.
+func topmost(s *fieldpath.Set) *fieldpath.Set {
+	out := &fieldpath.Set{}
+	s.Iterate(func(p fieldpath.Path) {
+		if len(p) > 1 && s.Has(p[:len(p)-1]) {
+			return
+		}
+		out.Insert(p)
+	})
+	return out
+}

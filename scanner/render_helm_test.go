@@ -1,0 +1,168 @@
+package scanner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestRenderHelm(t *testing.T) {
+	prod := RenderOptions{
+		Namespace:   "shop",
+		Helm:        &HelmSource{ValuesFiles: []string{"values-prod.yaml"}, Set: map[string]string{"image.tag": "1.26.1"}},
+		KubeVersion: "v1.37.2",
+		APIVersions: []string{"example.com/v1"},
+	}
+	tests := []struct {
+		name string
+		opts RenderOptions
+		want []renderedObject
+		// values are fields of the Deployment, by path.
+		values map[string]any
+		// info is the data of the ConfigMap that shows .Capabilities.
+		info map[string]any
+	}{{
+		name: "values files, set values and capabilities reach the templates",
+		opts: prod,
+		want: []renderedObject{
+			{File: "crds/widgets.yaml", ID: "apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com"},
+			{File: "templates/cluster-info.yaml", ID: "v1 ConfigMap shop/web-cluster"},
+			{File: "templates/service.yaml", ID: "v1 Service shop/web"},
+			{File: "templates/deployment.yaml", ID: "apps/v1 Deployment shop/web"},
+		},
+		values: map[string]any{
+			"spec.replicas":                                    int64(3),
+			"spec.template.spec.containers.0.image":            "nginx:1.26.1",
+			"spec.template.spec.containers.0.env.0.value":      "prod",
+			"metadata.labels.app.kubernetes.io/instance":       "web",
+			"spec.selector.matchLabels.app.kubernetes.io/name": "web",
+		},
+		info: map[string]any{"kubeVersion": "v1.37.2", "widgets": "true"},
+	}, {
+		name: "chart defaults, a release name and a comma in a set value",
+		opts: RenderOptions{
+			Namespace: "dev",
+			Helm:      &HelmSource{ReleaseName: "shop-web", Set: map[string]string{"env": "dev,eu"}},
+		},
+		want: []renderedObject{
+			{File: "crds/widgets.yaml", ID: "apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com"},
+			{File: "templates/cluster-info.yaml", ID: "v1 ConfigMap dev/shop-web-cluster"},
+			{File: "templates/service.yaml", ID: "v1 Service dev/shop-web"},
+			{File: "templates/deployment.yaml", ID: "apps/v1 Deployment dev/shop-web"},
+		},
+		values: map[string]any{
+			"spec.replicas":                               int64(1),
+			"spec.template.spec.containers.0.image":       "nginx:1.25",
+			"spec.template.spec.containers.0.env.0.value": "dev,eu",
+		},
+		info: map[string]any{"widgets": "false"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Dir = renderFixture(t, "helm/web")
+			got, err := Render(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, renderSummary(got)); diff != "" {
+				t.Errorf("rendered objects (-want +got):\n%s", diff)
+			}
+			for _, m := range got {
+				switch m.Object.GetKind() {
+				case "Deployment":
+					for path, want := range tt.values {
+						if diff := cmp.Diff(want, helmField(m.Object, path)); diff != "" {
+							t.Errorf("Deployment %s (-want +got):\n%s", path, diff)
+						}
+					}
+				case "ConfigMap":
+					data, _, _ := unstructured.NestedMap(m.Object.Object, "data")
+					for k, want := range tt.info {
+						if diff := cmp.Diff(want, data[k]); diff != "" {
+							t.Errorf("ConfigMap data.%s (-want +got):\n%s", k, diff)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// helmField reads a dotted path in which list indexes are numbers and the
+// last segments may form a key with dots and slashes
+// (metadata.labels.app.kubernetes.io/name).
+func helmField(obj *unstructured.Unstructured, path string) any {
+	var cur any = obj.Object
+	parts := strings.Split(path, ".")
+	for i := 0; i < len(parts); i++ {
+		switch c := cur.(type) {
+		case map[string]any:
+			key := parts[i]
+			for j := len(parts); j > i; j-- {
+				if _, ok := c[strings.Join(parts[i:j], ".")]; ok {
+					key, i = strings.Join(parts[i:j], "."), j-1
+					break
+				}
+			}
+			cur = c[key]
+		case []any:
+			n := 0
+			for _, r := range parts[i] {
+				n = n*10 + int(r-'0')
+			}
+			if n >= len(c) {
+				return nil
+			}
+			cur = c[n]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+func TestRenderHelmErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		dir  string
+		src  *HelmSource
+		want []string
+	}{{
+		name: "a dependency not vendored in charts/ is an error, not a download",
+		dir:  "helm/needs-dep",
+		want: []string{"helm chart ", "found in Chart.yaml, but missing in charts/ directory: redis"},
+	}, {
+		name: "a values file that does not exist",
+		dir:  "helm/web",
+		src:  &HelmSource{ValuesFiles: []string{"values-nope.yaml"}},
+		want: []string{"values file values-nope.yaml: open ", "no such file or directory"},
+	}, {
+		name: "a set value with a bad path",
+		dir:  "helm/web",
+		src:  &HelmSource{Set: map[string]string{"env[-1]": "x"}},
+		want: []string{"set env[-1]: "},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.src
+			if src == nil {
+				src = &HelmSource{}
+			}
+			ms, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, tt.dir), Helm: src})
+			if err == nil {
+				t.Fatalf("Render() = %d manifests, want an error", len(ms))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Render() error = %q, want it to contain %q", err, w)
+				}
+			}
+			if len(ms) != 0 {
+				t.Errorf("Render() returned %d manifests with the error, want none", len(ms))
+			}
+		})
+	}
+}

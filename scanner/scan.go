@@ -1,0 +1,346 @@
+// Package scanner turns Git sources and a live cluster into a field-level
+// drift report. It renders each app's desired state in process, reads the
+// cluster with one paginated LIST per kind and namespace (never a GET per
+// object, never a write), compares each object field by field with the
+// server's own schema, and hands every difference to package classify.
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+)
+
+// Options configure a scan. Start from DefaultOptions.
+type Options struct {
+	// RESTConfig reaches the cluster. The scan only gets and lists.
+	RESTConfig *rest.Config
+	// Cluster names the cluster in the report: the kubeconfig context, or
+	// the server URL.
+	Cluster string
+	// Extra also reports live objects that carry an app's tracking label or
+	// annotation but are not in Git.
+	Extra bool
+	// GitCacheDir is where Git sources are cloned.
+	GitCacheDir string
+	// PageSize is the LIST page size.
+	PageSize int64
+	// ClusterWideAbove lists a kind cluster-wide instead of per namespace
+	// when the desired objects of that kind span more namespaces than this.
+	ClusterWideAbove int
+	// MaxIgnoresPerApp flags apps with more ignore rules than this; 0 is no cap.
+	MaxIgnoresPerApp int
+	// Redact are regular expressions on finding paths whose values are
+	// masked like Secret data.
+	Redact []string
+	// Now is the clock; Getenv reads credentials from the environment.
+	Now    func() time.Time
+	Getenv func(string) string
+	// Logger receives debug detail; the report carries everything a user needs.
+	Logger *slog.Logger
+	// Progress, when set, is told how far the scan is.
+	Progress func(Progress)
+}
+
+// Progress is the scan's position, for a progress line on a terminal.
+type Progress struct {
+	Stage       string // "render", "list", "compare"
+	Done, Total int
+}
+
+// DefaultOptions returns the options a scan uses unless told otherwise.
+func DefaultOptions() Options {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return Options{
+		GitCacheDir:      filepath.Join(cache, "driftscan", "git"),
+		PageSize:         500,
+		ClusterWideAbove: 3,
+		Now:              time.Now,
+		Getenv:           os.Getenv,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// desired is one object Git declares, with where it belongs in the report.
+type desired struct {
+	app     int
+	object  int
+	obj     *unstructured.Unstructured
+	mapping *meta.RESTMapping
+}
+
+type listKey struct {
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+type objectKey struct {
+	group, kind, ns, name string
+}
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	gvk := u.GroupVersionKind()
+	return objectKey{gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName()}
+}
+
+// Scan scans every app of cfg. It returns an error only when the scan cannot
+// start (the cluster is unreachable, a rule is invalid). Everything that
+// fails for one app or object is recorded in the report, where it makes
+// Report.HasErrors true, and the rest of the scan goes on.
+func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Logger == nil {
+		opts.Logger = DefaultOptions().Logger
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = 500
+	}
+	now := opts.Now()
+	classifier, err := classify.New(classify.Options{Appliers: cfg.Appliers, Rules: cfg.Rules})
+	if err != nil {
+		return nil, err
+	}
+	ignorer, err := classify.NewIgnorer(cfg.Ignore, now)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMasker(opts.Redact)
+	if err != nil {
+		return nil, err
+	}
+	c, err := connect(ctx, opts.RESTConfig, opts.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	cluster := opts.Cluster
+	if cluster == "" {
+		cluster = opts.RESTConfig.Host
+	}
+	r := report.New(now, cluster)
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, classifier: classifier, ignorer: ignorer, masker: m, declared: map[objectKey]string{}}
+	s.render(ctx)
+	live := s.read(ctx)
+	s.compare(ctx, live)
+	if opts.Extra {
+		s.extra(live)
+	}
+	r.Debts = ignorer.Debts()
+	for i := range r.Apps {
+		if opts.MaxIgnoresPerApp > 0 && ignorer.CountFor(r.Apps[i].Name) > opts.MaxIgnoresPerApp {
+			r.Apps[i].OverIgnoreCap = true
+		}
+	}
+	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds()}
+	r.Finalize()
+	return r, nil
+}
+
+// scan is one run's state.
+type scan struct {
+	opts       Options
+	cfg        *Config
+	c          *api
+	r          *report.Report
+	classifier *classify.Classifier
+	ignorer    *classify.Ignorer
+	masker     *masker
+	objects    []desired
+	declared   map[objectKey]string // object -> app that declares it
+}
+
+func (s *scan) progress(stage string, done, total int) {
+	if s.opts.Progress != nil {
+		s.opts.Progress(Progress{Stage: stage, Done: done, Total: total})
+	}
+}
+
+// render renders every app and maps its objects to resources.
+func (s *scan) render(ctx context.Context) {
+	apiVersions := s.c.apiVersions()
+	for i, app := range s.cfg.Apps {
+		s.progress("render", i, len(s.cfg.Apps))
+		ra := report.App{Name: app.Name, Owner: app.Owner, Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Path: app.Source.Path}}
+		dir, commit, err := s.sourceDir(ctx, app)
+		ra.Source.Commit = commit
+		var manifests []Manifest
+		if err == nil {
+			manifests, err = Render(ctx, RenderOptions{Dir: dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
+		}
+		if err != nil {
+			ra.Error = fmt.Sprintf("app %s: %v", app.Name, err)
+			s.opts.Logger.Warn("render failed", "app", app.Name, "err", err)
+		}
+		s.r.Apps = append(s.r.Apps, ra)
+		ai := len(s.r.Apps) - 1
+		for _, mf := range manifests {
+			s.addDesired(ai, app, mf)
+		}
+	}
+	s.progress("render", len(s.cfg.Apps), len(s.cfg.Apps))
+}
+
+// sourceDir fetches an app's Git source when it has one and returns the
+// folder to render and the commit.
+func (s *scan) sourceDir(ctx context.Context, app App) (dir, commit string, err error) {
+	if app.Source.Repo == "" {
+		dir = app.Source.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.cfg.Dir, dir)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return "", "", fmt.Errorf("source folder: %w", err)
+		}
+		return dir, "", nil
+	}
+	co, err := FetchGit(ctx, GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Auth: app.Source.Auth, CacheDir: s.opts.GitCacheDir, Getenv: s.opts.Getenv})
+	if err != nil {
+		return "", "", err
+	}
+	return filepath.Join(co.Dir, filepath.FromSlash(app.Source.Path)), co.Commit, nil
+}
+
+func (s *scan) addDesired(ai int, app App, mf Manifest) {
+	obj := mf.Object
+	gvk := obj.GroupVersionKind()
+	ro := report.Object{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), File: mf.File, Line: mf.Line}
+	ra := &s.r.Apps[ai]
+	mapping, err := s.c.mapping(gvk)
+	if err != nil {
+		ro.Status, ro.Error = report.Error, err.Error()
+		ra.Objects = append(ra.Objects, ro)
+		return
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if obj.GetNamespace() == "" {
+			ns := app.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+			obj.SetNamespace(ns)
+		}
+	} else {
+		obj.SetNamespace("")
+	}
+	ro.Namespace = obj.GetNamespace()
+	key := keyOf(obj)
+	if other, dup := s.declared[key]; dup {
+		ro.Status = report.Error
+		if other == app.Name {
+			ro.Error = fmt.Sprintf("%s is declared twice in app %s", ro.Ref(), app.Name)
+		} else {
+			ro.Error = fmt.Sprintf("%s is declared by both app %s and app %s", ro.Ref(), other, app.Name)
+		}
+		ra.Objects = append(ra.Objects, ro)
+		return
+	}
+	s.declared[key] = app.Name
+	ra.Objects = append(ra.Objects, ro)
+	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, mapping: mapping})
+}
+
+// liveState is what the scan read from the cluster.
+type liveState struct {
+	objects map[objectKey]*unstructured.Unstructured
+	// failed holds the list errors, by resource and namespace.
+	failed map[listKey]error
+	// lists is every resource and namespace listed, for Extra.
+	lists map[listKey][]unstructured.Unstructured
+}
+
+// read lists each resource once per namespace, or once cluster-wide when
+// its objects span many namespaces.
+func (s *scan) read(ctx context.Context) *liveState {
+	byGVR := map[schema.GroupVersionResource]map[string]bool{}
+	for _, d := range s.objects {
+		gvr := d.mapping.Resource
+		if byGVR[gvr] == nil {
+			byGVR[gvr] = map[string]bool{}
+		}
+		byGVR[gvr][d.obj.GetNamespace()] = true
+	}
+	var keys []listKey
+	for gvr, nss := range byGVR {
+		if len(nss) > s.opts.ClusterWideAbove && !nss[""] {
+			keys = append(keys, listKey{gvr: gvr, ns: allNamespaces})
+			continue
+		}
+		for ns := range nss {
+			keys = append(keys, listKey{gvr: gvr, ns: ns})
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].gvr.String() != keys[j].gvr.String() {
+			return keys[i].gvr.String() < keys[j].gvr.String()
+		}
+		return keys[i].ns < keys[j].ns
+	})
+	st := &liveState{objects: map[objectKey]*unstructured.Unstructured{}, failed: map[listKey]error{}, lists: map[listKey][]unstructured.Unstructured{}}
+	for i, k := range keys {
+		s.progress("list", i, len(keys))
+		ns := k.ns
+		if ns == allNamespaces {
+			ns = ""
+		}
+		items, err := s.c.list(ctx, k.gvr, ns)
+		if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
+			// No cluster-wide right: fall back to one list per namespace.
+			for n := range byGVR[k.gvr] {
+				nk := listKey{gvr: k.gvr, ns: n}
+				items, err := s.c.list(ctx, k.gvr, n)
+				s.store(st, nk, items, err)
+			}
+			continue
+		}
+		s.store(st, k, items, err)
+	}
+	s.progress("list", len(keys), len(keys))
+	return st
+}
+
+// allNamespaces marks a cluster-wide list of a namespaced resource.
+const allNamespaces = "\x00all"
+
+func (s *scan) store(st *liveState, k listKey, items []unstructured.Unstructured, err error) {
+	if err != nil {
+		st.failed[k] = err
+		return
+	}
+	st.lists[k] = items
+	for i := range items {
+		st.objects[keyOf(&items[i])] = &items[i]
+	}
+}
+
+// listErr returns the error of the list that should have read d, if any.
+func (st *liveState) listErr(d desired) error {
+	gvr := d.mapping.Resource
+	if err := st.failed[listKey{gvr: gvr, ns: d.obj.GetNamespace()}]; err != nil {
+		return err
+	}
+	if _, ok := st.lists[listKey{gvr: gvr, ns: d.obj.GetNamespace()}]; ok {
+		return nil
+	}
+	return st.failed[listKey{gvr: gvr, ns: allNamespaces}]
+}

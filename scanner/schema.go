@@ -1,0 +1,141 @@
+package scanner
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/openapi3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// typer types objects with the server's own OpenAPI v3 schema, so list types
+// and merge keys (containers by name, ports by port and protocol) are the
+// server's. It fetches the schema of each group/version once.
+type typer struct {
+	root    openapi3.Root
+	schemas map[string]*spec.Schema
+	failed  map[schema.GroupVersion]error
+	loaded  map[schema.GroupVersion]bool
+	conv    managedfields.TypeConverter
+	deduced managedfields.TypeConverter
+}
+
+func newTyper(root openapi3.Root) *typer {
+	return &typer{
+		root:    root,
+		schemas: map[string]*spec.Schema{},
+		failed:  map[schema.GroupVersion]error{},
+		loaded:  map[schema.GroupVersion]bool{},
+		deduced: managedfields.NewDeducedTypeConverter(),
+	}
+}
+
+// load fetches the schemas of the group/versions not loaded yet (one request
+// each) and rebuilds the converter. A group/version whose schema cannot be
+// read is remembered; its objects are typed by deduction instead.
+func (t *typer) load(gvs []schema.GroupVersion) error {
+	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
+	changed := false
+	for _, gv := range gvs {
+		if t.loaded[gv] || t.failed[gv] != nil {
+			continue
+		}
+		doc, err := t.root.GVSpec(gv)
+		if err != nil {
+			t.failed[gv] = fmt.Errorf("openapi v3 schema of %s: %w", gv, err)
+			continue
+		}
+		if doc.Components != nil {
+			for name, s := range doc.Components.Schemas {
+				t.schemas[name] = s
+			}
+		}
+		t.loaded[gv] = true
+		changed = true
+	}
+	if !changed && t.conv != nil {
+		return nil
+	}
+	conv, err := managedfields.NewTypeConverter(t.schemas, false)
+	if err != nil {
+		return fmt.Errorf("build type converter: %w", err)
+	}
+	t.conv = conv
+	return nil
+}
+
+// toTyped types obj with the server schema, or by deduction when its
+// group/version has none (lists are then compared as atomic values).
+func (t *typer) toTyped(obj map[string]any, gv schema.GroupVersion) (*typed.TypedValue, error) {
+	u := unstructuredOf(obj)
+	if t.conv != nil && t.loaded[gv] {
+		tv, err := t.conv.ObjectToTyped(u, typed.AllowDuplicates)
+		if err == nil {
+			return tv, nil
+		}
+		return nil, fmt.Errorf("type %s: %w", u.GetObjectKind().GroupVersionKind().Kind, err)
+	}
+	return t.deduced.ObjectToTyped(u, typed.AllowDuplicates)
+}
+
+// nodeKind says what the last element of a path is, by the schema.
+type nodeKind struct {
+	// NewKey: a keyed or set list item, or a key of a map (not a field of a
+	// struct).
+	NewKey bool
+	// Collection: the node itself is a map of keys or a non-atomic list, so
+	// what was added is its items rather than the node.
+	Collection bool
+	// TypeName is the named type of the node, for example
+	// io.k8s.apimachinery.pkg.api.resource.Quantity; "" when unnamed.
+	TypeName string
+}
+
+// kindAt walks the schema of tv along path.
+func kindAt(tv *typed.TypedValue, path fieldpath.Path) nodeKind {
+	s := tv.Schema()
+	tr := tv.TypeRef()
+	var k nodeKind
+	for _, pe := range path {
+		atom, ok := s.Resolve(tr)
+		if !ok {
+			return nodeKind{NewKey: pe.FieldName == nil}
+		}
+		switch {
+		case pe.FieldName != nil:
+			if atom.Map == nil {
+				return nodeKind{}
+			}
+			if sf, ok := atom.Map.FindField(*pe.FieldName); ok {
+				tr, k.NewKey = sf.Type, false
+			} else {
+				tr, k.NewKey = atom.Map.ElementType, true
+			}
+		default:
+			if atom.List == nil {
+				return nodeKind{NewKey: true}
+			}
+			tr = atom.List.ElementType
+			// An item of an atomic list is not a key of its own.
+			k.NewKey = atom.List.ElementRelationship != smdschema.Atomic
+		}
+	}
+	if tr.NamedType != nil {
+		k.TypeName = *tr.NamedType
+	}
+	if atom, ok := s.Resolve(tr); ok {
+		switch {
+		case atom.List != nil:
+			k.Collection = atom.List.ElementRelationship != smdschema.Atomic
+		case atom.Map != nil:
+			k.Collection = len(atom.Map.Fields) == 0 && atom.Map.ElementRelationship != smdschema.Atomic
+		}
+	}
+	return k
+}

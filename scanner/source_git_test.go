@@ -1,0 +1,296 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/google/go-cmp/cmp"
+)
+
+// gitTestRepo is a bare repository with two commits on main: v1 (tagged
+// v1.0.0, annotated) and v2.
+type gitTestRepo struct {
+	dir        string
+	v1, v2     string
+	v1Files    map[string]string
+	mainFiles  map[string]string
+	deployFile string
+}
+
+// newGitTestRepo writes the commits with go-git straight into a bare
+// repository, through an in-memory worktree: no git binary, no push.
+func newGitTestRepo(t *testing.T) gitTestRepo {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "apps.git")
+	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+		Bare:        true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.Open(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), memfs.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	commit := func(files map[string]string, msg string) string {
+		t.Helper()
+		for name, content := range files {
+			f, err := wt.Filesystem.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte(content)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wt.Add(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		when = when.Add(time.Hour)
+		h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "Test", Email: "test@example.com", When: when}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.String()
+	}
+	r := gitTestRepo{
+		dir:        dir,
+		deployFile: "apps/web/deploy.yaml",
+		v1Files: map[string]string{
+			"apps/web/deploy.yaml": "replicas: 1\n",
+			"README.md":            "v1\n",
+		},
+	}
+	r.v1 = commit(r.v1Files, "v1")
+	if _, err := repo.CreateTag("v1.0.0", plumbing.NewHash(r.v1), &git.CreateTagOptions{
+		Tagger:  &object.Signature{Name: "Test", Email: "test@example.com", When: when},
+		Message: "v1.0.0",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.v2 = commit(map[string]string{"apps/web/deploy.yaml": "replicas: 2\n", "apps/api/deploy.yaml": "api\n"}, "v2")
+	r.mainFiles = map[string]string{
+		"apps/web/deploy.yaml": "replicas: 2\n",
+		"apps/api/deploy.yaml": "api\n",
+		"README.md":            "v1\n",
+	}
+	return r
+}
+
+// gitTreeFiles reads every file under dir.
+func gitTreeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestFetchGit(t *testing.T) {
+	repo := newGitTestRepo(t)
+	cacheDir := t.TempDir()
+	tests := []struct {
+		name       string
+		repo       string
+		revision   string
+		depth      int
+		wantCommit string
+		wantFiles  map[string]string
+	}{
+		{"a tag is its commit, not the branch's newer one", repo.dir, "v1.0.0", 0, repo.v1, repo.v1Files},
+		{"a branch is its newest commit", repo.dir, "main", 0, repo.v2, repo.mainFiles},
+		{"no revision is the remote HEAD", repo.dir, "", 0, repo.v2, repo.mainFiles},
+		{"a full ref names a tag too", "file://" + repo.dir, "refs/tags/v1.0.0", 0, repo.v1, repo.v1Files},
+		{"a commit SHA behind the branch's tip", repo.dir, repo.v1, 0, repo.v1, repo.v1Files},
+		{"a short commit SHA", repo.dir, repo.v1[:8], 0, repo.v1, repo.v1Files},
+		{"a branch with all history", repo.dir, "main", -1, repo.v2, repo.mainFiles},
+		{"the tag again, from the cache", "file://" + repo.dir, "v1.0.0", 0, repo.v1, repo.v1Files},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FetchGit(context.Background(), GitOptions{Repo: tt.repo, Revision: tt.revision, CacheDir: cacheDir, Depth: tt.depth})
+			if err != nil {
+				t.Fatalf("FetchGit: %v", err)
+			}
+			if got.Commit != tt.wantCommit {
+				t.Errorf("Commit = %s, want %s", got.Commit, tt.wantCommit)
+			}
+			if want := filepath.Join(cacheDir, filepath.Base(filepath.Dir(got.Dir)), tt.wantCommit); got.Dir != want {
+				t.Errorf("Dir = %s, want %s", got.Dir, want)
+			}
+			if diff := cmp.Diff(tt.wantFiles, gitTreeFiles(t, got.Dir)); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFetchGitSharesOneCachePerRepository(t *testing.T) {
+	repo := newGitTestRepo(t)
+	cacheDir := t.TempDir()
+	var wg sync.WaitGroup
+	dirs := make([]string, 4)
+	errs := make([]error, 4)
+	for i, rev := range []string{"v1.0.0", "main", "v1.0.0", "main"} {
+		wg.Go(func() {
+			co, err := FetchGit(context.Background(), GitOptions{Repo: repo.dir, Revision: rev, CacheDir: cacheDir})
+			dirs[i], errs[i] = co.Dir, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("FetchGit: %v", err)
+	}
+	if dirs[0] != dirs[2] || dirs[1] != dirs[3] || dirs[0] == dirs[1] {
+		t.Errorf("Dirs = %v, want one per commit", dirs)
+	}
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("cache holds %d folders, want 1 for the one repository", len(entries))
+	}
+	if diff := cmp.Diff(repo.v1Files, gitTreeFiles(t, dirs[0])); diff != "" {
+		t.Errorf("v1.0.0 files after a concurrent fetch of main (-want +got):\n%s", diff)
+	}
+}
+
+func TestFetchGitErrors(t *testing.T) {
+	repo := newGitTestRepo(t)
+	const token = "ghp_s3cr3tT0kenValue1234567890"
+	var mu sync.Mutex
+	var seenUser, seenPassword string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		mu.Lock()
+		seenUser, seenPassword = user, pass
+		mu.Unlock()
+		// A server that echoes the credentials it was sent.
+		http.Error(w, "no access for "+user+":"+pass+" to "+r.URL.String(), http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	withUserinfo := strings.Replace(srv.URL, "http://", "http://deploy:"+token+"@", 1)
+
+	tests := []struct {
+		name     string
+		opts     GitOptions
+		wantText []string
+		wantIs   error
+	}{{
+		name:     "a revision that does not exist names it",
+		opts:     GitOptions{Repo: repo.dir, Revision: "release-9"},
+		wantText: []string{"git " + repo.dir + "@release-9: revision not found", `"release-9"`},
+		wantIs:   ErrRevisionNotFound,
+	}, {
+		name:     "a commit SHA that does not exist names it",
+		opts:     GitOptions{Repo: repo.dir, Revision: "0123456789abcdef0123456789abcdef01234567"},
+		wantText: []string{"@0123456789abcdef0123456789abcdef01234567: revision not found"},
+		wantIs:   ErrRevisionNotFound,
+	}, {
+		name:     "a repository that does not exist",
+		opts:     GitOptions{Repo: "file:///nonexistent/driftscan.git", Revision: "main"},
+		wantText: []string{"git file:///nonexistent/driftscan.git@main: "},
+	}, {
+		name:     "a token in the URL is never printed",
+		opts:     GitOptions{Repo: withUserinfo + "/apps.git", Revision: "main"},
+		wantText: []string{"git " + srv.URL + "/apps.git@main: "},
+	}, {
+		name: "a token from the environment is never printed",
+		opts: GitOptions{Repo: srv.URL + "/apps.git", Auth: GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(k string) string {
+			if k == "GIT_TOKEN" {
+				return token
+			}
+			return ""
+		}},
+		wantText: []string{"git " + srv.URL + "/apps.git@HEAD: "},
+	}, {
+		name:     "an empty token variable is named, not guessed around",
+		opts:     GitOptions{Repo: srv.URL + "/apps.git", Auth: GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(string) string { return "" }},
+		wantText: []string{"auth.tokenEnv: environment variable GIT_TOKEN is empty"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.CacheDir = t.TempDir()
+			co, err := FetchGit(context.Background(), tt.opts)
+			if err == nil {
+				t.Fatalf("FetchGit() = %+v, want an error", co)
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("FetchGit() error = %q, want it to contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Errorf("FetchGit() error = %q, holds the token", err)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("errors.Is(%q, %v) = false, want true", err, tt.wantIs)
+			}
+		})
+	}
+
+	// The env token went out as basic auth with the default user.
+	mu.Lock()
+	defer mu.Unlock()
+	if seenUser != "git" || seenPassword != token {
+		t.Errorf("server saw basic auth %q:%q, want git and the token", seenUser, seenPassword)
+	}
+}
+
+func TestScrubURL(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		secrets []string
+		want    string
+	}{
+		{"user and password leave URLs", `Get "https://bob:hunter2@git.example.com/x.git": EOF`, nil, `Get "https://git.example.com/x.git": EOF`},
+		{"a token as user leaves URLs", "https://ghp_abc@github.com/org/repo", nil, "https://github.com/org/repo"},
+		{"secrets are masked anywhere", "denied for hunter2 (hunter%232)", []string{"hunter#2", "hunter2"}, "denied for *** (***)"},
+		{"scp-like URLs keep their user", "git@github.com:org/repo.git", nil, "git@github.com:org/repo.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := scrubURL(tt.in, tt.secrets); got != tt.want {
+				t.Errorf("scrubURL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package scanner
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+func unstructuredOf(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// lookup returns the value at path in obj and its RFC 6901 pointer (list
+// items by index, as Argo CD's jsonPointers write them).
+func lookup(obj map[string]any, path fieldpath.Path) (v any, pointer string, ok bool) {
+	var cur any = obj
+	var b strings.Builder
+	for _, pe := range path {
+		switch {
+		case pe.FieldName != nil:
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				return nil, "", false
+			}
+			cur, ok = m[*pe.FieldName]
+			if !ok {
+				return nil, "", false
+			}
+			b.WriteByte('/')
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
+		default:
+			list, isList := cur.([]any)
+			if !isList {
+				return nil, "", false
+			}
+			i := findItem(list, pe)
+			if i < 0 {
+				return nil, "", false
+			}
+			cur = list[i]
+			b.WriteByte('/')
+			b.WriteString(strconv.Itoa(i))
+		}
+	}
+	return cur, b.String(), true
+}
+
+// findItem finds a list item by a keyed, set or index path element.
+func findItem(list []any, pe fieldpath.PathElement) int {
+	switch {
+	case pe.Index != nil:
+		if *pe.Index < len(list) {
+			return *pe.Index
+		}
+	case pe.Key != nil:
+	items:
+		for i, item := range list {
+			m, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			for _, f := range *pe.Key {
+				if !value.Equals(value.NewValueInterface(m[f.Name]), f.Value) {
+					// Keys the server defaults (a port's protocol) may be
+					// absent on one side.
+					if _, present := m[f.Name]; present || f.Name != "protocol" || value.ToString(f.Value) != `"TCP"` {
+						continue items
+					}
+				}
+			}
+			return i
+		}
+	case pe.Value != nil:
+		for i, item := range list {
+			if value.Equals(value.NewValueInterface(item), *pe.Value) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// text renders a value for the report: scalars as written, structures as
+// compact JSON, "" when absent.
+func text(v any, present bool) string {
+	if !present || v == nil {
+		return ""
+	}
+	switch t := v.(type) {
+	case string:
+		return t
+	case map[string]any, []any:
+		data, err := json.Marshal(t)
+		if err != nil {
+			return fmt.Sprint(t)
+		}
+		return string(data)
+	default:
+		return fmt.Sprint(t)
+	}
+}
+
+const quantityType = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+// equivalent reports whether Git's value and the live one are the same value
+// written in two forms: quantities compared canonically ("0.5" and "500m"),
+// int-or-string and numbers by their text ("80" and 80, 1 and 1.0).
+func equivalent(git, live any, typeName string) bool {
+	if reflect.DeepEqual(git, live) {
+		return true
+	}
+	if typeName == quantityType {
+		gq, err1 := resource.ParseQuantity(text(git, true))
+		lq, err2 := resource.ParseQuantity(text(live, true))
+		return err1 == nil && err2 == nil && gq.Cmp(lq) == 0
+	}
+	if isScalar(git) && isScalar(live) {
+		return numberText(git) == numberText(live)
+	}
+	return false
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case string, bool, int, int32, int64, float32, float64:
+		return true
+	}
+	return false
+}
+
+func numberText(v any) string {
+	switch n := v.(type) {
+	case float64:
+		return strconv.FormatFloat(n, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(n), 'f', -1, 32)
+	}
+	return fmt.Sprint(v)
+}
+
+// empty reports whether v is null or an empty list or map: Git writing
+// `volumes: []` or `annotations: {}` declares nothing.
+func empty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
+	}
+	return false
+}
+
+// prune removes nulls and empty lists and maps, recursively, in place.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			child = prune(child)
+			if empty(child) {
+				delete(t, k)
+				continue
+			}
+			t[k] = child
+		}
+	case []any:
+		for i, child := range t {
+			t[i] = prune(child)
+		}
+	}
+	return v
+}
