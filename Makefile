@@ -9,8 +9,7 @@ TESTBIN      := $(CACHE)/testbin
 BIN          := $(CURDIR)/bin
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT       ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
-LDFLAGS      := -X github.com/calricon/driftscan/cmd/driftscan/version.Version=$(VERSION) \
-                -X github.com/calricon/driftscan/cmd/driftscan/version.Commit=$(COMMIT)
+LDFLAGS      := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 CP_LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
                 -X k8s.io/component-base/version.gitMajor=1 \
                 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)
@@ -46,8 +45,8 @@ test: testbin lint
 	DRIFTSCAN_REQUIRE_CLUSTER=1 $(GO) test -count=1 ./...
 
 ## demo: a real scan of a real local API server, with drift made by each kind of actor
-demo: testbin
-	@$(GO) run ./fixtures/demo
+demo: testbin build
+	@$(GO) run ./fixtures/demo -driftscan $(BIN)/driftscan
 
 ## bench: the scan at scale, side by side with kubectl diff (not part of make test)
 bench: testbin build

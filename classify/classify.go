@@ -210,7 +210,7 @@ func operatorHint(o Object, path, manager string) string {
 func (c *Classifier) newestTaker(o Object) *Entry {
 	var cands []Entry
 	for _, e := range o.Entries {
-		if e.Operation == "Update" && !c.appliers[e.Manager] && e.Subresource != "status" {
+		if e.Operation == "Update" && !c.appliers[e.Manager] && e.Subresource == "" {
 			cands = append(cands, e)
 		}
 	}

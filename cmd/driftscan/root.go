@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// exitError carries an exit code other than 2 out of a command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// run executes the command line and returns the process exit code: 0 no
+// drift, 1 drift, 2 an error.
+func run(ctx context.Context, args []string, s streams) int {
+	root := newRootCommand(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	switch {
+	case err == nil:
+		return report.ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(s.Err, "error: %v\n", err)
+		return report.ExitError
+	}
+}
+
+func newRootCommand(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "driftscan",
+		Short: "Find where a live cluster no longer matches Git, field by field, and who changed it",
+		Long: `driftscan compares the objects an app declares in Git with the live cluster,
+field by field, and names who made each difference: a mutating webhook, an
+operator, a deploy pipeline or a human with kubectl.
+
+Exit codes: 0 no drift, 1 drift, 2 an error kept part of the scan from finishing.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(newVersionCommand(s), newScanCommand(s))
+	return root
+}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// scanOptions are the flags of `driftscan scan`; Complete and Validate turn
+// them into a scanner.Config and scanner.Options.
+type scanOptions struct {
+	streams    streams
+	kubeconfig kubeconfig
+
+	configPath string
+	path       string
+	namespace  string
+	apps       []string
+	outputs    []string
+	failOn     string
+	wide       bool
+	quiet      bool
+	extra      bool
+	qps        float32
+	burst      int
+	timeout    time.Duration
+	gitCache   string
+	maxIgnores int
+	logLevel   string
+	logFormat  string
+
+	// Filled by Complete.
+	cfg     *scanner.Config
+	scan    scanner.Options
+	outs    []report.Output
+	fail    []report.Class
+	logger  *slog.Logger
+	outTerm bool
+	errTerm bool
+}
+
+func newScanCommand(s streams) *cobra.Command {
+	o := &scanOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "scan (--config FILE | --path DIR)",
+		Short: "Compare Git with the live cluster and report drift field by field",
+		Long: `Render each app's desired state from Git, read the cluster once per kind and
+namespace, compare field by field and name who made each difference.
+
+The scan only gets and lists; it never writes to the cluster.`,
+		Example: `  # Scan the apps of a config file, a table on the terminal
+  driftscan scan --config scan.yaml
+
+  # One folder, in CI: JSON and SARIF files, fail only on unsanctioned drift
+  driftscan scan --path deploy/ --namespace shop -o json=drift.json -o sarif=drift.sarif --fail-on human,unknown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configPath, "config", "", "scan config file (apiVersion driftscan.dev/v1alpha1, kind ScanConfig)")
+	f.StringVar(&o.path, "path", "", "scan one folder of manifests, a kustomization or a chart, without a config file")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "with --path: namespace for objects that name none (default: the context's namespace)")
+	f.StringArrayVar(&o.apps, "app", nil, "scan only this app (repeatable)")
+	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
+	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
+	f.StringArrayVarP(&o.outputs, "output", "o", nil, "output FORMAT or FORMAT=FILE, repeatable: "+formatNames()+" (default: table on a terminal, json otherwise)")
+	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'")
+	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
+	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
+	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
+	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the scan after this long (what finished is still reported)")
+	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
+	f.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	f.StringVar(&o.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, json otherwise)")
+	return cmd
+}
+
+func formatNames() string {
+	names := make([]string, len(report.Formats))
+	for i, f := range report.Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// Complete loads the config and the kubeconfig and fills in defaults.
+func (o *scanOptions) Complete() error {
+	o.outTerm, o.errTerm = isTerminal(o.streams.Out), isTerminal(o.streams.Err)
+	logger, err := newLogger(o.streams.Err, o.logLevel, o.logFormat, o.errTerm)
+	if err != nil {
+		return err
+	}
+	o.logger = logger
+
+	switch {
+	case o.configPath != "" && o.path != "":
+		return errors.New("--config and --path cannot be used together")
+	case o.configPath == "" && o.path == "":
+		return errors.New("give --config FILE or --path DIR")
+	}
+	restCfg, clusterName, ctxNamespace, err := o.kubeconfig.load()
+	if err != nil {
+		return err
+	}
+	restCfg.QPS, restCfg.Burst = o.qps, o.burst
+	restCfg.UserAgent = "driftscan/" + version
+
+	if o.configPath != "" {
+		if o.cfg, err = scanner.LoadConfig(o.configPath); err != nil {
+			return err
+		}
+	} else {
+		o.cfg, err = pathConfig(o.path, o.namespace, ctxNamespace)
+		if err != nil {
+			return err
+		}
+	}
+	if len(o.apps) > 0 {
+		if err := o.selectApps(); err != nil {
+			return err
+		}
+	}
+
+	o.scan = scanner.DefaultOptions()
+	o.scan.RESTConfig = restCfg
+	o.scan.Cluster = clusterName
+	o.scan.Extra = o.extra
+	o.scan.MaxIgnoresPerApp = o.maxIgnores
+	o.scan.Logger = o.logger
+	if o.gitCache != "" {
+		o.scan.GitCacheDir = o.gitCache
+	}
+
+	specs := o.outputs
+	if len(specs) == 0 {
+		if o.outTerm {
+			specs = []string{string(report.FormatTable)}
+		} else {
+			specs = []string{string(report.FormatJSON)}
+		}
+	}
+	if o.outs, err = report.ParseOutputs(specs); err != nil {
+		return err
+	}
+	o.fail, err = parseFailOn(o.failOn)
+	return err
+}
+
+// pathConfig is the config of `--path DIR`: one app named after the folder.
+func pathConfig(dir, namespace, ctxNamespace string) (*scanner.Config, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("--path: %w", err)
+	}
+	if namespace == "" {
+		namespace = ctxNamespace
+	}
+	cfg := &scanner.Config{
+		APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind,
+		Appliers: scanner.DefaultAppliers, Dir: abs,
+		Apps: []scanner.App{{Name: filepath.Base(abs), Namespace: namespace, Source: scanner.Source{Path: "."}}},
+	}
+	return cfg, nil
+}
+
+// selectApps keeps only the apps named by --app.
+func (o *scanOptions) selectApps() error {
+	want := map[string]bool{}
+	for _, a := range o.apps {
+		want[a] = true
+	}
+	var kept []scanner.App
+	for _, a := range o.cfg.Apps {
+		if want[a.Name] {
+			kept = append(kept, a)
+			delete(want, a.Name)
+		}
+	}
+	for a := range want {
+		return fmt.Errorf("--app %s: no such app in the config", a)
+	}
+	o.cfg.Apps = kept
+	return nil
+}
+
+// parseFailOn turns --fail-on into classes: nil for all, empty for none.
+func parseFailOn(s string) ([]report.Class, error) {
+	switch strings.TrimSpace(s) {
+	case "", "all":
+		return nil, nil
+	case "none":
+		return []report.Class{}, nil
+	}
+	out := []report.Class{}
+	for _, part := range strings.Split(s, ",") {
+		c := report.Class(strings.TrimSpace(part))
+		valid := false
+		for _, k := range report.Classes {
+			valid = valid || k == c
+		}
+		if !valid {
+			return nil, fmt.Errorf("--fail-on: unknown class %q (want %s, all or none)", c, classNames())
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func classNames() string {
+	names := make([]string, len(report.Classes))
+	for i, c := range report.Classes {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Validate checks the options against each other.
+func (o *scanOptions) Validate() error {
+	if len(o.cfg.Apps) == 0 {
+		return errors.New("no apps to scan")
+	}
+	if o.qps <= 0 || o.burst <= 0 {
+		return errors.New("--qps and --burst must be positive")
+	}
+	return nil
+}
+
+// Run scans and writes every requested output. The exit code is 1 for drift
+// of the --fail-on classes and 2 when part of the scan failed.
+func (o *scanOptions) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if !o.quiet && o.outTerm && o.errTerm {
+		p := newProgressLine(o.streams.Err)
+		defer p.done()
+		o.scan.Progress = p.update
+	}
+	r, err := scanner.Scan(ctx, o.cfg, o.scan)
+	if err != nil {
+		return err
+	}
+	if err := o.write(r); err != nil {
+		return err
+	}
+	if code := r.ExitCode(o.fail); code != report.ExitOK {
+		for _, e := range r.Errors {
+			fmt.Fprintf(o.streams.Err, "error: %s\n", e)
+		}
+		return exitError{code: code}
+	}
+	return nil
+}
+
+// write writes the report in every requested format: files atomically, the
+// rest to stdout.
+func (o *scanOptions) write(r *report.Report) error {
+	opts := report.DefaultWriteOptions()
+	opts.Wide = o.wide
+	var errs []error
+	for _, out := range o.outs {
+		wo := opts
+		if out.File == "" {
+			wo.Color = out.Format == report.FormatTable && report.ColorFor(asFile(o.streams.Out))
+			if err := report.Write(o.streams.Out, out.Format, r, wo); err != nil {
+				errs = append(errs, fmt.Errorf("write %s: %w", out.Format, err))
+			}
+			continue
+		}
+		err := report.WriteFileAtomic(out.File, func(w io.Writer) error { return report.Write(w, out.Format, r, wo) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("write %s to %s: %w", out.Format, out.File, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func asFile(w io.Writer) *os.File {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return nil
+}
+
+// newLogger builds the slog logger: text on a terminal, JSON in a cluster.
+func newLogger(w io.Writer, level, format string, terminal bool) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "auto":
+		if terminal {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text, json or auto", format)
+}

@@ -1,0 +1,94 @@
+// Package shard splits a scan's apps between the pods of an Indexed Job.
+//
+// An app belongs to exactly one of N shards: the FNV-1a 32-bit hash of its
+// name, modulo N. The assignment depends on nothing but the name and N, so it
+// is the same on every run, in every pod and in every version of driftscan;
+// adding or removing an app never moves another one. Changing N reshuffles.
+package shard
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// Of returns the shard, in [0, n), that app belongs to. An n below 1 counts
+// as one shard.
+func Of(app string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(app)) // a hash.Hash never returns an error
+	return int(h.Sum32() % uint32(n))
+}
+
+// Spec is one shard of a sharded scan, written "i/N" on the command line
+// (`--shard $(JOB_COMPLETION_INDEX)/N`).
+type Spec struct {
+	// Index is this shard, from 0 to Count-1.
+	Index int
+	// Count is the number of shards, at least 1.
+	Count int
+}
+
+// ParseSpec parses "i/N" where N is at least 1 and 0 <= i < N, both plain
+// decimal numbers.
+func ParseSpec(s string) (Spec, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	if !ok {
+		return Spec{}, fmt.Errorf("shard %q: want INDEX/COUNT, for example 0/4", s)
+	}
+	i, err := number(is)
+	if err != nil {
+		return Spec{}, fmt.Errorf("shard %q: index: %w", s, err)
+	}
+	n, err := number(ns)
+	if err != nil {
+		return Spec{}, fmt.Errorf("shard %q: count: %w", s, err)
+	}
+	if n < 1 {
+		return Spec{}, fmt.Errorf("shard %q: count must be at least 1", s)
+	}
+	if i >= n {
+		return Spec{}, fmt.Errorf("shard %q: index must be below the count (0 to %d)", s, n-1)
+	}
+	return Spec{Index: i, Count: n}, nil
+}
+
+// number parses a non-empty run of ASCII digits; strconv.Atoi alone would
+// also take "+1" and "-0".
+func number(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty")
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	return n, nil
+}
+
+// String returns the spec as ParseSpec reads it.
+func (s Spec) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Owns reports whether app belongs to this shard.
+func (s Spec) Owns(app string) bool { return Of(app, s.Count) == s.Index }
+
+// Select returns the apps that belong to shard i of n, in their given order.
+func Select(apps []string, i, n int) []string {
+	spec := Spec{Index: i, Count: n}
+	var out []string
+	for _, a := range apps {
+		if spec.Owns(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
