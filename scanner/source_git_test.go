@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,11 +33,32 @@ type gitTestRepo struct {
 	deployFile string
 }
 
-// newGitTestRepo writes the commits with go-git straight into a bare
-// repository, through an in-memory worktree: no git binary, no push.
+// newGitTestRepo is the repository the Git tests share.
 func newGitTestRepo(t *testing.T) gitTestRepo {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "apps.git")
+	r := gitTestRepo{
+		deployFile: "apps/web/deploy.yaml",
+		v1Files: map[string]string{
+			"apps/web/deploy.yaml": "replicas: 1\n",
+			"README.md":            "v1\n",
+		},
+		mainFiles: map[string]string{
+			"apps/web/deploy.yaml": "replicas: 2\n",
+			"apps/api/deploy.yaml": "api\n",
+			"README.md":            "v1\n",
+		},
+	}
+	dir, shas := bareRepo(t, "v1.0.0", r.v1Files, map[string]string{"apps/web/deploy.yaml": "replicas: 2\n", "apps/api/deploy.yaml": "api\n"})
+	r.dir, r.v1, r.v2 = dir, shas[0], shas[1]
+	return r
+}
+
+// bareRepo writes commits on main straight into a new bare repository,
+// through an in-memory worktree (no git binary, no push), and tags the first
+// commit with an annotated tag. Each commit adds or replaces the files given.
+func bareRepo(t *testing.T, tag string, commits ...map[string]string) (dir string, shas []string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "apps.git")
 	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
 		Bare:        true,
@@ -52,8 +74,7 @@ func newGitTestRepo(t *testing.T) gitTestRepo {
 		t.Fatal(err)
 	}
 	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	commit := func(files map[string]string, msg string) string {
-		t.Helper()
+	for i, files := range commits {
 		for name, content := range files {
 			f, err := wt.Filesystem.Create(name)
 			if err != nil {
@@ -70,34 +91,21 @@ func newGitTestRepo(t *testing.T) gitTestRepo {
 			}
 		}
 		when = when.Add(time.Hour)
-		h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "Test", Email: "test@example.com", When: when}})
+		h, err := wt.Commit(fmt.Sprintf("v%d", i+1), &git.CommitOptions{Author: &object.Signature{Name: "Test", Email: "test@example.com", When: when}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h.String()
+		shas = append(shas, h.String())
+		if i == 0 && tag != "" {
+			if _, err := repo.CreateTag(tag, h, &git.CreateTagOptions{
+				Tagger:  &object.Signature{Name: "Test", Email: "test@example.com", When: when},
+				Message: tag,
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	r := gitTestRepo{
-		dir:        dir,
-		deployFile: "apps/web/deploy.yaml",
-		v1Files: map[string]string{
-			"apps/web/deploy.yaml": "replicas: 1\n",
-			"README.md":            "v1\n",
-		},
-	}
-	r.v1 = commit(r.v1Files, "v1")
-	if _, err := repo.CreateTag("v1.0.0", plumbing.NewHash(r.v1), &git.CreateTagOptions{
-		Tagger:  &object.Signature{Name: "Test", Email: "test@example.com", When: when},
-		Message: "v1.0.0",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r.v2 = commit(map[string]string{"apps/web/deploy.yaml": "replicas: 2\n", "apps/api/deploy.yaml": "api\n"}, "v2")
-	r.mainFiles = map[string]string{
-		"apps/web/deploy.yaml": "replicas: 2\n",
-		"apps/api/deploy.yaml": "api\n",
-		"README.md":            "v1\n",
-	}
-	return r
+	return dir, shas
 }
 
 // gitTreeFiles reads every file under dir.

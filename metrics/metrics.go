@@ -1,0 +1,104 @@
+// Package metrics turns a driftscan report into Prometheus metrics, and
+// writes them to a file for node-exporter's textfile collector or pushes them
+// to a Pushgateway. docs/metrics.md documents every series.
+//
+// A scan is a batch job: the metrics describe the last run, and each write or
+// push replaces the previous run's series as a whole, so an app, owner or
+// class that no longer has drift drops out instead of keeping a stale value.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// The series Gather produces.
+const (
+	// Findings counts active (not ignored) findings by app, the app's owner,
+	// class and type. A combination without findings has no series.
+	Findings = "driftscan_findings"
+	// Objects counts objects by app and status. Every scanned app has a
+	// series for each status in Statuses, zero included.
+	Objects = "driftscan_objects"
+	// IgnoreDebts counts ignore rules that are expired or unused, by the
+	// rule's app ("" for rules of every app), its owner and state.
+	IgnoreDebts = "driftscan_ignore_debts"
+	// ScanDuration is how long the scan took.
+	ScanDuration = "driftscan_scan_duration_seconds"
+	// LastSuccess is the Unix time of the run, present only when the scan
+	// had no errors.
+	LastSuccess = "driftscan_last_success_timestamp_seconds"
+	// APIRequests counts the requests the run sent to the API server. It
+	// starts from zero every run.
+	APIRequests = "driftscan_api_requests_total"
+)
+
+// Statuses are the object statuses Objects always has a series for.
+var Statuses = []report.Status{report.InSync, report.Drifted, report.Missing, report.Extra, report.Error}
+
+// Gather returns a registry holding r's metrics; now is when the run ended.
+// r must be finalized (report.Report.Finalize): whether the run succeeded is
+// read from its summary. Series that need r.Stats are left out when it is nil.
+func Gather(r *report.Report, now time.Time) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+
+	findings := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: Findings,
+		Help: "Findings that are not ignored, by app, the app's owner, the class of actor that made them and the type of change.",
+	}, []string{"app", "owner", "class", "type"})
+	objects := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: Objects,
+		Help: "Objects the scan compared, by app and status (InSync, Drifted, Missing, Extra, Error).",
+	}, []string{"app", "status"})
+	debts := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: IgnoreDebts,
+		Help: "Ignore rules that need their owner's attention, by app (empty for rules of every app), owner and state (expired, unused).",
+	}, []string{"app", "owner", "state"})
+	reg.MustRegister(findings, objects, debts)
+
+	for _, app := range r.Apps {
+		for _, s := range Statuses {
+			objects.WithLabelValues(app.Name, string(s)).Set(0)
+		}
+		for _, o := range app.Objects {
+			objects.WithLabelValues(app.Name, string(o.Status)).Inc()
+			for _, f := range o.ActiveFindings() {
+				findings.WithLabelValues(app.Name, app.Owner, string(f.Class), string(f.Type)).Inc()
+			}
+		}
+	}
+	for _, d := range r.Debts {
+		owner := d.Owner
+		if owner == "" {
+			owner = d.Rule.Owner
+		}
+		debts.WithLabelValues(d.Rule.App, owner, string(d.Kind)).Inc()
+	}
+
+	if r.Stats != nil {
+		duration := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: ScanDuration,
+			Help: "How long the last scan took, in seconds.",
+		})
+		requests := prometheus.NewCounter(prometheus.CounterOpts{
+			Name: APIRequests,
+			Help: "Requests the last scan sent to the Kubernetes API server; starts from zero every run.",
+		})
+		duration.Set(r.Stats.DurationSeconds)
+		requests.Add(float64(r.Stats.APIRequests))
+		reg.MustRegister(duration, requests)
+	}
+
+	if !r.HasErrors() {
+		last := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: LastSuccess,
+			Help: "Unix time of the last scan that finished without errors; absent after a scan with errors.",
+		})
+		last.Set(float64(now.UnixMilli()) / 1000)
+		reg.MustRegister(last)
+	}
+	return reg
+}

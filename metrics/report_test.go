@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// scannedAt is the scan time every test report carries.
+var scannedAt = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+// sampleReport is a finalized report with two apps, drift by every kind of
+// actor, an ignored finding, a Missing and an Error object, and two debts.
+func sampleReport() *report.Report {
+	r := report.New(scannedAt, "prod-eu")
+	r.Apps = []report.App{
+		{
+			Name:  "web",
+			Owner: "team-web",
+			Objects: []report.Object{
+				{Kind: "Deployment", Namespace: "web", Name: "web", Findings: []report.Finding{
+					{Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager"},
+					{Path: ".spec.template.spec.containers[name=\"app\"].image", Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set"},
+					{Path: ".spec.template.spec.containers[name=\"istio-proxy\"]", Type: report.Added, Class: report.ClassWebhook},
+					{Path: ".metadata.annotations.note", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-edit"},
+				}},
+				{Kind: "ConfigMap", Namespace: "web", Name: "web-config", Findings: []report.Finding{
+					{Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"},
+					{Path: ".data.FEATURE", Type: report.Removed, Class: report.ClassHuman, Manager: "kubectl-edit"},
+					{Path: ".data.DEBUG", Type: report.Added, Class: report.ClassHuman, Ignored: true},
+				}},
+				{Kind: "Service", Namespace: "web", Name: "web"},
+				{Kind: "Secret", Namespace: "web", Name: "web-db", Status: report.Missing},
+			},
+		},
+		{
+			Name:  "payments",
+			Owner: "team-pay",
+			Objects: []report.Object{
+				{Kind: "Deployment", Namespace: "pay", Name: "api", Findings: []report.Finding{
+					{Path: ".spec.template.spec.containers[name=\"api\"].env[name=\"X\"]", Type: report.Added, Class: report.ClassUnknown},
+				}},
+			},
+		},
+	}
+	r.Debts = []report.Debt{
+		{Kind: report.DebtExpired, Owner: "team-web", Rule: report.IgnoreRule{Kind: "ConfigMap", Owner: "team-web", App: "web"}, Matched: 1},
+		{Kind: report.DebtUnused, Owner: "", Rule: report.IgnoreRule{Kind: "Deployment", Owner: "platform"}},
+		{Kind: report.DebtUnused, Owner: "platform", Rule: report.IgnoreRule{Kind: "Service", Owner: "platform"}},
+	}
+	r.Stats = &report.Stats{APIRequests: 42, Throttled: 1, DurationSeconds: 3.25}
+	r.Finalize()
+	return r
+}

@@ -1,0 +1,135 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// FileStore keeps the state in a JSON file, for CI. Writes are atomic (a
+// temporary file in the same folder, then rename), so a reader never sees a
+// torn file. Save re-reads the file and merges, but two scans saving at the
+// same instant are not locked against each other: in a cluster, where scans
+// may overlap, use a ConfigMapStore.
+type FileStore struct {
+	Path string
+	// Now stamps the name of a corrupt file kept aside; nil means time.Now.
+	Now func() time.Time
+}
+
+// Load reads the file; a missing file is an empty state. A file that is not
+// a driftscan state is renamed to PATH.corrupt-<time> and reported with a
+// *CorruptStateError beside an empty state.
+func (f *FileStore) Load(ctx context.Context) (*State, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return NewState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	s, err := decodeState(data)
+	if err != nil {
+		kept, kerr := f.keepAside()
+		if kerr != nil {
+			return nil, fmt.Errorf("state file:%s is not a readable %s (%v) and could not be kept aside: %w", f.Path, StateKind, err, kerr)
+		}
+		return NewState(), &CorruptStateError{Ref: "file:" + f.Path, KeptAs: kept, Err: err}
+	}
+	return s, nil
+}
+
+// keepAside renames the file to PATH.corrupt-<time>, never over another file.
+func (f *FileStore) keepAside() (string, error) {
+	base := f.Path + ".corrupt-" + stamp(f.Now)
+	for i := 0; i < 100; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		// Link fails when name exists, where Rename would replace it.
+		err := os.Link(f.Path, name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := os.Remove(f.Path); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("too many files named %s-*", base)
+}
+
+// Save merges s's changes into the file as it is now and writes it
+// atomically. With no changes it writes nothing. When the file had become
+// unreadable since Load, it is kept aside, the state is written, and the
+// *CorruptStateError is returned.
+func (f *FileStore) Save(ctx context.Context, s *State) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.Changed() {
+		return nil
+	}
+	cur, err := f.Load(ctx)
+	var corrupt *CorruptStateError
+	if err != nil && !errors.As(err, &corrupt) {
+		return err
+	}
+	s.replay(cur)
+	data, err := s.encode()
+	if err != nil {
+		return fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	if err := writeAtomic(f.Path, data); err != nil {
+		return fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	s.journal = nil
+	if corrupt != nil {
+		// Saved, but what another writer left there was kept aside: say so.
+		return corrupt
+	}
+	return nil
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
