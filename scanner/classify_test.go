@@ -1,0 +1,161 @@
+package scanner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
+)
+
+// These tests make each actor's drift the way it happens in a real cluster
+// and check the class the scan gives it.
+
+func webApp(ns string) *Config {
+	return scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: fixture("apps", "web")}})
+}
+
+func TestAWebhooksSidecarAndAnnotationAreWebhookDrift(t *testing.T) {
+	env.ServeWebhook(t, cluster.DefaultWebhook("istio-sidecar-injector-"+strings.ToLower(t.Name()[len(t.Name())-8:])))
+	injected := env.Namespace(t, map[string]string{"istio-injection": "enabled"})
+	plain := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), injected)
+	applyDir(t, fixture("apps", "web"), plain)
+
+	r := runScan(t, webApp(injected))
+	want := []row{
+		{Object: "Deployment/web", Path: ".metadata.annotations.sidecar.istio.io/status", Type: report.Added, Class: report.ClassWebhook, Live: `{"containers":["istio-proxy"]}`},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.Added, Class: report.ClassWebhook, Live: `{"args":["proxy","sidecar"],"image":"docker.io/istio/proxyv2:1.24.0","imagePullPolicy":"IfNotPresent","name":"istio-proxy","terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}`},
+	}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	for _, f := range r.Apps[0].Objects[1].Findings {
+		if !strings.HasPrefix(f.Actor, "istio-sidecar-injector-") || !strings.Contains(f.Hint, "MutatingWebhookConfiguration istio-sidecar-injector-") {
+			t.Errorf("%s: actor %q hint %q do not name the webhook", f.Path, f.Actor, f.Hint)
+		}
+	}
+	if got := rows(runScan(t, webApp(plain))); len(got) != 0 {
+		t.Errorf("the webhook's namespaceSelector does not match, yet:\n%s", dump(got))
+	}
+}
+
+func TestTheReplicaWarGetsAnOperatorFindingWithTheFix(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	env.Apply(t, "hpa-installer", ns, cluster.Object(t, `
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web-hpa}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 60`))
+	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
+
+	r := runScan(t, webApp(ns))
+	want := []row{{Object: "Deployment/web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"}}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := r.Apps[0].Objects[1].Findings[0]
+	if !strings.Contains(f.Hint, "HorizontalPodAutoscaler web-hpa owns spec.replicas: remove replicas from Git") {
+		t.Errorf("hint = %q", f.Hint)
+	}
+	if f.Subresource != "scale" {
+		t.Errorf("subresource = %q, want scale", f.Subresource)
+	}
+}
+
+func TestEachManagerGetsItsClass(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	// An operator rewrites a ConfigMap value Git declares; a release tool, a
+	// CI bot with a user rule and someone with kubectl scale touch the Deployment.
+	env.Update(t, "config-operator", cluster.ConfigMap, ns, "web-config", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "warn", "data", "LOG_LEVEL")
+	})
+	env.Patch(t, "helm", cluster.Deployment, ns, "web", types.MergePatchType, `{"metadata":{"annotations":{"meta.helm.sh/release-name":"web"}}}`)
+	env.Patch(t, "ci-bot", cluster.Deployment, ns, "web", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.25-canary"}]}}}}`)
+	env.Scale(t, "kubectl", cluster.Deployment, ns, "web", 1)
+	env.Patch(t, "Mozilla", cluster.Deployment, ns, "web", types.MergePatchType, `{"metadata":{"labels":{"debug":"true"}}}`)
+
+	cfg := webApp(ns)
+	cfg.Rules = []classify.Rule{{Manager: "^ci-bot$", Class: report.ClassPipeline}}
+	r := runScan(t, cfg)
+	want := []row{
+		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassOperator, Manager: "config-operator", Git: "info", Live: "warn"},
+		{Object: "Deployment/web", Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.Added, Class: report.ClassPipeline, Manager: "helm", Live: "web"},
+		{Object: "Deployment/web", Path: ".metadata.labels.debug", Type: report.Added, Class: report.ClassHuman, Manager: "Mozilla", Live: "true"},
+		{Object: "Deployment/web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl", Git: "3", Live: "1"},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "ci-bot", Git: "nginx:1.25", Live: "nginx:1.25-canary"},
+	}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if h := r.Apps[0].Objects[0].Findings[0].Hint; !strings.Contains(h, "config-operator owns this field live") {
+		t.Errorf("operator hint = %q", h)
+	}
+}
+
+func TestAnOperatorsOwnFieldThatGitLeavesOutIsNotDrift(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	env.Patch(t, "cert-manager-cainjector", cluster.Deployment, ns, "web", types.MergePatchType,
+		`{"metadata":{"annotations":{"cert-manager.io/inject-ca-from":"shop/web-tls"}}}`)
+	if got := rows(runScan(t, webApp(ns))); len(got) != 0 {
+		t.Errorf("an operator's own field is drift:\n%s", dump(got))
+	}
+}
+
+func TestIgnoreRulesAreDebtsWithOwners(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
+	env.Patch(t, "kubectl-set", cluster.Deployment, ns, "web", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.26"}]}}}}`)
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug","FEATURE_CHECKOUT":"off"}}`)
+
+	cfg := webApp(ns)
+	cfg.Ignore = []classify.IgnoreRule{
+		{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}, Owner: "team-web", Reason: "HPA owns replicas", Expires: "2027-03-01"},
+		{Kind: "Deployment", JQPathExpressions: []string{`.spec.template.spec.containers[] | select(.name == "app") | .image`}, Owner: "team-release", Reason: "canary rollout", Expires: "2027-01-15"},
+		{Kind: "ConfigMap", ManagedFieldsManagers: []string{"kubectl-edit"}, Owner: "team-web", Reason: "tuning during the migration", Expires: "2026-10-01"},
+		{Kind: "Service", JSONPointers: []string{"/spec/sessionAffinity"}, Owner: "team-net", Reason: "old workaround", Expires: "2027-06-01"},
+	}
+	r := runScan(t, cfg)
+	ignored := map[string]bool{}
+	for _, row := range rows(r) {
+		ignored[row.Path] = row.Ignored
+	}
+	want := map[string]bool{
+		".spec.replicas": true, `.spec.template.spec.containers[name="app"].image`: true,
+		".data.LOG_LEVEL": false, ".data.FEATURE_CHECKOUT": false, // the rule expired: it hides nothing
+	}
+	if diff := cmp.Diff(want, ignored); diff != "" {
+		t.Errorf("ignored by path (-want +got):\n%s", diff)
+	}
+	var debts []string
+	for _, d := range r.Debts {
+		debts = append(debts, string(d.Kind)+" "+d.Owner+" "+d.Rule.Kind)
+	}
+	if diff := cmp.Diff([]string{"expired team-web ConfigMap", "unused team-net Service"}, debts); diff != "" {
+		t.Errorf("debts (-want +got):\n%s", diff)
+	}
+	if r.Debts[0].Matched != 2 {
+		t.Errorf("the expired rule would hide %d findings, want 2", r.Debts[0].Matched)
+	}
+	if r.Summary.Ignored != 2 || r.Summary.Findings != 2 {
+		t.Errorf("summary = %+v", r.Summary)
+	}
+	capped := runScan(t, cfg, func(o *Options) { o.MaxIgnoresPerApp = 3 })
+	if !capped.Apps[0].OverIgnoreCap {
+		t.Errorf("4 rules over a cap of 3 is not flagged")
+	}
+}
