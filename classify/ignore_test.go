@@ -1,0 +1,90 @@
+package classify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+func TestIgnoreRulesMatchLikeArgoCD(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	live := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "istio-proxy", "image": "proxy"},
+		map[string]any{"name": "app", "image": "nginx", "env": []any{map[string]any{"name": "A", "value": "1"}}},
+	}}}}}
+	target := func(pointer string) IgnoreTarget {
+		return IgnoreTarget{App: "web", Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Live: live, Pointer: pointer}
+	}
+	cases := []struct {
+		name    string
+		rule    IgnoreRule
+		pointer string
+		manager string
+		want    bool
+	}{
+		{"a pointer hides its field", IgnoreRule{JSONPointers: []string{"/spec/replicas"}}, "/spec/replicas", "", true},
+		{"a pointer hides what is under it", IgnoreRule{JSONPointers: []string{"/spec/template"}}, "/spec/template/spec/containers/1/image", "", true},
+		{"a pointer is not a string prefix", IgnoreRule{JSONPointers: []string{"/spec/replica"}}, "/spec/replicas", "", false},
+		{"a jq path selects by name, not index", IgnoreRule{JQPathExpressions: []string{`.spec.template.spec.containers[] | select(.name == "app") | .image`}}, "/spec/template/spec/containers/1/image", "", true},
+		{"the jq path does not select the sidecar", IgnoreRule{JQPathExpressions: []string{`.spec.template.spec.containers[] | select(.name == "app") | .image`}}, "/spec/template/spec/containers/0/image", "", false},
+		{"a manager hides what it owns", IgnoreRule{ManagedFieldsManagers: []string{"kube-controller-manager"}}, "/spec/replicas", "kube-controller-manager", true},
+		{"another kind is not matched", IgnoreRule{Kind: "StatefulSet", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", false},
+		{"another app's rule is not matched", IgnoreRule{App: "api", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.rule.Owner, c.rule.Reason, c.rule.Expires = "team-web", "test", "2027-01-01"
+			ig, err := NewIgnorer([]IgnoreRule{c.rule}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := report.Finding{Manager: c.manager}
+			ig.Apply(target(c.pointer), &f)
+			if f.Ignored != c.want {
+				t.Errorf("ignored = %v, want %v", f.Ignored, c.want)
+			}
+			if f.Ignored && (f.IgnoreRule == nil || f.IgnoreRule.Owner != "team-web") {
+				t.Errorf("ignored finding does not carry its rule: %+v", f.IgnoreRule)
+			}
+		})
+	}
+}
+
+func TestARuleExpiresAtTheEndOfItsReviewDate(t *testing.T) {
+	rule := IgnoreRule{JSONPointers: []string{"/spec/replicas"}, Owner: "team-web", Reason: "HPA", Expires: "2026-11-30"}
+	for _, c := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), true},
+		{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), false},
+	} {
+		ig, err := NewIgnorer([]IgnoreRule{rule}, c.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := report.Finding{}
+		ig.Apply(IgnoreTarget{Kind: "Deployment", Pointer: "/spec/replicas"}, &f)
+		if f.Ignored != c.want {
+			t.Errorf("at %s ignored = %v, want %v", c.now, f.Ignored, c.want)
+		}
+		debts := ig.Debts()
+		if !c.want && (len(debts) != 1 || debts[0].Kind != report.DebtExpired || debts[0].Matched != 1) {
+			t.Errorf("at %s debts = %+v, want one expired rule that would hide 1", c.now, debts)
+		}
+	}
+}
+
+func TestAnIgnoreRuleWithoutOwnerReasonOrDateIsAConfigError(t *testing.T) {
+	_, err := NewIgnorer([]IgnoreRule{{Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}}}, time.Now())
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"ignore[0]", "Deployment/web", "owner is required", "reason is required", "expires is required"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

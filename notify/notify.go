@@ -1,0 +1,178 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// Options configure Notify. Start from DefaultOptions.
+type Options struct {
+	Config Config
+	Owners Owners
+	// Cluster names the cluster in messages, state keys and dedup keys;
+	// default the report's Cluster.
+	Cluster string
+	// ReportURL links messages and incidents to the run or its report.
+	ReportURL string
+	// RenotifyAfter re-sends drift that is still open this long after it was
+	// last sent; 0 never does.
+	RenotifyAfter time.Duration
+	// DryRun sends nothing and saves no state: it writes what would be sent
+	// to DryRunOut, with the places of secrets instead of their values, and
+	// reads no secret. Loading the state still keeps a corrupt one aside.
+	DryRun    bool
+	DryRunOut io.Writer
+	// HTTPClient carries every request to Slack and PagerDuty; Notify wraps
+	// its transport with Retry.
+	HTTPClient *http.Client
+	Retry      Retry
+	// Getenv and ReadFile read the secrets the config names.
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error)
+	Now      func() time.Time
+	// Sleep waits between retries; it returns early with ctx's error.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Logger *slog.Logger
+	// ObjectOwner, when set, names an object's owner ("" for the app's).
+	// The CLI sets it for --owner-label from the live object's labels.
+	ObjectOwner func(app report.App, obj report.Object) string
+}
+
+// DefaultOptions re-sends open drift daily, retries as DefaultRetry, reads
+// secrets from the process environment and files, and logs nothing.
+func DefaultOptions() Options {
+	return Options{
+		RenotifyAfter: 24 * time.Hour,
+		DryRunOut:     io.Discard,
+		HTTPClient:    &http.Client{Timeout: 30 * time.Second},
+		Retry:         DefaultRetry(),
+		Getenv:        os.Getenv,
+		ReadFile:      os.ReadFile,
+		Now:           time.Now,
+		Sleep:         sleepContext,
+		Logger:        slog.New(slog.DiscardHandler),
+	}
+}
+
+// complete fills what o leaves nil from DefaultOptions.
+func (o Options) complete() Options {
+	d := DefaultOptions()
+	if o.DryRunOut == nil {
+		o.DryRunOut = d.DryRunOut
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = d.HTTPClient
+	}
+	if o.Retry == (Retry{}) {
+		o.Retry = d.Retry
+	}
+	if o.Getenv == nil {
+		o.Getenv = d.Getenv
+	}
+	if o.ReadFile == nil {
+		o.ReadFile = d.ReadFile
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = d.Sleep
+	}
+	if o.Logger == nil {
+		o.Logger = d.Logger
+	}
+	return o
+}
+
+// Validate checks the config, the owners and that they fit together; it
+// reads no secret.
+func (o Options) Validate() error {
+	errs := []error{o.Config.Validate(), o.Owners.Validate()}
+	mode := o.Config.Slack.mode()
+	for _, name := range slices.Sorted(maps.Keys(o.Owners)) {
+		s := o.Owners[name].Slack
+		switch {
+		case s == nil:
+		case mode == slackOff:
+			errs = append(errs, fmt.Errorf("owner %q: has a slack route but notify.slack names no token or webhook", name))
+		case mode == slackToken && s.Channel == "":
+			errs = append(errs, fmt.Errorf("owner %q: slack: a bot token needs a channel", name))
+		}
+	}
+	if o.RenotifyAfter < 0 {
+		errs = append(errs, fmt.Errorf("renotify after %s: must not be negative", o.RenotifyAfter))
+	}
+	return errors.Join(errs...)
+}
+
+// Result counts what Notify did. Sent and Resolved count accepted Slack
+// messages and PagerDuty events (in a dry run, those that would be sent);
+// Skipped counts objects and channels whose drift was already told.
+type Result struct {
+	Sent     int
+	Resolved int
+	Skipped  int
+	// Errors holds one error per failed notification or misrouted app; the
+	// state keeps those unsent, so the next run tries again.
+	Errors []error
+}
+
+// Err joins Errors, nil when there are none.
+func (r Result) Err() error { return errors.Join(r.Errors...) }
+
+// Notify tells each app's owner about drift that is new, changed, still open
+// past RenotifyAfter, or resolved since the state was saved, then records in
+// the state only the notifications that were accepted and saves it.
+//
+// A failed notification is in Result.Errors and does not stop the others.
+// The error return is for the run as a whole: invalid options, or a state
+// that could not be loaded (then nothing is sent) or saved.
+func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (Result, error) {
+	o := opts.complete()
+	if err := o.Validate(); err != nil {
+		return Result{}, fmt.Errorf("notify: %w", err)
+	}
+	var res Result
+	st, err := store.Load(ctx)
+	var corrupt *CorruptStateError
+	switch {
+	case errors.As(err, &corrupt):
+		res.Errors = append(res.Errors, err)
+	case err != nil:
+		return res, fmt.Errorf("notify: load state: %w", err)
+	}
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = r.Cluster
+	}
+	now := o.Now()
+	pl := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now,
+		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
+	res.Skipped = pl.skipped
+	res.Errors = append(res.Errors, pl.errs...)
+
+	rn := newRun(o, st, &res, r, cluster, now)
+	rn.sendSlack(ctx, pl.slack)
+	rn.sendPagerDuty(ctx, pl.pagerduty)
+	if o.DryRun {
+		return res, nil
+	}
+	if err := store.Save(ctx, st); err != nil {
+		if errors.As(err, &corrupt) {
+			res.Errors = append(res.Errors, err)
+			return res, nil
+		}
+		return res, fmt.Errorf("notify: save state: %w", err)
+	}
+	return res, nil
+}
