@@ -1,0 +1,578 @@
+package charts
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// values parses a values file the way `helm install -f` does.
+func values(t testing.TB, doc string) map[string]any {
+	t.Helper()
+	v, err := loader.LoadValues(strings.NewReader(doc))
+	if err != nil {
+		t.Fatalf("values: %v\n%s", err, doc)
+	}
+	return v
+}
+
+func render(t testing.TB, doc string) *Release {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Values = values(t, doc)
+	r, err := Render(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// scenario is one set of values the chart must render, with what its
+// CronJob's container must run.
+type scenario struct {
+	name   string
+	values string
+	args   []string
+	states []string
+}
+
+var scenarios = []scenario{
+	{
+		name:   "default",
+		values: ``,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none"},
+		states: []string{"driftscan-state"},
+	},
+	{
+		name:   "sharded",
+		values: `shards: 4`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none",
+			"--shard", "$(JOB_COMPLETION_INDEX)/4"},
+		states: []string{"driftscan-state-0", "driftscan-state-1", "driftscan-state-2", "driftscan-state-3"},
+	},
+	{
+		name: "narrowed-rbac",
+		values: `
+rbac:
+  scope: namespaces
+  apiGroups: ["", "apps"]
+  namespaces: [team-a, team-b]
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none"},
+		states: []string{"driftscan-state"},
+	},
+	{
+		name: "pushgateway",
+		values: `
+image:
+  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+imagePullSecrets: [{name: ghcr}]
+timeZone: Europe/Berlin
+schedule: "@hourly"
+shards: 2
+state: {name: drift-notified}
+metrics:
+  pushgateway: http://pushgateway.monitoring:9091
+  file: /var/lib/node-exporter/textfile/driftscan.prom
+reportURL: https://grafana.example.com/d/driftscan
+config:
+  apps:
+  - name: web
+    owner: team-web
+    namespace: web
+    source: {repo: "https://git.example.com/apps.git", path: web, auth: {tokenEnv: GIT_TOKEN}}
+secrets:
+  slack: {name: driftscan-slack}
+  pagerduty: {name: driftscan-pagerduty, optional: false, env: {PD_KEY_WEB: web, PD_KEY_PAY: pay}}
+  git: {name: git-https}
+extraArgs: ["--renotify-after", "24h"]
+extraEnv: [{name: LOG_FORMAT, value: json}]
+extraVolumes: [{name: textfile, hostPath: {path: /var/lib/node-exporter/textfile, type: Directory}}]
+extraVolumeMounts: [{name: textfile, mountPath: /var/lib/node-exporter/textfile}]
+cache: {existingClaim: driftscan-git-cache}
+podAnnotations: {team: platform}
+podLabels: {sidecar.istio.io/inject: "false"}
+nodeSelector: {kubernetes.io/os: linux}
+tolerations: [{key: dedicated, operator: Equal, value: tools, effect: NoSchedule}]
+priorityClassName: low
+serviceAccount: {annotations: {iam.gke.io/gcp-service-account: driftscan@example.iam.gserviceaccount.com}}
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/drift-notified-$(JOB_COMPLETION_INDEX)", "--fail-on", "none",
+			"--shard", "$(JOB_COMPLETION_INDEX)/2",
+			"--pushgateway", "http://pushgateway.monitoring:9091",
+			"--metrics-file", "/var/lib/node-exporter/textfile/driftscan.prom",
+			"--report-url", "https://grafana.example.com/d/driftscan",
+			"--renotify-after", "24h"},
+		states: []string{"drift-notified-0", "drift-notified-1"},
+	},
+}
+
+func TestTheChartRendersItsGoldens(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			r := render(t, sc.values)
+			got := "# values:\n" + strings.TrimSpace(sc.values) + "\n\n# NOTES.txt\n" + r.Notes + "\n\n# manifest\n" + r.Manifest
+			golden := filepath.Join("testdata", sc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./charts/ -update)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("render (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTheContainerRunsTheScanWithTheDocumentedArgs(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			c := container(t, render(t, sc.values))
+			if diff := cmp.Diff(sc.args, c.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if len(c.Command) != 0 {
+				t.Errorf("command %v overrides the image's entrypoint", c.Command)
+			}
+			env := map[string]corev1.EnvVar{}
+			for _, e := range c.Env {
+				env[e.Name] = e
+			}
+			// Every $(VAR) in args must be an env var of the container, or
+			// Kubernetes passes it on literally.
+			for _, a := range c.Args {
+				for _, v := range []string{"NAMESPACE", "JOB_COMPLETION_INDEX"} {
+					if strings.Contains(a, "$("+v+")") {
+						if _, ok := env[v]; !ok {
+							t.Errorf("arg %q uses $(%s), which the container's env lacks", a, v)
+						}
+					}
+				}
+			}
+			if ns := env["NAMESPACE"]; ns.ValueFrom == nil || ns.ValueFrom.FieldRef == nil || ns.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+				t.Errorf("NAMESPACE = %+v, want the pod's namespace", ns)
+			}
+		})
+	}
+}
+
+func TestShardsMakeAnIndexedJobWithOneStatePerShard(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			r := render(t, sc.values)
+			cj := cronJob(t, r)
+			job := cj.Spec.JobTemplate.Spec
+			n := int32(len(sc.states))
+			if n > 1 {
+				if job.CompletionMode == nil || *job.CompletionMode != batchv1.IndexedCompletion {
+					t.Errorf("completionMode %v, want Indexed", job.CompletionMode)
+				}
+				if job.Completions == nil || *job.Completions != n || job.Parallelism == nil || *job.Parallelism != n {
+					t.Errorf("completions %v, parallelism %v, want both %d", job.Completions, job.Parallelism, n)
+				}
+			} else if job.CompletionMode != nil || job.Completions != nil || job.Parallelism != nil {
+				t.Errorf("one shard renders completionMode %v, completions %v, parallelism %v; want none", job.CompletionMode, job.Completions, job.Parallelism)
+			}
+			var states []string
+			for _, u := range r.OfKind("ConfigMap") {
+				if u.GetLabels()["app.kubernetes.io/component"] != "state" {
+					continue
+				}
+				states = append(states, u.GetName())
+				if u.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+					t.Errorf("state ConfigMap %s is not kept on uninstall", u.GetName())
+				}
+				if _, ok := u.Object["data"]; ok {
+					t.Errorf("state ConfigMap %s renders data, which an upgrade would reset", u.GetName())
+				}
+			}
+			if diff := cmp.Diff(sc.states, states); diff != "" {
+				t.Errorf("state ConfigMaps (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTheCronJobNeverOverlapsAndStopsInTime(t *testing.T) {
+	cj := cronJob(t, render(t, ``))
+	s := cj.Spec
+	if s.Schedule != "*/10 * * * *" || s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("schedule %q, concurrencyPolicy %q; want every 10 minutes, Forbid", s.Schedule, s.ConcurrencyPolicy)
+	}
+	if s.StartingDeadlineSeconds == nil || s.SuccessfulJobsHistoryLimit == nil || s.FailedJobsHistoryLimit == nil {
+		t.Errorf("startingDeadlineSeconds, history limits unset: %+v", s)
+	}
+	if d := s.JobTemplate.Spec.ActiveDeadlineSeconds; d == nil || *d >= 600 {
+		t.Errorf("activeDeadlineSeconds %v, want set and below the 10 minute interval", d)
+	}
+	if p := s.JobTemplate.Spec.Template.Spec.RestartPolicy; p != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %q, want Never", p)
+	}
+}
+
+func TestThePodIsLockedDown(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			r := render(t, sc.values)
+			pod := cronJob(t, r).Spec.JobTemplate.Spec.Template.Spec
+			psc := pod.SecurityContext
+			if psc == nil || !isTrue(psc.RunAsNonRoot) || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+				psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod securityContext %+v, want runAsNonRoot, runAsUser 65532, seccomp RuntimeDefault", psc)
+			}
+			c := container(t, r)
+			sc := c.SecurityContext
+			if sc == nil || !isTrue(sc.RunAsNonRoot) || sc.RunAsUser == nil || *sc.RunAsUser != 65532 ||
+				!isTrue(sc.ReadOnlyRootFilesystem) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Privileged == nil || *sc.Privileged ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+				sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("container securityContext %+v, want non-root 65532, read-only root, no escalation, no privilege, drop ALL, seccomp RuntimeDefault", sc)
+			}
+			mounts := map[string]corev1.VolumeMount{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.MountPath] = m
+			}
+			volumes := map[string]corev1.Volume{}
+			for _, v := range pod.Volumes {
+				volumes[v.Name] = v
+			}
+			for path, want := range map[string]string{"/etc/driftscan": "configMap", "/tmp": "emptyDir", "/var/cache/driftscan": "emptyDir or claim"} {
+				m, ok := mounts[path]
+				if !ok {
+					t.Errorf("nothing mounted at %s", path)
+					continue
+				}
+				v := volumes[m.Name]
+				switch want {
+				case "configMap":
+					if v.ConfigMap == nil || v.ConfigMap.Name != "driftscan-config" || !m.ReadOnly {
+						t.Errorf("%s: volume %+v, want the config ConfigMap, read-only", path, v)
+					}
+				case "emptyDir":
+					if v.EmptyDir == nil {
+						t.Errorf("%s: volume %+v, want an emptyDir", path, v)
+					}
+				default:
+					if v.EmptyDir == nil && v.PersistentVolumeClaim == nil {
+						t.Errorf("%s: volume %+v, want an emptyDir or a claim", path, v)
+					}
+				}
+			}
+			if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+				t.Error("the pod shares a host namespace")
+			}
+			if pod.ServiceAccountName != "driftscan" {
+				t.Errorf("serviceAccountName %q, want driftscan", pod.ServiceAccountName)
+			}
+		})
+	}
+}
+
+func TestSecretsAreReferencedNeverCreated(t *testing.T) {
+	r := render(t, scenarios[len(scenarios)-1].values)
+	if s := r.OfKind("Secret"); len(s) != 0 {
+		t.Errorf("the chart creates %d Secrets, want none", len(s))
+	}
+	got := map[string]string{}
+	for _, e := range container(t, r).Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ref := e.ValueFrom.SecretKeyRef
+			got[e.Name] = ref.Name + "/" + ref.Key
+			if want := ref.Name != "driftscan-pagerduty"; ref.Optional == nil || *ref.Optional != want {
+				t.Errorf("%s: optional %v, want %v", e.Name, ref.Optional, want)
+			}
+		}
+	}
+	want := map[string]string{
+		"GIT_TOKEN":       "git-https/token",
+		"SLACK_BOT_TOKEN": "driftscan-slack/token",
+		"PD_KEY_WEB":      "driftscan-pagerduty/web",
+		"PD_KEY_PAY":      "driftscan-pagerduty/pay",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("secret env (-want +got):\n%s", diff)
+	}
+}
+
+func TestTheScanConfigIsMountedFromValues(t *testing.T) {
+	r := render(t, scenarios[len(scenarios)-1].values)
+	cm := r.Find("ConfigMap", "driftscan-config")
+	if cm == nil {
+		t.Fatal("no driftscan-config ConfigMap")
+	}
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "scan.yaml")
+	for _, want := range []string{"kind: ScanConfig", "apiVersion: driftscan.dev/v1alpha1", "name: web", "tokenEnv: GIT_TOKEN", "- argocd-controller"} {
+		if !strings.Contains(data, want) {
+			t.Errorf("scan.yaml lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+// allowedRule reports why a rule is within what the chart may grant: get and
+// list on anything, or get and update on the state ConfigMaps by name.
+func allowedRule(rule rbacv1.PolicyRule, states []string) (bool, string) {
+	if len(rule.NonResourceURLs) > 0 {
+		return false, "grants non-resource URLs"
+	}
+	readOnly := true
+	for _, v := range rule.Verbs {
+		if v != "get" && v != "list" {
+			readOnly = false
+		}
+	}
+	if readOnly && len(rule.ResourceNames) == 0 {
+		return true, ""
+	}
+	if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"configmaps"}) {
+		return false, "writes something other than ConfigMaps"
+	}
+	for _, v := range rule.Verbs {
+		if v != "get" && v != "update" {
+			return false, "grants " + v + " on ConfigMaps"
+		}
+	}
+	if len(rule.ResourceNames) == 0 {
+		return false, "writes ConfigMaps without resourceNames"
+	}
+	for _, n := range rule.ResourceNames {
+		if !slices.Contains(states, n) {
+			return false, "writes ConfigMap " + n + ", which is not a state ConfigMap"
+		}
+	}
+	return true, ""
+}
+
+func TestNoRoleGrantsMoreThanReadsAndItsOwnState(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			r := render(t, sc.values)
+			roles := map[string]bool{}
+			var stateWrites int
+			for _, u := range r.Objects {
+				if u.GetKind() != "Role" && u.GetKind() != "ClusterRole" {
+					continue
+				}
+				roles[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = true
+				var role rbacv1.ClusterRole // Role has the same rules
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
+					t.Fatal(err)
+				}
+				if role.AggregationRule != nil {
+					t.Errorf("%s %s aggregates other roles", u.GetKind(), u.GetName())
+				}
+				for _, rule := range role.Rules {
+					ok, why := allowedRule(rule, sc.states)
+					if !ok {
+						t.Errorf("%s %s/%s: rule %+v %s", u.GetKind(), u.GetNamespace(), u.GetName(), rule, why)
+					}
+					if slices.Contains(rule.Verbs, "update") {
+						stateWrites++
+						if u.GetKind() != "Role" || u.GetNamespace() != "driftscan" {
+							t.Errorf("the state write is granted by %s %s/%s, want a Role in the release namespace", u.GetKind(), u.GetNamespace(), u.GetName())
+						}
+						if diff := cmp.Diff(sc.states, rule.ResourceNames); diff != "" {
+							t.Errorf("state resourceNames (-want +got):\n%s", diff)
+						}
+					}
+				}
+			}
+			if stateWrites != 1 {
+				t.Errorf("%d rules write the state, want exactly 1", stateWrites)
+			}
+			for _, u := range r.Objects {
+				if u.GetKind() != "RoleBinding" && u.GetKind() != "ClusterRoleBinding" {
+					continue
+				}
+				var b rbacv1.RoleBinding
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
+					t.Fatal(err)
+				}
+				ns := u.GetNamespace()
+				if b.RoleRef.Kind == "ClusterRole" {
+					ns = ""
+				}
+				if !roles[b.RoleRef.Kind+"/"+ns+"/"+b.RoleRef.Name] {
+					t.Errorf("%s %s binds %s %s, which the chart does not define", u.GetKind(), u.GetName(), b.RoleRef.Kind, b.RoleRef.Name)
+				}
+				want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "driftscan", Namespace: "driftscan"}}
+				if diff := cmp.Diff(want, b.Subjects); diff != "" {
+					t.Errorf("%s %s subjects (-want +got):\n%s", u.GetKind(), u.GetName(), diff)
+				}
+			}
+		})
+	}
+}
+
+func TestNarrowedRBACUsesRolesInTheNamedNamespacesOnly(t *testing.T) {
+	r := render(t, `
+rbac:
+  scope: namespaces
+  apiGroups: ["", "apps"]
+  namespaces: [team-a, team-b]
+`)
+	var cr rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Find("ClusterRole", "driftscan-read").Object, &cr); err != nil {
+		t.Fatal(err)
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"}, Verbs: []string{"get", "list"}},
+	}
+	if diff := cmp.Diff(want, cr.Rules); diff != "" {
+		t.Errorf("the ClusterRole in namespaces scope (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, u := range r.OfKind("Role") {
+		if u.GetName() == "driftscan-read" {
+			got = append(got, u.GetNamespace())
+		}
+	}
+	if diff := cmp.Diff([]string{"team-a", "team-b"}, got); diff != "" {
+		t.Errorf("read Roles by namespace (-want +got):\n%s", diff)
+	}
+}
+
+// badValues are values the schema must reject, with the field its message
+// must name and what it must say.
+var badValues = []struct {
+	name, values string
+	want         []string
+}{
+	{"a schedule that is a number", `schedule: 10`, []string{"/schedule", "want string"}},
+	{"a schedule that is not cron", `schedule: every ten minutes`, []string{"/schedule", "does not match pattern"}},
+	{"zero shards", `shards: 0`, []string{"/shards", "minimum"}},
+	{"shards as a string", `shards: "4"`, []string{"/shards", "want integer"}},
+	{"a fraction of a shard", `shards: 1.5`, []string{"/shards", "want integer"}},
+	{"an unquoted numeric image tag", `image: {tag: 1.2}`, []string{"/image/tag", "want string"}},
+	{"an unknown pull policy", `image: {pullPolicy: Sometimes}`, []string{"/image/pullPolicy", "Sometimes"}},
+	{"an unknown RBAC scope", `rbac: {scope: everywhere}`, []string{"/rbac/scope", "everywhere"}},
+	{"namespaces scope without namespaces", `rbac: {scope: namespaces}`, []string{"/rbac/namespaces", "minItems"}},
+	{"a namespace that is not a DNS label", `rbac: {scope: namespaces, namespaces: [Team_A]}`, []string{"/rbac/namespaces/0", "does not match pattern"}},
+	{"no API groups", `rbac: {apiGroups: []}`, []string{"/rbac/apiGroups", "minItems"}},
+	{"a typo in a top-level key", `shard: 4`, []string{"additional properties 'shard' not allowed"}},
+	{"a config of another kind", `config: {kind: Scan}`, []string{"/config/kind", "ScanConfig"}},
+	{"an app without a name", `config: {apps: [{owner: team-web}]}`, []string{"/config/apps/0", "missing property 'name'"}},
+	{"a metrics file the textfile collector ignores", `metrics: {file: /metrics/driftscan.txt}`, []string{"/metrics/file", "does not match pattern"}},
+	{"a pushgateway URL with a space", `metrics: {pushgateway: "http://pgw :9091"}`, []string{"/metrics/pushgateway"}},
+	{"a pod annotation that is not a string", `podAnnotations: {prometheus.io/scrape: true}`, []string{"/podAnnotations/prometheus.io~1scrape", "want string"}},
+	{"a Secret name with capitals", `secrets: {slack: {name: Slack}}`, []string{"/secrets/slack/name"}},
+	{"an env var name with a dash", `secrets: {git: {name: git, env: {GIT-TOKEN: token}}}`, []string{"/secrets/git/env", "GIT-TOKEN"}},
+	{"a starting deadline the controller may miss", `startingDeadlineSeconds: 5`, []string{"/startingDeadlineSeconds", "minimum"}},
+	{"a digest that is not sha256", `image: {digest: latest}`, []string{"/image/digest"}},
+	{"extraArgs that are not strings", `extraArgs: [--renotify-after, 24]`, []string{"/extraArgs/1", "want string"}},
+}
+
+func TestBadValuesAreRejectedNamingTheField(t *testing.T) {
+	for _, bad := range badValues {
+		t.Run(bad.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Values = values(t, bad.values)
+			_, err := Render(t.Context(), opts)
+			if err == nil {
+				t.Fatalf("values %q rendered, want a schema error", bad.values)
+			}
+			for _, want := range bad.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not say %q:\n%v", want, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
+				t.Errorf("error is not Helm's schema validation:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestTheChartPassesHelmLintStrict(t *testing.T) {
+	lint := action.NewLint()
+	lint.Strict = true
+	lint.Namespace = "driftscan"
+	kv, err := common.ParseKubeVersion("v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lint.KubeVersion = kv
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			res := lint.Run([]string{ChartDir}, values(t, sc.values))
+			var buf bytes.Buffer
+			for _, m := range res.Messages {
+				buf.WriteString(m.Error() + "\n")
+			}
+			for _, e := range res.Errors {
+				buf.WriteString(e.Error() + "\n")
+			}
+			if buf.Len() > 0 {
+				t.Errorf("helm lint --strict:\n%s", buf.String())
+			}
+		})
+	}
+}
+
+func TestTheEmbeddedChartIsTheChartOnDisk(t *testing.T) {
+	ch, err := loader.Load(ChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(files []*common.File) []string {
+		var out []string
+		for _, f := range files {
+			out = append(out, f.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if diff := cmp.Diff(names(ch.Raw), names(emb.Raw)); diff != "" {
+		t.Errorf("files (-disk +embedded):\n%s", diff)
+	}
+}
+
+func cronJob(t *testing.T, r *Release) *batchv1.CronJob {
+	t.Helper()
+	cj, err := r.CronJob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cj
+}
+
+func container(t *testing.T, r *Release) corev1.Container {
+	t.Helper()
+	cs := cronJob(t, r).Spec.JobTemplate.Spec.Template.Spec.Containers
+	if len(cs) != 1 {
+		t.Fatalf("%d containers, want 1", len(cs))
+	}
+	return cs[0]
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
