@@ -91,6 +91,23 @@ type App struct {
 	// OverIgnoreCap is set when the app has more ignore rules than
 	// --max-ignores-per-app allows.
 	OverIgnoreCap bool `json:"overIgnoreCap,omitempty"`
+	// GitOps describes the reconciler object the app came from, when it was
+	// discovered from Argo CD or Flux.
+	GitOps *GitOps `json:"gitops,omitempty"`
+}
+
+// GitOps is the reconciler's view of an app.
+type GitOps struct {
+	// Tool is argocd or flux.
+	Tool string `json:"tool"`
+	// Object is the Application, Kustomization or HelmRelease: kind/namespace/name.
+	Object string `json:"object"`
+	// SelfHeal: the reconciler reverts live changes on its own.
+	SelfHeal bool `json:"selfHeal"`
+	// Prune: the reconciler deletes live objects that left Git.
+	Prune bool `json:"prune"`
+	// Suspended: automated sync is off (Argo CD) or the object is suspended (Flux).
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // Source says where an app's desired state came from.

@@ -160,7 +160,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	obj.Scalers = cc.scalers[keyOf(l)]
 	app := s.r.Apps[d.app].Name
 	for _, ch := range changes {
-		res := s.classifier.Classify(obj, classify.Change{
+		res := s.classifiers[d.app].Classify(obj, classify.Change{
 			Path: ch.Path.String(), Type: ch.Type, Owner: ownerOf(owners, ch.Path), NewKey: ch.NewKey,
 			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
 		})
@@ -168,6 +168,9 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			continue
 		}
 		f := res.Finding
+		if g := s.r.Apps[d.app].GitOps; g != nil && g.SelfHeal && !g.Suspended && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman) {
+			f.Hint = joinHint(f.Hint, fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object))
+		}
 		s.masker.mask(gvk.Group, gvk.Kind, &f)
 		s.ignorer.Apply(classify.IgnoreTarget{App: app, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj, Pointer: ch.Pointer}, &f)
 		ro.Findings = append(ro.Findings, f)
@@ -209,4 +212,11 @@ func (s *scan) extra(live *liveState) {
 			}
 		}
 	}
+}
+
+func joinHint(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

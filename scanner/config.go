@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
 )
 
 // ConfigAPIVersion and ConfigKind identify a scan configuration file.
@@ -46,6 +47,11 @@ type App struct {
 	// Namespace is given to namespaced objects that name none.
 	Namespace string `yaml:"namespace"`
 	Source    Source `yaml:"source"`
+	// Appliers are field managers that stand for Git for this app only, in
+	// addition to the config's (kustomize-controller for a Flux app).
+	Appliers []string `yaml:"appliers"`
+	// GitOps is set for apps discovered from Argo CD or Flux.
+	GitOps *report.GitOps `yaml:"-"`
 }
 
 // Source says where an app's desired state lives and how to render it.

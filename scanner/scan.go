@@ -118,8 +118,7 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 		opts.PageSize = 500
 	}
 	now := opts.Now()
-	classifier, err := classify.New(classify.Options{Appliers: cfg.Appliers, Rules: cfg.Rules})
-	if err != nil {
+	if _, err := classify.New(classify.Options{Appliers: cfg.Appliers, Rules: cfg.Rules}); err != nil {
 		return nil, err
 	}
 	ignorer, err := classify.NewIgnorer(cfg.Ignore, now)
@@ -139,8 +138,10 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 		cluster = opts.RESTConfig.Host
 	}
 	r := report.New(now, cluster)
-	s := &scan{opts: opts, cfg: cfg, c: c, r: r, classifier: classifier, ignorer: ignorer, masker: m, declared: map[objectKey]string{}}
-	s.render(ctx)
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]string{}}
+	if err := s.render(ctx); err != nil {
+		return nil, err
+	}
 	live := s.read(ctx)
 	s.compare(ctx, live)
 	if opts.Extra {
@@ -159,15 +160,15 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 
 // scan is one run's state.
 type scan struct {
-	opts       Options
-	cfg        *Config
-	c          *api
-	r          *report.Report
-	classifier *classify.Classifier
-	ignorer    *classify.Ignorer
-	masker     *masker
-	objects    []desired
-	declared   map[objectKey]string // object -> app that declares it
+	opts        Options
+	cfg         *Config
+	c           *api
+	r           *report.Report
+	classifiers []*classify.Classifier // by app, in report order
+	ignorer     *classify.Ignorer
+	masker      *masker
+	objects     []desired
+	declared    map[objectKey]string // object -> app that declares it
 }
 
 func (s *scan) progress(stage string, done, total int) {
@@ -177,11 +178,16 @@ func (s *scan) progress(stage string, done, total int) {
 }
 
 // render renders every app and maps its objects to resources.
-func (s *scan) render(ctx context.Context) {
+func (s *scan) render(ctx context.Context) error {
 	apiVersions := s.c.apiVersions()
 	for i, app := range s.cfg.Apps {
 		s.progress("render", i, len(s.cfg.Apps))
-		ra := report.App{Name: app.Name, Owner: app.Owner, Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Path: app.Source.Path}}
+		ra := report.App{Name: app.Name, Owner: app.Owner, Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Path: app.Source.Path}, GitOps: app.GitOps}
+		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
+		if err != nil {
+			return err
+		}
+		s.classifiers = append(s.classifiers, cl)
 		dir, commit, err := s.sourceDir(ctx, app)
 		ra.Source.Commit = commit
 		var manifests []Manifest
@@ -199,6 +205,7 @@ func (s *scan) render(ctx context.Context) {
 		}
 	}
 	s.progress("render", len(s.cfg.Apps), len(s.cfg.Apps))
+	return nil
 }
 
 // sourceDir fetches an app's Git source when it has one and returns the
