@@ -245,16 +245,13 @@ func (o Object) Ref() string {
 // the report is complete.
 func (r *Report) Finalize() {
 	sort.SliceStable(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
-	s := Summary{Apps: len(r.Apps), ByClass: map[Class]int{}}
+	s := Summary{ByClass: map[Class]int{}}
 	for ai := range r.Apps {
 		app := &r.Apps[ai]
 		if app.Objects == nil {
 			app.Objects = []Object{}
 		}
 		sort.SliceStable(app.Objects, func(i, j int) bool { return objectLess(app.Objects[i], app.Objects[j]) })
-		if app.Error != "" {
-			s.Errors++
-		}
 		for oi := range app.Objects {
 			o := &app.Objects[oi]
 			if o.Findings == nil {
@@ -267,29 +264,26 @@ func (r *Report) Finalize() {
 					o.Status = Drifted
 				}
 			}
-			s.Objects++
-			switch o.Status {
-			case Drifted:
-				s.Drifted++
-			case Missing:
-				s.Missing++
-			case Extra:
-				s.Extra++
-			case Error:
-				s.Errors++
-			}
-			for _, f := range o.Findings {
-				if f.Ignored {
-					s.Ignored++
-					continue
-				}
-				s.Findings++
-				s.ByClass[f.Class]++
-			}
 		}
+		s.add(app.Summary())
 	}
 	s.Errors += len(r.Errors)
 	r.Summary = s
+}
+
+// add adds another summary's counts to s.
+func (s *Summary) add(o Summary) {
+	s.Apps += o.Apps
+	s.Objects += o.Objects
+	s.Drifted += o.Drifted
+	s.Missing += o.Missing
+	s.Extra += o.Extra
+	s.Errors += o.Errors
+	s.Findings += o.Findings
+	s.Ignored += o.Ignored
+	for c, n := range o.ByClass {
+		s.ByClass[c] += n
+	}
 }
 
 func objectLess(a, b Object) bool {
