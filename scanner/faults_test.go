@@ -1,0 +1,143 @@
+package scanner
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
+)
+
+// faultProxy stands on loopback between the scan and the test API server and
+// lets a test decide what each request gets.
+type faultProxy struct {
+	srv      *httptest.Server
+	requests atomic.Int64
+	// fault, when set, answers a request instead of the API server.
+	fault func(n int64, r *http.Request, w http.ResponseWriter) bool
+}
+
+func newFaultProxy(t *testing.T) *faultProxy {
+	t.Helper()
+	env.Need(t)
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := p.requests.Add(1)
+		if p.fault != nil && p.fault(n, r, w) {
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// config reaches the API server through the proxy, which adds the credentials.
+func (p *faultProxy) config() *rest.Config {
+	return &rest.Config{Host: p.srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 50, Burst: 100}
+}
+
+func isList(r *http.Request) bool {
+	return r.Method == http.MethodGet && !strings.Contains(r.URL.Path, "/openapi") &&
+		(strings.HasSuffix(r.URL.Path, "/deployments") || strings.HasSuffix(r.URL.Path, "/configmaps") || strings.HasSuffix(r.URL.Path, "/secrets") || strings.HasSuffix(r.URL.Path, "/services"))
+}
+
+func TestAThrottledScanBacksOffAndFinishes(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
+	p := newFaultProxy(t)
+	var throttled atomic.Int64
+	p.fault = func(_ int64, r *http.Request, w http.ResponseWriter) bool {
+		// The first four LISTs are told to come back in a second.
+		if isList(r) && throttled.Add(1) <= 4 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
+			return true
+		}
+		return false
+	}
+	start := time.Now()
+	r := runScan(t, webApp(ns), func(o *Options) { o.RESTConfig = p.config() })
+	if r.Summary.Errors != 0 || r.Summary.Findings != 1 {
+		t.Fatalf("summary = %+v, errors %v", r.Summary, r.Errors)
+	}
+	if r.Stats.Throttled != 4 {
+		t.Errorf("throttled = %d, want 4", r.Stats.Throttled)
+	}
+	if time.Since(start) < time.Second {
+		t.Errorf("the scan did not wait for Retry-After")
+	}
+}
+
+func TestAnAPIServerGoneMidScanEndsWithWhatFinished(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	p := newFaultProxy(t)
+	var lists atomic.Int64
+	p.fault = func(_ int64, r *http.Request, w http.ResponseWriter) bool {
+		// After the first LIST the API server is gone: it stops listening
+		// and its connections drop.
+		if isList(r) && lists.Add(1) > 1 {
+			if lists.Load() == 2 {
+				_ = p.srv.Listener.Close()
+				go p.srv.CloseClientConnections()
+			}
+			hj, ok := w.(http.Hijacker)
+			if ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return true
+				}
+			}
+			http.Error(w, "gone", http.StatusBadGateway)
+			return true
+		}
+		return false
+	}
+	start := time.Now()
+	r := runScan(t, webApp(ns), func(o *Options) {
+		o.RESTConfig = p.config()
+		o.RESTConfig.Timeout = 5 * time.Second
+	})
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("the scan took %s", time.Since(start))
+	}
+	var done, failed int
+	for _, o := range r.Apps[0].Objects {
+		switch o.Status {
+		case report.InSync:
+			done++
+		case report.Error:
+			failed++
+			if o.Error == "" {
+				t.Errorf("%s failed without saying why", o.Ref())
+			}
+		}
+	}
+	if done != 1 || failed != 3 {
+		t.Errorf("in sync %d, failed %d; want the 1 object listed before the server went, 3 failed", done, failed)
+	}
+	if r.ExitCode(nil) != report.ExitError {
+		t.Errorf("exit code = %d, want %d", r.ExitCode(nil), report.ExitError)
+	}
+}
