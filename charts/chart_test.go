@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -182,6 +181,22 @@ func TestTheContainerRunsTheScanWithTheDocumentedArgs(t *testing.T) {
 	}
 }
 
+func TestArgsExpandLikeTheKubelet(t *testing.T) {
+	r := render(t, `{shards: 3, extraArgs: ["--note", "$$(NOT_A_VAR)"]}`)
+	got, err := r.Args(map[string]string{"NAMESPACE": "gitops", "JOB_COMPLETION_INDEX": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--shard", "2/3", "--note", "$(NOT_A_VAR)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if _, err := r.Args(map[string]string{"NAMESPACE": "gitops"}); err == nil || !strings.Contains(err.Error(), "JOB_COMPLETION_INDEX") {
+		t.Errorf("Args without JOB_COMPLETION_INDEX: %v, want an error naming it", err)
+	}
+}
+
 func TestShardsMakeAnIndexedJobWithOneStatePerShard(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -323,11 +338,10 @@ func TestSecretsAreReferencedNeverCreated(t *testing.T) {
 
 func TestTheScanConfigIsMountedFromValues(t *testing.T) {
 	r := render(t, scenarios[len(scenarios)-1].values)
-	cm := r.Find("ConfigMap", "driftscan-config")
-	if cm == nil {
-		t.Fatal("no driftscan-config ConfigMap")
+	data, err := r.ScanConfig()
+	if err != nil {
+		t.Fatal(err)
 	}
-	data, _, _ := unstructured.NestedString(cm.Object, "data", "scan.yaml")
 	for _, want := range []string{"kind: ScanConfig", "apiVersion: driftscan.dev/v1alpha1", "name: web", "tokenEnv: GIT_TOKEN", "- argocd-controller"} {
 		if !strings.Contains(data, want) {
 			t.Errorf("scan.yaml lacks %q:\n%s", want, data)
@@ -572,11 +586,11 @@ func cronJob(t *testing.T, r *Release) *batchv1.CronJob {
 
 func container(t *testing.T, r *Release) corev1.Container {
 	t.Helper()
-	cs := cronJob(t, r).Spec.JobTemplate.Spec.Template.Spec.Containers
-	if len(cs) != 1 {
-		t.Fatalf("%d containers, want 1", len(cs))
+	c, err := r.Container()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return cs[0]
+	return c
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -37,7 +38,9 @@ type Options struct {
 	Namespace   string
 	// Values override the chart's values.yaml, as `-f values.yaml`.
 	Values map[string]any
-	// KubeVersion is the cluster version the chart is rendered for.
+	// KubeVersion is the cluster version the chart is rendered for. Set it:
+	// the chart needs 1.24 or newer, and in a test binary Helm's default is
+	// v1.20.
 	KubeVersion string
 }
 
@@ -82,7 +85,7 @@ func Load() (*chart.Chart, error) {
 }
 
 // Render renders the chart client-side, values schema validation included,
-// without a cluster.
+// without a cluster, as `helm install --dry-run=client` does.
 func Render(ctx context.Context, opts Options) (*Release, error) {
 	ch, err := Load()
 	if err != nil {
@@ -161,3 +164,60 @@ func (r *Release) CronJob() (*batchv1.CronJob, error) {
 // docSeparator splits a YAML stream into documents, as Helm's
 // releaseutil.SplitManifests does, but keeps their order.
 var docSeparator = regexp.MustCompile(`(?:^|\s*\n)---\s*`)
+
+// Container returns the scan container of the rendered CronJob.
+func (r *Release) Container() (corev1.Container, error) {
+	cj, err := r.CronJob()
+	if err != nil {
+		return corev1.Container{}, err
+	}
+	cs := cj.Spec.JobTemplate.Spec.Template.Spec.Containers
+	if len(cs) != 1 {
+		return corev1.Container{}, fmt.Errorf("CronJob %s: want one container, got %d", cj.Name, len(cs))
+	}
+	return cs[0], nil
+}
+
+// Args returns the scan container's args with $(VAR) references expanded
+// from vars, the way the kubelet expands them from the container's env (for
+// example NAMESPACE and, with shards, JOB_COMPLETION_INDEX); $$ is a literal
+// $. A reference to a variable vars lacks is an error, where the kubelet
+// would pass it on unexpanded.
+func (r *Release) Args(vars map[string]string) ([]string, error) {
+	c, err := r.Container()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(c.Args))
+	var missing []string
+	for i, a := range c.Args {
+		out[i] = varRef.ReplaceAllStringFunc(a, func(ref string) string {
+			if ref == "$$" {
+				return "$"
+			}
+			name := ref[2 : len(ref)-1]
+			v, ok := vars[name]
+			if !ok {
+				missing = append(missing, name)
+			}
+			return v
+		})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("args %q refer to %s, which vars lacks", c.Args, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// varRef matches $(VAR) and $$ in container args.
+var varRef = regexp.MustCompile(`\$\$|\$\([A-Za-z_][A-Za-z0-9_]*\)`)
+
+// ScanConfig returns the scan.yaml the chart mounts at /etc/driftscan.
+func (r *Release) ScanConfig() (string, error) {
+	for _, u := range r.OfKind("ConfigMap") {
+		if data, ok, _ := unstructured.NestedString(u.Object, "data", "scan.yaml"); ok {
+			return data, nil
+		}
+	}
+	return "", fmt.Errorf("no ConfigMap with scan.yaml among the %d rendered objects", len(r.Objects))
+}

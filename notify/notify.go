@@ -33,7 +33,7 @@ type Options struct {
 	DryRun    bool
 	DryRunOut io.Writer
 	// HTTPClient carries every request to Slack and PagerDuty; Notify wraps
-	// its transport with Retry.
+	// its transport with Retry, and its Timeout bounds each attempt.
 	HTTPClient *http.Client
 	Retry      Retry
 	// Getenv and ReadFile read the secrets the config names.
@@ -130,6 +130,9 @@ type Result struct {
 // Err joins Errors, nil when there are none.
 func (r Result) Err() error { return errors.Join(r.Errors...) }
 
+// saveTimeout bounds saving the state once the run's context has ended.
+const saveTimeout = 30 * time.Second
+
 // Notify tells each app's owner about drift that is new, changed, still open
 // past RenotifyAfter, or resolved since the state was saved, then records in
 // the state only the notifications that were accepted and saves it.
@@ -167,7 +170,11 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 	if o.DryRun {
 		return res, nil
 	}
-	if err := store.Save(ctx, st); err != nil {
+	// What was accepted is saved even when ctx has ended (a SIGTERM
+	// mid-run), or the next run would send it again.
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	if err := store.Save(saveCtx, st); err != nil {
 		if errors.As(err, &corrupt) {
 			res.Errors = append(res.Errors, err)
 			return res, nil

@@ -36,9 +36,12 @@ func DefaultRetry() Retry {
 type retryTransport struct {
 	base  http.RoundTripper
 	retry Retry
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
-	log   *slog.Logger
+	// timeout bounds each attempt, as http.Client.Timeout would bound them
+	// all, waits included; 0 for none.
+	timeout time.Duration
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	log     *slog.Logger
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -64,7 +67,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r = req.Clone(req.Context())
 			r.Body = body
 		}
-		resp, err := t.base.RoundTrip(r)
+		resp, err := t.attempt(r)
 		if err != nil || !retryable(resp.StatusCode) || attempt >= attempts {
 			return resp, err
 		}
@@ -82,6 +85,33 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// attempt sends r once within t.timeout; the timer ends when the body is
+// closed.
+func (t *retryTransport) attempt(r *http.Request) (*http.Response, error) {
+	if t.timeout <= 0 {
+		return t.base.RoundTrip(r)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 func retryable(code int) bool {

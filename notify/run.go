@@ -30,7 +30,9 @@ func newRun(o Options, st *State, res *Result, r *report.Report, cluster string,
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &retryTransport{base: base, retry: o.Retry, now: o.Now, sleep: o.Sleep, log: o.Logger}
+	// The client's Timeout bounds each attempt, not the waits between them.
+	hc.Transport = &retryTransport{base: base, retry: o.Retry, timeout: hc.Timeout, now: o.Now, sleep: o.Sleep, log: o.Logger}
+	hc.Timeout = 0
 	debts := map[string]int{}
 	for _, d := range r.Debts {
 		if d.Kind == report.DebtExpired {
@@ -53,6 +55,15 @@ func (r *run) fail(err error) {
 	r.res.Errors = append(r.res.Errors, r.secrets.scrub(err))
 }
 
+// stopped reports whether ctx has ended, and then records what is left.
+func (r *run) stopped(ctx context.Context, left int, what string) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	r.res.Errors = append(r.res.Errors, fmt.Errorf("notify stopped, %s left unsent: %w", plural(left, what), context.Cause(ctx)))
+	return true
+}
+
 // slackRef is where the Slack token or webhook URL is kept.
 func (r *run) slackRef() (string, secretRef) {
 	s := r.o.Config.Slack
@@ -64,8 +75,10 @@ func (r *run) slackRef() (string, secretRef) {
 
 // sendSlack posts a message per app, owner and channel: one for drift, one
 // for drift that is gone.
+// With Slack turned off in the config, nothing is sent, and what was told
+// before stays in the state.
 func (r *run) sendSlack(ctx context.Context, items []item) {
-	if len(items) == 0 {
+	if len(items) == 0 || r.o.Config.Slack.mode() == slackOff {
 		return
 	}
 	what, ref := r.slackRef()
@@ -78,7 +91,11 @@ func (r *run) sendSlack(ctx context.Context, items []item) {
 		}
 		sender = NewSlack(r.o.Config.Slack, secret, r.http)
 	}
-	for _, g := range groupSlack(items, r.o.Owners) {
+	groups := groupSlack(items, r.o.Owners)
+	for i, g := range groups {
+		if r.stopped(ctx, len(groups)-i, "slack message") {
+			return
+		}
 		resolved := g.items[0].change == ChangeResolved
 		msg := driftMessage(g, r.mc)
 		if resolved {
@@ -91,14 +108,15 @@ func (r *run) sendSlack(ctx context.Context, items []item) {
 			r.fail(fmt.Errorf("notify owner %s of app %q on slack %s: %w", g.owner, g.app, g.target, err))
 			continue
 		}
-		for _, it := range g.items {
-			if r.o.DryRun {
-				break
-			}
-			if resolved {
-				r.st.Forget(it.key, ChannelSlack, r.mc.now)
-			} else {
-				r.st.Record(it.key, ChannelSlack, Delivery{Fingerprint: it.fingerprint, Owner: it.owner, Target: it.target, SentAt: r.mc.now})
+		if !r.o.DryRun {
+			// Every object of the message is told, those left out of a
+			// message cut to Slack's limits too: it counted them.
+			for _, it := range g.items {
+				if resolved {
+					r.st.Forget(it.key, ChannelSlack, r.mc.now)
+				} else {
+					r.st.Record(it.key, ChannelSlack, Delivery{Fingerprint: it.fingerprint, Owner: it.owner, Target: it.target, SentAt: r.mc.now})
+				}
 			}
 		}
 		if resolved {
@@ -179,7 +197,10 @@ func (r *run) sendPagerDuty(ctx context.Context, items []item) {
 	pd := NewPagerDuty(r.o.Config.PagerDuty, r.http)
 	keys := map[string]string{}
 	keyErrs := map[string]bool{}
-	for _, it := range items {
+	for i, it := range items {
+		if r.stopped(ctx, len(items)-i, "pagerduty event") {
+			return
+		}
 		ref, ok := parseSecretRef(it.target)
 		if !ok {
 			r.fail(fmt.Errorf("notify owner %s of %s in app %q on pagerduty: routing key place %q is not env:NAME or file:PATH", it.owner, it.key.Ref(), it.app, it.target))

@@ -251,15 +251,14 @@ func (s *State) encode() ([]byte, error) {
 }
 
 // decodeState parses a saved state. Empty input is an empty state; anything
-// that is not a driftscan NotifyState is an error.
+// that is not a driftscan NotifyState is an error. Unknown fields are
+// allowed, so a state a newer driftscan wrote is not taken for corrupt.
 func decodeState(data []byte) (*State, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return NewState(), nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var s State
-	if err := dec.Decode(&s); err != nil {
+	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
 	if s.APIVersion != StateAPIVersion || s.Kind != StateKind {

@@ -72,6 +72,10 @@ func (e *FileError) Unwrap() error { return e.Err }
 // A Manifest's Line is the line of the document's first key (for JSON the
 // line of its opening brace). YAML is read as YAML 1.2 (gopkg.in/yaml.v3):
 // an unquoted yes or on is a string, not a boolean.
+// MaxManifestBytes is the largest manifest file the plain renderer reads;
+// the API server itself refuses objects over about 1.5 MiB.
+const MaxManifestBytes = 8 << 20
+
 func renderYAML(ctx context.Context, dir string) ([]Manifest, error) {
 	files, errs, err := manifestFiles(dir)
 	if err != nil {
@@ -142,8 +146,13 @@ func manifestFiles(dir string) (files []string, errs []error, err error) {
 		default:
 			return nil
 		}
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
 			// A dangling symlink or a symlink to a folder is no manifest.
+			return nil
+		}
+		if fi.Size() > MaxManifestBytes {
+			errs = append(errs, &FileError{File: rel, Err: fmt.Errorf("%d bytes is over the limit of %d for a manifest file", fi.Size(), MaxManifestBytes)})
 			return nil
 		}
 		files = append(files, rel)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// Tool is what one tool cost and found on the estate (the median of Runs).
+type Tool struct {
+	Version string   `json:"version,omitempty"`
+	Command []string `json:"command"`
+	Objects int      `json:"objects"`
+	// Findings counts driftscan's findings that are not ignored; kubectl has
+	// none to count.
+	Findings int `json:"findings,omitempty"`
+	// DriftedObjects counts objects driftscan reports Drifted, or kubectl
+	// shows a diff for.
+	DriftedObjects int     `json:"driftedObjects"`
+	WallSeconds    float64 `json:"wallSeconds"`
+	APIRequests    int64   `json:"apiRequests"`
+	// RequestsByVerb splits APIRequests where the tool's log tells the verb.
+	RequestsByVerb map[string]int64 `json:"requestsByVerb,omitempty"`
+	MaxRSSMiB      float64          `json:"maxRssMiB"`
+	ExitCode       int              `json:"exitCode"`
+	// RunsWallSeconds lists every run's wall time when there was more than one.
+	RunsWallSeconds []float64 `json:"runsWallSeconds,omitempty"`
+}
+
+// timeDriftscan runs `driftscan scan` over the estate runs times as a child
+// process and returns the median run and its report.
+func timeDriftscan(ctx context.Context, bin string, b *bed, outDir string, runs int) (Tool, *report.Report, error) {
+	t := Tool{Version: toolVersion(ctx, bin, "version")}
+	var walls []time.Duration
+	var procs []process
+	var reports []*report.Report
+	for i := 0; i < runs; i++ {
+		file := filepath.Join(outDir, fmt.Sprintf("driftscan-%d.json", i))
+		errFile := filepath.Join(outDir, fmt.Sprintf("driftscan-%d.stderr", i))
+		args := []string{"scan", "--kubeconfig", b.env.Kubeconfig, "--config", b.est.Config, "-o", "json=" + file, "--fail-on", "none", "--quiet"}
+		t.Command = append([]string{"driftscan"}, args...)
+		stderr, err := os.Create(errFile)
+		if err != nil {
+			return t, nil, err
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stderr = stderr
+		cmd.WaitDelay = 5 * time.Second
+		p, err := measure(cmd)
+		_ = stderr.Close()
+		if err != nil {
+			return t, nil, err
+		}
+		if p.ExitCode != 0 {
+			return t, nil, fmt.Errorf("driftscan exited %d:\n%s", p.ExitCode, tail(errFile, 20))
+		}
+		r, err := readReport(file)
+		if err != nil {
+			return t, nil, err
+		}
+		say("driftscan run %d: %.2fs, %d requests, %.0f MiB", i+1, p.Wall.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS))
+		walls, procs, reports = append(walls, p.Wall), append(procs, p), append(reports, r)
+	}
+	m := median(walls)
+	p, r := procs[m], reports[m]
+	t.Objects, t.Findings, t.DriftedObjects = r.Summary.Objects, r.Summary.Findings, r.Summary.Drifted
+	t.WallSeconds, t.MaxRSSMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), p.ExitCode
+	t.APIRequests = r.Stats.APIRequests
+	if runs > 1 {
+		for _, w := range walls {
+			t.RunsWallSeconds = append(t.RunsWallSeconds, w.Seconds())
+		}
+	}
+	if r.Summary.Errors > 0 {
+		return t, r, fmt.Errorf("driftscan reported %d errors: %s", r.Summary.Errors, firstErrors(r))
+	}
+	return t, r, nil
+}
+
+func readReport(path string) (*report.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read driftscan report: %w", err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("parse driftscan report %s: %w", path, err)
+	}
+	if r.Stats == nil {
+		r.Stats = &report.Stats{}
+	}
+	return &r, nil
+}
+
+// firstErrors names a few of the report's errors.
+func firstErrors(r *report.Report) string {
+	var out []string
+	out = append(out, r.Errors...)
+	for _, a := range r.Apps {
+		if a.Error != "" {
+			out = append(out, a.Error)
+		}
+		for _, o := range a.Objects {
+			if o.Error != "" {
+				out = append(out, o.Error)
+			}
+		}
+	}
+	if len(out) > 3 {
+		out = append(out[:3], fmt.Sprintf("and %d more", len(out)-3))
+	}
+	return strings.Join(out, "; ")
+}
+
+// toolVersion runs a tool's version command and returns its first line.
+func toolVersion(ctx context.Context, bin string, args ...string) string {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}

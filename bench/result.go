@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Result is one benchmark run: what `make bench` prints and writes to
+// bench/results/latest.json.
+type Result struct {
+	Date    time.Time `json:"date"`
+	Machine Machine   `json:"machine"`
+	// Objects, Apps and Namespaces size the generated repository.
+	Objects    int `json:"objects"`
+	Apps       int `json:"apps"`
+	Namespaces int `json:"namespaces"`
+	// ApplySeconds is how long syncing it as argocd-controller took.
+	ApplySeconds float64 `json:"applySeconds"`
+	// Drift counts the objects each actor drifted.
+	Drift     map[Actor]int `json:"drift"`
+	Driftscan Tool          `json:"driftscan"`
+	// Kubectl is nil, and KubectlSkipped says why, when no kubectl ran.
+	Kubectl        *Tool     `json:"kubectl,omitempty"`
+	KubectlSkipped string    `json:"kubectlSkipped,omitempty"`
+	Ratios         *Ratios   `json:"ratios,omitempty"`
+	Agreement      Agreement `json:"agreement"`
+	// Requests is the request log of an in-process scan of the same estate.
+	Requests *Requests    `json:"requests,omitempty"`
+	Scaling  []ScalePoint `json:"scaling,omitempty"`
+	Targets  []Target     `json:"targets"`
+}
+
+// Machine describes where the numbers were measured.
+type Machine struct {
+	CPUs          int    `json:"cpus"`
+	CPUModel      string `json:"cpuModel,omitempty"`
+	OS            string `json:"os"`
+	Go            string `json:"go"`
+	KubeAPIServer string `json:"kubeAPIServer"`
+	// LoadAverage is the 1-minute load when the timing began: other work on
+	// the machine slows both tools alike.
+	LoadAverage string `json:"loadAverage,omitempty"`
+}
+
+// Ratios are kubectl diff's cost divided by driftscan's.
+type Ratios struct {
+	Wall        float64 `json:"wall"`
+	APIRequests float64 `json:"apiRequests"`
+	MaxRSS      float64 `json:"maxRss"`
+}
+
+// ScalePoint is one size of the scaling run: driftscan alone.
+type ScalePoint struct {
+	Objects        int     `json:"objects"`
+	Apps           int     `json:"apps"`
+	Findings       int     `json:"findings"`
+	DriftedObjects int     `json:"driftedObjects"`
+	WallSeconds    float64 `json:"wallSeconds"`
+	APIRequests    int64   `json:"apiRequests"`
+	MaxRSSMiB      float64 `json:"maxRssMiB"`
+	// MicrosPerObject is WallSeconds per object, in microseconds.
+	MicrosPerObject float64 `json:"microsPerObject"`
+	ApplySeconds    float64 `json:"applySeconds"`
+}
+
+// Target is one of issue 10's targets and whether this run met it.
+type Target struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	Met  bool   `json:"met"`
+}
+
+func machine(serverVersion string) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), KubeAPIServer: serverVersion}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	m.LoadAverage = loadAverage()
+	return m
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// ratio returns a/b, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// targets checks the run against issue 10's targets.
+func (r *Result) targets() {
+	var ts []Target
+	if r.Ratios != nil {
+		ts = append(ts, Target{"wall time vs kubectl diff", ">= 10x faster", fmt.Sprintf("%.1fx", r.Ratios.Wall), r.Ratios.Wall >= 10})
+	} else {
+		ts = append(ts, Target{"wall time vs kubectl diff", ">= 10x faster", "kubectl skipped: " + r.KubectlSkipped, false})
+	}
+	ts = append(ts,
+		Target{fmt.Sprintf("scan wall time, %d objects", r.Objects), "< 15 s", fmt.Sprintf("%.2f s", r.Driftscan.WallSeconds), r.Driftscan.WallSeconds < 15},
+		Target{fmt.Sprintf("scan max RSS, %d objects", r.Objects), "< 500 MiB", fmt.Sprintf("%.0f MiB", r.Driftscan.MaxRSSMiB), r.Driftscan.MaxRSSMiB < 500},
+	)
+	if q := r.Requests; q != nil {
+		ts = append(ts, Target{"LISTs per kind and namespace (or cluster-wide), no per-object request", "<= 1 LIST per key, 0 object requests",
+			fmt.Sprintf("%d LIST keys, at most %d LIST per key (%d pages in all), %d object requests, %d discovery/OpenAPI", len(q.Lists), q.MaxListsPerKey, pages(q.Lists), q.ObjectRequests, q.Discovery),
+			q.MaxListsPerKey <= 1 && q.ObjectRequests == 0})
+	}
+	a := r.Agreement
+	got := fmt.Sprintf("%d kubectl-only, %d driftscan-only (Changed/Removed) objects", len(a.KubectlOnly), len(a.DriftscanOnly))
+	if r.Kubectl == nil {
+		got = "kubectl skipped"
+	}
+	ts = append(ts, Target{"agreement with kubectl diff", "0 and 0", got, a.Holds})
+	if n := len(r.Scaling); n >= 2 {
+		lo, hi := r.Scaling[0], r.Scaling[n-1]
+		growth := ratio(hi.MicrosPerObject, lo.MicrosPerObject)
+		ts = append(ts, Target{fmt.Sprintf("linear growth, %d to %d objects", lo.Objects, hi.Objects), "wall per object at most 1.5x the smallest size's",
+			fmt.Sprintf("%.0f -> %.0f µs/object (%.2fx)", lo.MicrosPerObject, hi.MicrosPerObject, growth), growth <= 1.5})
+	}
+	r.Targets = ts
+}
+
+func pages(ls []ListRequest) int {
+	n := 0
+	for _, l := range ls {
+		n += l.Pages
+	}
+	return n
+}
+
+// write writes the result as indented JSON, creating the folder.
+func (r *Result) write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

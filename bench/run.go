@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// run builds the main estate, times both tools on it, checks that they
+// agree and, with o.Scaling, times driftscan alone at other sizes. The
+// control planes it starts are stopped and the temporary folder removed
+// before it returns, whatever happens.
+func run(ctx context.Context, o Options) (err error) {
+	driftscan, err := filepath.Abs(o.Driftscan)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(driftscan); err != nil {
+		return fmt.Errorf("driftscan binary (run `make build`): %w", err)
+	}
+	kubectl, skipped := findKubectl(ctx, o.Kubectl)
+	if skipped != "" {
+		say("kubectl diff is SKIPPED: %s", skipped)
+	}
+	tmp, err := os.MkdirTemp("", "driftscan-bench-")
+	if err != nil {
+		return err
+	}
+	if o.Keep {
+		say("keeping the repository and outputs in %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	outDir := filepath.Join(tmp, "out")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+
+	spec := estateSpec{Objects: o.Objects, Apps: o.Apps, Namespaces: o.Namespaces, WebhookNamespaces: o.WebhookNamespaces, Prefix: "bench-"}
+	b, err := newBed(ctx, filepath.Join(tmp, "main"), spec, o.DriftPercent, o.Workers)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	res := &Result{Date: time.Now().UTC(), Objects: len(b.est.Objects), Apps: o.Apps, Namespaces: o.Namespaces, ApplySeconds: b.ApplySeconds, Drift: b.plan.count()}
+	res.Machine = machine(b.ServerVersion)
+	say("timing driftscan scan (%d run(s))...", o.Runs)
+	ds, rep, err := timeDriftscan(ctx, driftscan, b, outDir, o.Runs)
+	if err != nil {
+		return err
+	}
+	res.Driftscan = ds
+	var changed map[string]bool
+	if kubectl != "" {
+		say("timing kubectl diff (%d run(s))...", o.Runs)
+		kt, ch, err := timeKubectl(ctx, kubectl, b, outDir, o.Runs)
+		if err != nil {
+			return err
+		}
+		res.Kubectl, changed = &kt, ch
+		res.Ratios = &Ratios{
+			Wall:        ratio(kt.WallSeconds, ds.WallSeconds),
+			APIRequests: ratio(float64(kt.APIRequests), float64(ds.APIRequests)),
+			MaxRSS:      ratio(kt.MaxRSSMiB, ds.MaxRSSMiB),
+		}
+	} else {
+		res.KubectlSkipped = skipped
+	}
+	res.Agreement = agree(rep, changed, b.plan)
+
+	say("scanning in process to log every request%s...", map[bool]string{true: " with a CPU profile", false: ""}[o.CPUProfile != ""])
+	req, err := scanInProcess(ctx, b, o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	res.Requests = &req
+	if o.CPUProfile != "" {
+		say("CPU profile of the scan: %s (go tool pprof -top %s)", o.CPUProfile, o.CPUProfile)
+	}
+	b.Close()
+
+	var scaleErr error
+	if o.Scaling {
+		res.Scaling, scaleErr = scaling(ctx, o, driftscan, tmp, res)
+		if scaleErr != nil {
+			say("scaling stopped early: %v", scaleErr)
+		}
+	}
+	res.targets()
+	res.print(os.Stdout)
+	if o.Out != "" {
+		if err := res.write(o.Out); err != nil {
+			return fmt.Errorf("write %s: %w", o.Out, err)
+		}
+		say("wrote %s", o.Out)
+	}
+	return scaleErr
+}
+
+// findKubectl resolves the kubectl binary, or says why the kubectl column
+// is skipped. It never downloads one.
+func findKubectl(ctx context.Context, name string) (path, skipped string) {
+	if name == "" {
+		return "", "-kubectl is empty"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Sprintf("%q is not on PATH (install your distribution's kubectl 1.28 or newer; the benchmark downloads nothing)", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "version", "--client", "-o", "json").Output()
+	if err != nil {
+		return "", fmt.Sprintf("%s version: %v", path, err)
+	}
+	var v struct {
+		ClientVersion struct{ Major, Minor, GitVersion string }
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return "", fmt.Sprintf("%s version: %v", path, err)
+	}
+	minor, _ := strconv.Atoi(strings.TrimRight(v.ClientVersion.Minor, "+"))
+	if v.ClientVersion.Major == "1" && minor < 28 {
+		return "", fmt.Sprintf("%s is %s; kubectl diff --concurrency needs 1.28 or newer", path, v.ClientVersion.GitVersion)
+	}
+	return path, ""
+}
+
+// errNoSizes is returned when -scaling has nothing to measure.
+var errNoSizes = errors.New("-scaling-sizes is empty")

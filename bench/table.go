@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// print writes the result as tables a person reads.
+func (r *Result) print(w io.Writer) {
+	fmt.Fprintf(w, "driftscan benchmark, %s, %d CPUs (%s), load %s, kube-apiserver %s\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.Machine.CPUs, r.Machine.CPUModel, r.Machine.LoadAverage, r.Machine.KubeAPIServer)
+	fmt.Fprintf(w, "%d objects in %d apps over %d namespaces, synced as argocd-controller in %.1fs; drifted: %s\n\n",
+		r.Objects, r.Apps, r.Namespaces, r.ApplySeconds, driftText(r.Drift))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	d, k := r.Driftscan, r.Kubectl
+	fmt.Fprintln(tw, "\tdriftscan\tkubectl diff\tkubectl/driftscan\t")
+	row := func(name, ds, kc, ratio string) { fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, ds, kc, ratio) }
+	skip := "skipped"
+	kv := func(f func(*Tool) string) string {
+		if k == nil {
+			return skip
+		}
+		return f(k)
+	}
+	rt := func(f func(*Ratios) float64) string {
+		if r.Ratios == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fx", f(r.Ratios))
+	}
+	row("objects", fmt.Sprint(d.Objects), kv(func(t *Tool) string { return fmt.Sprint(t.Objects) }), "")
+	row("findings", fmt.Sprint(d.Findings), kv(func(*Tool) string { return "-" }), "")
+	row("drifted objects", fmt.Sprint(d.DriftedObjects), kv(func(t *Tool) string { return fmt.Sprint(t.DriftedObjects) }), "")
+	row("wall seconds", fmt.Sprintf("%.2f", d.WallSeconds), kv(func(t *Tool) string { return fmt.Sprintf("%.2f", t.WallSeconds) }), rt(func(r *Ratios) float64 { return r.Wall }))
+	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
+	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
+	_ = tw.Flush()
+	if k == nil {
+		fmt.Fprintf(w, "kubectl diff skipped: %s\n", r.KubectlSkipped)
+	} else {
+		fmt.Fprintf(w, "kubectl requests by verb: %s\n", verbText(k.RequestsByVerb))
+	}
+
+	a := r.Agreement
+	fmt.Fprintf(w, "\nAgreement: %s\n", holdsText(r))
+	fmt.Fprintf(w, "  driftscan Drifted %d = %d with a Changed/Removed finding + %d Added-only; kubectl shows %d\n",
+		a.DriftscanDrifted, a.DriftscanChangedOrRemoved, a.DriftscanAddedOnly, a.KubectlChanged)
+	if r.Kubectl != nil {
+		fmt.Fprintf(w, "  kubectl shows, driftscan not Drifted: %d %s\n", len(a.KubectlOnly), sample(a.KubectlOnly))
+		fmt.Fprintf(w, "  driftscan Changed/Removed, kubectl shows nothing: %d %s\n", len(a.DriftscanOnly), sample(a.DriftscanOnly))
+	}
+	fmt.Fprintf(w, "  drifted by the bench, driftscan not Drifted: %d %s\n", len(a.Missed), sample(a.Missed))
+	fmt.Fprintf(w, "  driftscan Drifted, not drifted by the bench: %d %s\n", len(a.Unexpected), sample(a.Unexpected))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  actor\tobjects\tdriftscan Drifted\tdriftscan Changed/Removed\tkubectl diff\t")
+	for _, row := range a.ByActor {
+		kc := "skipped"
+		if row.Kubectl != nil {
+			kc = fmt.Sprint(*row.Kubectl)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\t\n", row.Actor, row.Objects, row.Driftscan, row.DriftscanChangedOrRemoved, kc)
+	}
+	_ = tw.Flush()
+
+	if q := r.Requests; q != nil {
+		fmt.Fprintf(w, "\ndriftscan's requests (in-process scan, %.2fs): %d = %d discovery/OpenAPI + %d LIST pages + %d object requests\n",
+			q.WallSeconds, q.Total, q.Discovery, pages(q.Lists), q.ObjectRequests)
+		fmt.Fprintf(w, "  LISTs/pages: %s\n", listText(q.Lists))
+		var parts []string
+		for _, st := range q.Stages {
+			parts = append(parts, fmt.Sprintf("%s %.2fs", st.Name, st.Seconds))
+		}
+		fmt.Fprintf(w, "  stages: %s\n", strings.Join(parts, ", "))
+		if len(q.Other) > 0 {
+			fmt.Fprintf(w, "  other: %s\n", sample(q.Other))
+		}
+	}
+
+	if len(r.Scaling) > 0 {
+		fmt.Fprintln(w, "\nScaling (driftscan alone, a fresh control plane per size):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tµs/object\tAPI requests\tmax RSS MiB\t")
+		for _, p := range r.Scaling {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.0f\t%d\t%.0f\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB)
+		}
+		_ = tw.Flush()
+	}
+
+	fmt.Fprintln(w, "\nTargets (issue 10):")
+	for _, t := range r.Targets {
+		mark := "MET   "
+		if !t.Met {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  %s %s: want %s, got %s\n", mark, t.Name, t.Want, t.Got)
+	}
+}
+
+func holdsText(r *Result) string {
+	switch {
+	case r.Kubectl == nil:
+		return "not checked (kubectl skipped)"
+	case r.Agreement.Holds:
+		return "holds"
+	default:
+		return "DOES NOT HOLD"
+	}
+}
+
+func driftText(d map[Actor]int) string {
+	var parts []string
+	for _, a := range actors {
+		if d[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a, d[a]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func verbText(m map[string]int64) string {
+	var parts []string
+	for v, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", v, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// sample shows the first few of a list.
+func sample(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	const n = 5
+	if len(l) <= n {
+		return "(" + strings.Join(l, ", ") + ")"
+	}
+	return fmt.Sprintf("(%s, and %d more)", strings.Join(l[:n], ", "), len(l)-n)
+}
+
+// listText sums the LISTs of each resource: "deployments cluster-wide 1/10,
+// horizontalpodautoscalers in 20 namespaces 20/20".
+func listText(ls []ListRequest) string {
+	type sum struct{ keys, lists, pages int }
+	var order []string
+	by := map[string]*sum{}
+	for _, l := range ls {
+		where := " in %d namespaces"
+		if l.Namespace == "" {
+			where = " cluster-wide"
+		}
+		k := l.Resource + where
+		if by[k] == nil {
+			by[k] = &sum{}
+			order = append(order, k)
+		}
+		by[k].keys++
+		by[k].lists += l.Lists
+		by[k].pages += l.Pages
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		s := by[k]
+		name := k
+		if strings.Contains(k, "%d") {
+			name = fmt.Sprintf(k, s.keys)
+		}
+		parts[i] = fmt.Sprintf("%s %d/%d", name, s.lists, s.pages)
+	}
+	return strings.Join(parts, ", ")
+}

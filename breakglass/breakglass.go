@@ -1,0 +1,275 @@
+// Package breakglass pauses GitOps reconciliation of one app with a deadline,
+// so that a live hotfix survives until it is carried back to Git, and
+// restores exactly what it paused. It is the only part of driftscan that
+// writes to the cluster, and it writes only the fields it names: a merge
+// patch with field manager driftscan-breakglass, conditional on the object's
+// resourceVersion, so a concurrent change makes it fail rather than
+// overwrite.
+package breakglass
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// FieldManager is the manager of every write breakglass makes.
+const FieldManager = "driftscan-breakglass"
+
+// Annotations breakglass writes on the paused object.
+const (
+	AnnotationBy    = "driftscan.dev/breakglass-by"
+	AnnotationWhy   = "driftscan.dev/breakglass-reason"
+	AnnotationSince = "driftscan.dev/breakglass-since"
+	AnnotationUntil = "driftscan.dev/breakglass-until"
+	// AnnotationSaved keeps what suspend changed as it was, as JSON, so
+	// resume restores it exactly: Argo CD's spec.syncPolicy.automated, or
+	// Flux's spec.suspend (null when it was absent).
+	AnnotationSaved = "driftscan.dev/breakglass-saved-automated"
+)
+
+var annotations = []string{AnnotationBy, AnnotationWhy, AnnotationSince, AnnotationUntil, AnnotationSaved}
+
+// Kinds breakglass can pause.
+var (
+	Application   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	Kustomization = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	HelmRelease   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+)
+
+// Target is the reconciler object of one app.
+type Target struct {
+	Resource        schema.GroupVersionResource
+	Namespace, Name string
+}
+
+func (t Target) String() string {
+	kind := map[string]string{"applications": "Application", "kustomizations": "Kustomization", "helmreleases": "HelmRelease"}[t.Resource.Resource]
+	return kind + "/" + t.Namespace + "/" + t.Name
+}
+
+func (t Target) argo() bool { return t.Resource == Application }
+
+// SuspendOptions say why and for how long.
+type SuspendOptions struct {
+	Reason string
+	TTL    time.Duration
+	// MaxTTL bounds TTL; default 12h.
+	MaxTTL time.Duration
+	// Who is the identity that suspends (from the kubeconfig).
+	Who    string
+	Now    func() time.Time
+	DryRun bool
+}
+
+// DefaultSuspendOptions returns the defaults: a 12h cap.
+func DefaultSuspendOptions() SuspendOptions {
+	return SuspendOptions{MaxTTL: 12 * time.Hour, Now: time.Now}
+}
+
+// Change says exactly what a command changed (or, with DryRun, would change).
+type Change struct {
+	Target Target
+	// Patch is the merge patch sent.
+	Patch json.RawMessage
+	// Fields lists what the patch changes, for people.
+	Fields []string
+	DryRun bool
+}
+
+// ErrRefused marks a refusal (a missing reason, a TTL over the cap, drift
+// that resume would revert): nothing was written.
+var ErrRefused = errors.New("refused")
+
+// Suspend pauses automated reconciliation of t until now+TTL.
+func Suspend(ctx context.Context, client dynamic.Interface, t Target, opts SuspendOptions) (Change, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxTTL == 0 {
+		opts.MaxTTL = 12 * time.Hour
+	}
+	switch {
+	case opts.Reason == "":
+		return Change{}, fmt.Errorf("%w: suspend %s: --reason is required (an incident, a ticket)", ErrRefused, t)
+	case opts.TTL <= 0:
+		return Change{}, fmt.Errorf("%w: suspend %s: --ttl must be positive", ErrRefused, t)
+	case opts.TTL > opts.MaxTTL:
+		return Change{}, fmt.Errorf("%w: suspend %s: --ttl %s is above --max-ttl %s", ErrRefused, t, opts.TTL, opts.MaxTTL)
+	}
+	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return Change{}, fmt.Errorf("get %s: %w", t, err)
+	}
+	if _, ok := obj.GetAnnotations()[AnnotationUntil]; ok {
+		return Change{}, fmt.Errorf("%w: %s is already suspended until %s", ErrRefused, t, obj.GetAnnotations()[AnnotationUntil])
+	}
+	now := opts.Now().UTC().Truncate(time.Second)
+	ann := map[string]any{
+		AnnotationBy:    opts.Who,
+		AnnotationWhy:   opts.Reason,
+		AnnotationSince: now.Format(time.RFC3339),
+		AnnotationUntil: now.Add(opts.TTL).Format(time.RFC3339),
+	}
+	patch := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
+	fields := []string{"metadata.annotations (who, why, since, until)"}
+	if t.argo() {
+		automated, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "syncPolicy", "automated")
+		if !found {
+			return Change{}, fmt.Errorf("%w: %s has no automated sync to suspend", ErrRefused, t)
+		}
+		saved, err := json.Marshal(automated)
+		if err != nil {
+			return Change{}, err
+		}
+		ann[AnnotationSaved] = string(saved)
+		patch["spec"] = map[string]any{"syncPolicy": map[string]any{"automated": nil}}
+		fields = append(fields, "spec.syncPolicy.automated removed (saved in "+AnnotationSaved+")")
+	} else {
+		was, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "suspend")
+		if was == true {
+			return Change{}, fmt.Errorf("%w: %s is already suspended (spec.suspend: true), not by driftscan", ErrRefused, t)
+		}
+		if !found {
+			was = nil
+		}
+		saved, _ := json.Marshal(was)
+		ann[AnnotationSaved] = string(saved)
+		patch["spec"] = map[string]any{"suspend": true}
+		fields = append(fields, "spec.suspend set to true")
+	}
+	return apply(ctx, client, t, patch, fields, opts.DryRun)
+}
+
+// ResumeOptions say whether to resume over unbackported drift.
+type ResumeOptions struct {
+	// Blocking are findings that the next sync would revert (pipeline and
+	// human drift that Git does not contain). Resume refuses while there are
+	// any, unless Force.
+	Blocking []string
+	Force    bool
+	DryRun   bool
+}
+
+// Resume restores exactly what Suspend saved and removes its annotations.
+func Resume(ctx context.Context, client dynamic.Interface, t Target, opts ResumeOptions) (Change, error) {
+	if len(opts.Blocking) > 0 && !opts.Force {
+		return Change{}, fmt.Errorf("%w: resume %s would revert drift that is not in Git yet (backport it or use --force):\n  %s",
+			ErrRefused, t, joinLines(opts.Blocking))
+	}
+	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return Change{}, fmt.Errorf("get %s: %w", t, err)
+	}
+	current := obj.GetAnnotations()
+	if _, ok := current[AnnotationUntil]; !ok {
+		return Change{}, fmt.Errorf("%w: %s is not suspended by driftscan", ErrRefused, t)
+	}
+	ann := map[string]any{}
+	for _, a := range annotations {
+		if _, ok := current[a]; ok {
+			ann[a] = nil
+		}
+	}
+	patch := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
+	fields := []string{"metadata.annotations (breakglass) removed"}
+	var saved any
+	if err := json.Unmarshal([]byte(current[AnnotationSaved]), &saved); err != nil {
+		return Change{}, fmt.Errorf("%s: annotation %s: %w", t, AnnotationSaved, err)
+	}
+	if t.argo() {
+		patch["spec"] = map[string]any{"syncPolicy": map[string]any{"automated": saved}}
+		fields = append(fields, "spec.syncPolicy.automated restored")
+	} else {
+		patch["spec"] = map[string]any{"suspend": saved}
+		fields = append(fields, "spec.suspend restored")
+	}
+	return apply(ctx, client, t, patch, fields, opts.DryRun)
+}
+
+func apply(ctx context.Context, client dynamic.Interface, t Target, patch map[string]any, fields []string, dryRun bool) (Change, error) {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return Change{}, err
+	}
+	ch := Change{Target: t, Patch: data, Fields: fields, DryRun: dryRun}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = client.Resource(t.Resource).Namespace(t.Namespace).Patch(ctx, t.Name, types.MergePatchType, data, opts)
+	if apierrors.IsConflict(err) {
+		return Change{}, fmt.Errorf("%s changed while breakglass was writing it; nothing was changed, run the command again: %w", t, err)
+	}
+	if err != nil {
+		return Change{}, fmt.Errorf("patch %s: %w", t, err)
+	}
+	return ch, nil
+}
+
+func joinLines(lines []string) string {
+	out := ""
+	for i, l := range lines {
+		if i > 0 {
+			out += "\n  "
+		}
+		out += l
+	}
+	return out
+}
+
+// Suspension is one app paused by breakglass.
+type Suspension struct {
+	Target       Target
+	By, Reason   string
+	Since, Until time.Time
+}
+
+// Expired reports whether the suspension is past its deadline at now.
+func (s Suspension) Expired(now time.Time) bool { return !now.Before(s.Until) }
+
+// Left is the time left at now (negative when expired).
+func (s Suspension) Left(now time.Time) time.Duration { return s.Until.Sub(now) }
+
+// List returns every object of the given kinds that breakglass suspended,
+// with one LIST per kind, in namespace ns ("" for all).
+func List(ctx context.Context, client dynamic.Interface, ns string, resources ...schema.GroupVersionResource) ([]Suspension, error) {
+	var out []Suspension
+	var errs []error
+	for _, gvr := range resources {
+		list, err := client.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // the kind is not installed
+			}
+			errs = append(errs, fmt.Errorf("list %s: %w", gvr.Resource, err))
+			continue
+		}
+		for _, item := range list.Items {
+			a := item.GetAnnotations()
+			if a[AnnotationUntil] == "" {
+				continue
+			}
+			s := Suspension{Target: Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, By: a[AnnotationBy], Reason: a[AnnotationWhy]}
+			s.Since, _ = time.Parse(time.RFC3339, a[AnnotationSince])
+			var perr error
+			if s.Until, perr = time.Parse(time.RFC3339, a[AnnotationUntil]); perr != nil {
+				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationUntil, perr))
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target.String() < out[j].Target.String() })
+	return out, errors.Join(errs...)
+}

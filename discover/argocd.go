@@ -1,0 +1,454 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// argoApplier is the field manager Argo CD applies with.
+const argoApplier = "argocd-controller"
+
+// application holds the fields of an Argo CD Application that discovery
+// reads. See
+// https://github.com/argoproj/argo-cd/blob/master/pkg/apis/application/v1alpha1/types.go
+type application struct {
+	Spec struct {
+		Project     string `json:"project"`
+		Destination struct {
+			Server    string `json:"server"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"destination"`
+		Source     *appSource  `json:"source"`
+		Sources    []appSource `json:"sources"`
+		SyncPolicy *struct {
+			Automated *struct {
+				Enabled  *bool `json:"enabled"`
+				Prune    bool  `json:"prune"`
+				SelfHeal bool  `json:"selfHeal"`
+			} `json:"automated"`
+		} `json:"syncPolicy"`
+		IgnoreDifferences []struct {
+			Group                 string   `json:"group"`
+			Kind                  string   `json:"kind"`
+			Name                  string   `json:"name"`
+			Namespace             string   `json:"namespace"`
+			JSONPointers          []string `json:"jsonPointers"`
+			JQPathExpressions     []string `json:"jqPathExpressions"`
+			ManagedFieldsManagers []string `json:"managedFieldsManagers"`
+		} `json:"ignoreDifferences"`
+	} `json:"spec"`
+}
+
+// appSource is one entry of spec.source or spec.sources.
+type appSource struct {
+	RepoURL        string         `json:"repoURL"`
+	TargetRevision string         `json:"targetRevision"`
+	Path           string         `json:"path"`
+	Chart          string         `json:"chart"`
+	Ref            string         `json:"ref"`
+	Helm           *appHelm       `json:"helm"`
+	Kustomize      map[string]any `json:"kustomize"`
+	Directory      *appDirectory  `json:"directory"`
+	Plugin         map[string]any `json:"plugin"`
+}
+
+type appHelm struct {
+	ReleaseName string   `json:"releaseName"`
+	ValueFiles  []string `json:"valueFiles"`
+	Parameters  []struct {
+		Name        string `json:"name"`
+		Value       string `json:"value"`
+		ForceString bool   `json:"forceString"`
+	} `json:"parameters"`
+	Values       string         `json:"values"`
+	ValuesObject map[string]any `json:"valuesObject"`
+	// Settings that change the output and that driftscan does not apply.
+	FileParameters []any    `json:"fileParameters"`
+	SkipCrds       bool     `json:"skipCrds"`
+	Namespace      string   `json:"namespace"`
+	KubeVersion    string   `json:"kubeVersion"`
+	APIVersions    []string `json:"apiVersions"`
+}
+
+type appDirectory struct {
+	Recurse bool           `json:"recurse"`
+	Include string         `json:"include"`
+	Exclude string         `json:"exclude"`
+	Jsonnet map[string]any `json:"jsonnet"`
+}
+
+// argocd discovers Applications. Each Application gives one app per source
+// that is rendered from Git:
+//   - the app is named after the Application (namespace/name when two
+//     namespaces hold the same name); in a multi-source Application the
+//     first such source is the app itself and the others are <app>-<ref>,
+//     or <app>-<index in spec.sources> when they have no ref;
+//   - a source that only carries a ref serves values files: `$ref/path`
+//     valueFiles are read from the chart's own checkout, so the ref source
+//     must be the same repository at the same revision, else the app has an
+//     error and the values file is left out;
+//   - a chart from a Helm repository and a config management plugin are
+//     skipped, with the reason;
+//   - Argo CD renders a Chart.yaml folder with the Application's name as the
+//     release name only when spec.source.helm is set here; without it the
+//     scanner detects the chart and names the release after the folder;
+//   - directory.recurse is not read: the scanner always reads subfolders.
+//
+// Only Applications whose destination is the scanned cluster are kept.
+// spec.ignoreDifferences are imported for every app of the Application.
+func (d *discovery) argocd(ctx context.Context) error {
+	ns := d.opts.Namespace
+	if ns == "" {
+		ns = "argocd"
+	}
+	if d.opts.AllNamespaces {
+		ns = ""
+	}
+	items, err := d.list(ctx, applications, ns, d.opts.Selector)
+	if err != nil {
+		return fmt.Errorf("discover Argo CD Applications: %w", err)
+	}
+	var kept []*unstructured.Unstructured
+	apps := map[string]*application{}
+	for i := range items {
+		u := &items[i]
+		var a application
+		if err := decode(u, &a); err != nil {
+			d.fail(ref(u), "", err)
+			continue
+		}
+		if reason := d.otherCluster(a); reason != "" {
+			d.skip(ref(u), "%s", reason)
+			continue
+		}
+		kept = append(kept, u)
+		apps[ref(u)] = &a
+	}
+	names := appNames(kept)
+	for _, u := range kept {
+		d.application(u, apps[ref(u)], names[ref(u)])
+	}
+	return nil
+}
+
+// otherCluster says why an Application deploys to another cluster, or "".
+func (d *discovery) otherCluster(a application) string {
+	dst := a.Spec.Destination
+	server := strings.TrimRight(dst.Server, "/")
+	switch {
+	case server == "" && dst.Name == "in-cluster":
+		return ""
+	case server == "" && dst.Name != "":
+		return fmt.Sprintf("destination cluster %q is not the scanned cluster (driftscan knows it as in-cluster or by its server URL)", dst.Name)
+	case server == "":
+		return "the Application has no destination cluster"
+	case server == inCluster, d.opts.ServerURL != "" && server == strings.TrimRight(d.opts.ServerURL, "/"):
+		return ""
+	}
+	return fmt.Sprintf("destination server %s is not the scanned cluster", dst.Server)
+}
+
+// application turns one Application into apps and ignore rules.
+func (d *discovery) application(u *unstructured.Unstructured, a *application, name string) {
+	object := ref(u)
+	owner := d.owner(u, a.Spec.Project)
+	gitops := report.GitOps{Tool: FromArgoCD, Object: object, Suspended: true}
+	if sp := a.Spec.SyncPolicy; sp != nil && sp.Automated != nil && (sp.Automated.Enabled == nil || *sp.Automated.Enabled) {
+		gitops = report.GitOps{Tool: FromArgoCD, Object: object, SelfHeal: sp.Automated.SelfHeal, Prune: sp.Automated.Prune}
+	}
+	sources := a.Spec.Sources
+	if len(sources) == 0 && a.Spec.Source != nil {
+		sources = []appSource{*a.Spec.Source}
+	}
+	if len(sources) == 0 {
+		d.fail(object, "", errors.New("the Application has neither spec.source nor spec.sources"))
+		return
+	}
+	refs := map[string]appSource{}
+	for _, s := range sources {
+		if s.Ref != "" {
+			refs[s.Ref] = s
+		}
+	}
+	first, skipped := true, false
+	for i, s := range sources {
+		where := object
+		if len(sources) > 1 {
+			where = fmt.Sprintf("%s source %d", object, i)
+		}
+		switch {
+		case s.Chart != "":
+			d.skip(where, "chart %s comes from the Helm repository %s, not from Git", s.Chart, s.RepoURL)
+			skipped = true
+			continue
+		case s.Plugin != nil:
+			d.skip(where, "config management plugins are not run by driftscan")
+			skipped = true
+			continue
+		case s.Ref != "" && s.Path == "":
+			continue // a source of values files only
+		}
+		appName := name
+		switch {
+		case first:
+		case s.Ref != "":
+			appName = name + "-" + s.Ref
+		default:
+			appName = fmt.Sprintf("%s-%d", name, i)
+		}
+		first = false
+		src, problems := d.argoSource(u.GetName(), s, refs)
+		g := gitops
+		d.res.Apps = append(d.res.Apps, scanner.App{
+			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
+			Appliers: []string{argoApplier}, GitOps: &g,
+		})
+		for _, p := range problems {
+			d.fail(object, appName, errors.New(p))
+		}
+		for _, id := range a.Spec.IgnoreDifferences {
+			d.addRule(object, classify.IgnoreRule{
+				Group: anyIfStar(id.Group), Kind: anyIfStar(id.Kind), Name: id.Name, Namespace: id.Namespace,
+				JSONPointers: id.JSONPointers, JQPathExpressions: id.JQPathExpressions, ManagedFieldsManagers: id.ManagedFieldsManagers,
+				Owner: owner, Reason: "imported from Argo CD", Expires: d.expires(), App: appName,
+			})
+		}
+	}
+	if first && !skipped {
+		d.skip(object, "every source only carries a ref for values files: none is rendered")
+	}
+}
+
+// anyIfStar turns Argo CD's "*" (any group or kind) into an empty selector.
+func anyIfStar(s string) string {
+	if s == "*" {
+		return ""
+	}
+	return s
+}
+
+// argoSource turns one Application source into a scanner source, and says
+// what of it driftscan does not apply.
+func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (scanner.Source, []string) {
+	src := scanner.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), Auth: d.opts.Auth}
+	var problems []string
+	if h := s.Helm; h != nil {
+		hs := &scanner.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
+		if hs.ReleaseName == "" {
+			hs.ReleaseName = appName
+		}
+		for _, f := range h.ValueFiles {
+			file, err := refValuesFile(f, s, refs)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			hs.ValuesFiles = append(hs.ValuesFiles, file)
+		}
+		values, err := argoValues(h)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		if left := helmSet(values, hs.Set); len(left) > 0 {
+			problems = append(problems, "inline Helm values not supported yet, left out: "+strings.Join(left, ", "))
+		}
+		var forced []string
+		for _, p := range h.Parameters {
+			if p.ForceString && setRetypes(p.Value) != "" {
+				forced = append(forced, p.Name)
+				continue
+			}
+			hs.Set[p.Name] = p.Value
+		}
+		if len(forced) > 0 {
+			problems = append(problems, "Helm parameters with forceString that driftscan would pass as another type, left out: "+strings.Join(forced, ", "))
+		}
+		if len(hs.Set) == 0 {
+			hs.Set = nil
+		}
+		var unsupported []string
+		for _, o := range []struct {
+			name string
+			set  bool
+		}{
+			{"fileParameters", len(h.FileParameters) > 0},
+			{"skipCrds", h.SkipCrds},
+			{"namespace", h.Namespace != ""},
+			{"kubeVersion", h.KubeVersion != ""},
+			{"apiVersions", len(h.APIVersions) > 0},
+		} {
+			if o.set {
+				unsupported = append(unsupported, o.name)
+			}
+		}
+		if len(unsupported) > 0 {
+			problems = append(problems, "Helm settings in the Application are not applied by driftscan yet: "+strings.Join(unsupported, ", "))
+		}
+		src.Helm = hs
+	}
+	if s.Kustomize != nil {
+		src.Kustomize = &scanner.KustomizeSource{}
+		if set := setKeys(s.Kustomize, kustomizeOverrides, "version"); len(set) > 0 {
+			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(set, ", "))
+		}
+	}
+	if dir := s.Directory; dir != nil {
+		var patterns []string
+		if dir.Include != "" && dir.Include != "*" {
+			patterns = append(patterns, "include "+dir.Include)
+		}
+		if dir.Exclude != "" {
+			patterns = append(patterns, "exclude "+dir.Exclude)
+		}
+		if len(patterns) > 0 {
+			problems = append(problems, "directory patterns in the Application are not applied by driftscan yet (it reads every YAML and JSON file): "+strings.Join(patterns, ", "))
+		}
+		if set := setKeys(dir.Jsonnet, nil); len(set) > 0 {
+			problems = append(problems, "jsonnet is not rendered by driftscan: directory.jsonnet "+strings.Join(set, ", ")+" not applied")
+		}
+	}
+	return src, problems
+}
+
+// kustomizeOverrides are the fields of an Application's spec.source.kustomize
+// that change the rendered objects, in the order errors list them. See
+// https://argo-cd.readthedocs.io/en/stable/user-guide/kustomize/
+var kustomizeOverrides = []string{
+	"namePrefix", "nameSuffix", "images", "replicas", "namespace",
+	"commonLabels", "commonAnnotations", "commonAnnotationsEnvsubst", "forceCommonLabels", "forceCommonAnnotations",
+	"labelWithoutSelector", "labelIncludeTemplates", "patches", "components", "ignoreMissingComponents",
+	"kubeVersion", "apiVersions",
+}
+
+// setKeys lists the keys of m whose values are set (not empty, not false),
+// those in order first, then the others sorted, leaving out skip.
+func setKeys(m map[string]any, order []string, skip ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range skip {
+		seen[s] = true
+	}
+	for _, k := range order {
+		if !seen[k] && isSet(m[k]) {
+			out = append(out, k)
+		}
+		seen[k] = true
+	}
+	var rest []string
+	for k, v := range m {
+		if !seen[k] && isSet(v) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+func isSet(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case string:
+		return t != ""
+	case bool:
+		return t
+	case []any:
+		return len(t) > 0
+	case map[string]any:
+		return len(t) > 0
+	}
+	return true
+}
+
+// refValuesFile resolves a valueFiles entry to a path relative to the chart
+// folder. `$ref/path` names a file in the source whose ref is ref; it can be
+// read only when that source is this source's repository at the same
+// revision.
+func refValuesFile(f string, s appSource, refs map[string]appSource) (string, error) {
+	if !strings.HasPrefix(f, "$") {
+		return f, nil
+	}
+	name, rest, _ := strings.Cut(f[1:], "/")
+	rs, ok := refs[name]
+	if !ok {
+		return "", fmt.Errorf("valueFiles %s: no source has ref %s", f, name)
+	}
+	if !sameRepo(rs.RepoURL, s.RepoURL) {
+		return "", fmt.Errorf("valueFiles %s: the source with ref %s is the repository %s, not the chart's %s; driftscan reads values files from the chart's own checkout only", f, name, rs.RepoURL, s.RepoURL)
+	}
+	if argoRevision(rs.TargetRevision) != argoRevision(s.TargetRevision) {
+		return "", fmt.Errorf("valueFiles %s: the source with ref %s is at revision %q, the chart at %q; driftscan reads values files from the chart's own checkout only", f, name, rs.TargetRevision, s.TargetRevision)
+	}
+	return relPath(cleanPath(s.Path), cleanPath(rest)), nil
+}
+
+// sameRepo compares Git URLs, ignoring a trailing slash or .git and the
+// case of the host.
+func sameRepo(a, b string) bool {
+	norm := func(u string) string {
+		u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
+		if scheme, rest, ok := strings.Cut(u, "://"); ok {
+			host, p, _ := strings.Cut(rest, "/")
+			return strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
+		}
+		return u
+	}
+	return norm(a) == norm(b)
+}
+
+// argoRevision is a targetRevision as the scanner takes it: HEAD is the
+// remote's default branch, which the scanner spells "".
+func argoRevision(rev string) string {
+	if rev == "HEAD" {
+		return ""
+	}
+	return rev
+}
+
+// cleanPath is a repository path without "./", a leading or trailing slash;
+// "" is the repository root.
+func cleanPath(p string) string {
+	return path.Clean("/" + p)[1:]
+}
+
+// relPath is the slash path of to relative to the folder from, both
+// relative to the same root.
+func relPath(from, to string) string {
+	up := 0
+	for from != "" && from != to && !strings.HasPrefix(to, from+"/") {
+		up++
+		from = path.Dir(from)
+		if from == "." {
+			from = ""
+		}
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(to, from), "/")
+	return strings.TrimPrefix(strings.Repeat("../", up)+rest, "/")
+}
+
+// argoValues reads the inline values of a Helm source: valuesObject, which
+// Argo CD prefers, else the values string.
+func argoValues(h *appHelm) (map[string]any, error) {
+	if len(h.ValuesObject) > 0 {
+		return h.ValuesObject, nil
+	}
+	if strings.TrimSpace(h.Values) == "" {
+		return nil, nil
+	}
+	values, err := yamlMap([]byte(h.Values))
+	if err != nil {
+		return nil, fmt.Errorf("helm.values: %w", err)
+	}
+	return values, nil
+}

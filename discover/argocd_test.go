@@ -1,0 +1,474 @@
+package discover
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
+)
+
+const deployRepo = "https://git.example.com/shop/deploy.git"
+
+var argoAppliers = []string{"argocd-controller"}
+
+// argoCase is one set of Applications in a namespace of their own and what
+// discovery must make of them. NS in the wanted texts and GitOps objects is
+// the test's namespace; SERVER_URL in the manifests is the test cluster's.
+type argoCase struct {
+	name         string
+	applications []string
+	apps         []scanner.App
+	rules        []classify.IgnoreRule
+	skipped      []string
+	errors       []string
+}
+
+func TestApplications(t *testing.T) {
+	installCRDs(t)
+	for _, tt := range argoCases {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t, nil)
+			for _, m := range tt.applications {
+				applyAll(t, "argocd-server", ns, strings.ReplaceAll(m, "SERVER_URL", env.Config.Host))
+			}
+			res := discover(t, options(FromArgoCD, ns))
+			for i := range res.Apps {
+				if g := res.Apps[i].GitOps; g != nil {
+					g.Object = strings.ReplaceAll(g.Object, ns, "NS")
+				}
+			}
+			if d := diff(tt.apps, res.Apps); d != "" {
+				t.Errorf("apps (-want +got):\n%s", d)
+			}
+			if d := diff(tt.rules, res.Ignore); d != "" {
+				t.Errorf("ignore rules (-want +got):\n%s", d)
+			}
+			checkRules(t, res.Ignore)
+			if d := diff(tt.skipped, skippedTexts(res.Skipped, ns)); d != "" {
+				t.Errorf("skipped (-want +got):\n%s", d)
+			}
+			if d := diff(tt.errors, errorTexts(res.Errors, ns)); d != "" {
+				t.Errorf("errors (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+var argoCases = []argoCase{
+	{
+		name: "a Helm source keeps its release name, values files, parameters and inline values",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  labels: {team: team-web}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    targetRevision: v1.2.0
+    path: ./charts/web
+    helm:
+      releaseName: web-prod
+      valueFiles: [values-prod.yaml]
+      parameters:
+      - {name: image.tag, value: "1.25"}
+      - {name: greeting, value: "hi, there"}
+      valuesObject:
+        db: {host: db.prod, port: 5432}
+        podAnnotations: {prometheus.io/scrape: "yes"}
+  syncPolicy:
+    automated: {selfHeal: true, prune: true}
+`},
+		apps: []scanner.App{{
+			Name: "web", Owner: "team-web", Namespace: "shop",
+			Source: scanner.Source{Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &scanner.HelmSource{
+				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"},
+				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there", "db.host": "db.prod", "db.port": "5432", `podAnnotations.prometheus\.io/scrape`: "yes"},
+			}},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", SelfHeal: true, Prune: true},
+		}},
+	},
+	{
+		name: "multiple sources: a ref source's values file in the same repository, other sources named by ref or index",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop
+  annotations: {team: team-shop}
+spec:
+  project: shop
+  destination: {name: in-cluster, namespace: shop}
+  sources:
+  - repoURL: https://git.example.com/shop/deploy.git
+    targetRevision: main
+    ref: values
+  - repoURL: https://git.example.com/shop/deploy.git
+    targetRevision: main
+    path: charts/web
+    helm:
+      valueFiles: [$values/envs/prod/values.yaml, values.yaml]
+  - repoURL: https://git.example.com/shop/deploy.git
+    targetRevision: HEAD
+    path: apps/web
+  - repoURL: https://git.example.com/shop/config.git
+    path: apps/config
+    ref: config
+`},
+		apps: []scanner.App{
+			{
+				Name: "shop", Owner: "team-shop", Namespace: "shop",
+				Source: scanner.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &scanner.HelmSource{
+					ReleaseName: "shop", ValuesFiles: []string{"../../envs/prod/values.yaml", "values.yaml"},
+				}},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
+			},
+			{
+				Name: "shop-2", Owner: "team-shop", Namespace: "shop",
+				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
+			},
+			{
+				Name: "shop-config", Owner: "team-shop", Namespace: "shop",
+				Source:   scanner.Source{Repo: "https://git.example.com/shop/config.git", Path: "apps/config"},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
+			},
+		},
+	},
+	{
+		name: "a values file from another repository or revision, or an unknown ref, is an error and left out",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  sources:
+  - {repoURL: https://git.example.com/shop/values.git, targetRevision: main, ref: values}
+  - {repoURL: https://git.example.com/shop/deploy.git, targetRevision: v0.9.0, ref: old}
+  - repoURL: https://git.example.com/shop/deploy.git
+    targetRevision: main
+    path: charts/web
+    helm:
+      valueFiles: [$values/envs/prod/values.yaml, $old/envs/prod/values.yaml, $missing/values.yaml, values.yaml]
+`},
+		apps: []scanner.App{{
+			Name: "web", Owner: "shop", Namespace: "shop",
+			Source:   scanner.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &scanner.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
+		}},
+		errors: []string{
+			"Application/NS/web: valueFiles $values/envs/prod/values.yaml: the source with ref values is the repository https://git.example.com/shop/values.git, not the chart's https://git.example.com/shop/deploy.git; driftscan reads values files from the chart's own checkout only",
+			`Application/NS/web: valueFiles $old/envs/prod/values.yaml: the source with ref old is at revision "v0.9.0", the chart at "main"; driftscan reads values files from the chart's own checkout only`,
+			"Application/NS/web: valueFiles $missing/values.yaml: no source has ref missing",
+		},
+	},
+	{
+		name: "Kustomize overrides and Helm settings driftscan does not apply are errors; the app is still scanned",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web-kustomize}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: apps/web-kustomize
+    kustomize:
+      version: v5.4.0
+      namePrefix: prod-
+      images: [nginx:1.26]
+      commonLabels: {env: prod}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web-helm}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm:
+      skipCrds: true
+      namespace: other
+      values: |
+        replicas: 3
+        featureFlag: "true"
+        tolerations: [{key: dedicated}]
+        nested: {ok: fine, list: []}
+      parameters:
+      - {name: flag, value: "true", forceString: true}
+      - {name: count, value: "3"}
+`},
+		apps: []scanner.App{
+			{
+				Name: "web-helm", Owner: "shop", Namespace: "shop",
+				Source: scanner.Source{Repo: deployRepo, Path: "charts/web", Helm: &scanner.HelmSource{
+					ReleaseName: "web-helm", Set: map[string]string{"replicas": "3", "nested.ok": "fine", "count": "3"},
+				}},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-helm", Suspended: true},
+			},
+			{
+				Name: "web-kustomize", Owner: "shop", Namespace: "shop",
+				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &scanner.KustomizeSource{}},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-kustomize", Suspended: true},
+			},
+		},
+		errors: []string{
+			"Application/NS/web-helm: inline Helm values not supported yet, left out: featureFlag (a string --set reads as a bool), nested.list (a list), tolerations (a list)",
+			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
+			"Application/NS/web-helm: Helm settings in the Application are not applied by driftscan yet: skipCrds, namespace",
+			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: namePrefix, images, commonLabels",
+		},
+	},
+	{
+		name: "directory include and exclude patterns and jsonnet are errors; recurse and include * are not",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: filtered}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: apps/web
+    directory:
+      recurse: true
+      include: '*.yaml'
+      exclude: 'test/*'
+      jsonnet:
+        tlas: [{name: env, value: prod}]
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: plain}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: apps/web
+    directory: {recurse: true, include: '*'}
+`},
+		apps: []scanner.App{
+			{
+				Name: "filtered", Owner: "shop", Namespace: "shop",
+				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/filtered", Suspended: true},
+			},
+			{
+				Name: "plain", Owner: "shop", Namespace: "shop",
+				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Appliers: argoAppliers,
+				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/plain", Suspended: true},
+			},
+		},
+		errors: []string{
+			"Application/NS/filtered: directory patterns in the Application are not applied by driftscan yet (it reads every YAML and JSON file): include *.yaml, exclude test/*",
+			"Application/NS/filtered: jsonnet is not rendered by driftscan: directory.jsonnet tlas not applied",
+		},
+	},
+	{
+		name: "ignoreDifferences become ignore rules owned by the app; an invalid one is an error",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  ignoreDifferences:
+  - group: apps
+    kind: Deployment
+    name: web
+    jsonPointers: [/spec/replicas]
+  - kind: ConfigMap
+    namespace: shop
+    jqPathExpressions: ['.metadata.annotations."deploy.example.com/at"']
+  - group: "*"
+    kind: "*"
+    managedFieldsManagers: [kube-controller-manager]
+  - kind: Secret
+    jqPathExpressions: ['.data[']
+`},
+		apps: []scanner.App{{
+			Name: "web", Owner: "shop", Namespace: "shop",
+			Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
+		}},
+		rules: []classify.IgnoreRule{
+			{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
+			{Kind: "ConfigMap", Namespace: "shop", JQPathExpressions: []string{`.metadata.annotations."deploy.example.com/at"`}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
+			{ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
+		},
+		errors: []string{
+			`Application/NS/web: not imported: ignore rule for Secret: jqPathExpression ".data[": unexpected EOF`,
+		},
+	},
+	{
+		name: "self-heal and prune come from the automated sync policy; without it the app is suspended",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: healing}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {automated: {selfHeal: true}}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: pruning}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {automated: {prune: true}}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: switched-off}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {automated: {enabled: false, selfHeal: true, prune: true}, syncOptions: [ServerSideApply=true]}
+`},
+		apps: []scanner.App{
+			{Name: "healing", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/healing", SelfHeal: true}},
+			{Name: "pruning", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/pruning", Prune: true}},
+			{Name: "switched-off", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/switched-off", Suspended: true}},
+		},
+	},
+	{
+		name: "only Applications that deploy to the scanned cluster are kept",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: by-url}
+spec:
+  project: shop
+  destination: {server: SERVER_URL/, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: by-name}
+spec:
+  project: shop
+  destination: {name: in-cluster, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: prod}
+spec:
+  project: shop
+  destination: {server: https://prod.example.com:6443, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: prod-eu}
+spec:
+  project: shop
+  destination: {name: prod-eu, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`},
+		apps: []scanner.App{
+			{Name: "by-name", Owner: "shop", Namespace: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-name", Suspended: true}},
+			{Name: "by-url", Owner: "shop", Namespace: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-url", Suspended: true}},
+		},
+		skipped: []string{
+			"Application/NS/prod: destination server https://prod.example.com:6443 is not the scanned cluster",
+			`Application/NS/prod-eu: destination cluster "prod-eu" is not the scanned cluster (driftscan knows it as in-cluster or by its server URL)`,
+		},
+	},
+	{
+		name: "charts from Helm repositories and plugins are skipped with the reason",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  source: {repoURL: https://kubernetes.github.io/ingress-nginx, chart: ingress-nginx, targetRevision: 4.11.0}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: mixed}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: infra}
+  sources:
+  - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web, plugin: {name: sops}}
+  - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web-kustomize}
+`},
+		apps: []scanner.App{{
+			Name: "mixed", Owner: "infra", Namespace: "infra",
+			Source: scanner.Source{Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
+			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/mixed", Suspended: true},
+		}},
+		skipped: []string{
+			"Application/NS/ingress: chart ingress-nginx comes from the Helm repository https://kubernetes.github.io/ingress-nginx, not from Git",
+			"Application/NS/mixed source 0: config management plugins are not run by driftscan",
+		},
+	},
+}
+
+// TestTheSameNameInTwoNamespaces lists Applications in any namespace, found
+// by a label selector, and names the apps namespace/name.
+func TestTheSameNameInTwoNamespaces(t *testing.T) {
+	installCRDs(t)
+	a, b := env.Namespace(t, nil), env.Namespace(t, nil)
+	manifest := `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, labels: {suite: SUITE}}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`
+	applyAll(t, "argocd-server", a, strings.ReplaceAll(manifest, "SUITE", a))
+	applyAll(t, "argocd-server", b, strings.ReplaceAll(manifest, "SUITE", a))
+	applyAll(t, "argocd-server", b, strings.ReplaceAll(strings.ReplaceAll(manifest, "SUITE", "other"), "name: web", "name: api"))
+	opts := options(FromArgoCD, "")
+	opts.AllNamespaces = true
+	opts.Selector = "suite=" + a
+	res := discover(t, opts)
+	var got []string
+	for _, app := range res.Apps {
+		got = append(got, app.Name+" from "+app.GitOps.Object)
+	}
+	want := []string{a + "/web from Application/" + a + "/web", b + "/web from Application/" + b + "/web"}
+	if d := diff(want, got); d != "" {
+		t.Errorf("apps (-want +got):\n%s", d)
+	}
+}

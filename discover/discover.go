@@ -1,0 +1,304 @@
+// Package discover reads the apps that Argo CD Applications and Flux
+// Kustomizations and HelmReleases describe, and turns each into a
+// scanner.App, and their ignore settings (Argo CD's ignoreDifferences, a
+// HelmRelease's driftDetection.ignore) into classify.IgnoreRules that are
+// debts like any other: an owner, a reason and a review date.
+//
+// Discovery only reads: one paginated LIST per kind (and per namespace for
+// GitRepositories that other namespaces reference), plus one GET per
+// ConfigMap or Secret a HelmRelease takes values from. It never reads the
+// reconcilers' own Git credentials: every discovered source is cloned with
+// Options.Auth, the credentials the user gives driftscan.
+//
+// Some reconciler settings change what is applied in ways the scanner cannot
+// reproduce yet (Kustomize overrides in an Application, Flux post-build
+// substitutions, Helm values that are lists, ...). Each is reported in
+// Result.Errors, naming the object and the settings; the app is still
+// returned, so the objects those settings do not touch are still scanned.
+package discover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// The reconcilers discovery reads from.
+const (
+	FromArgoCD = "argocd"
+	FromFlux   = "flux"
+)
+
+// DefaultIgnoreFor is how long imported ignore rules stay valid with
+// DefaultOptions: after that they show up as expired debts.
+const DefaultIgnoreFor = 90 * 24 * time.Hour
+
+// inCluster is the API server URL Argo CD gives the cluster it runs in.
+const inCluster = "https://kubernetes.default.svc"
+
+// The resources discovery lists.
+var (
+	applications   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	helmReleases   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	gitRepos       = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	configMaps     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// Options say what to discover. Start from DefaultOptions.
+type Options struct {
+	// From is FromArgoCD or FromFlux.
+	From string
+	// Namespace is where the reconciler's objects live. Empty means the
+	// tool's default: "argocd" for Argo CD, every namespace for Flux.
+	Namespace string
+	// AllNamespaces lists Applications in every namespace (Argo CD's
+	// "applications in any namespace"); Namespace is then ignored.
+	AllNamespaces bool
+	// Selector is a label selector on the Applications, Kustomizations and
+	// HelmReleases (not on GitRepositories).
+	Selector string
+	// OwnerLabel is the label, or else annotation, on the object that names
+	// the app's owner. Without it the owner is an Application's project, or
+	// a Flux object's namespace (Flux tenants are namespaces).
+	OwnerLabel string
+	// ServerURL is the scanned cluster's API server URL. Applications whose
+	// destination.server is it or https://kubernetes.default.svc, or whose
+	// destination.name is "in-cluster", are kept; the others are skipped.
+	ServerURL string
+	// IgnoreExpiry is the review date given to imported ignore rules.
+	IgnoreExpiry time.Time
+	// Auth are the Git credentials every discovered source is cloned with.
+	Auth scanner.GitAuth
+	// Getenv checks up front that the variables Auth names are set, so a
+	// missing token is one error rather than one per app; nil is os.Getenv.
+	Getenv func(string) string
+	// PageSize is the LIST page size; 0 means 500.
+	PageSize int64
+}
+
+// DefaultOptions returns Argo CD discovery in namespace argocd, owners from
+// the label or annotation "team", and imported rules due for review in
+// DefaultIgnoreFor.
+func DefaultOptions() Options {
+	return Options{
+		From:         FromArgoCD,
+		OwnerLabel:   "team",
+		IgnoreExpiry: time.Now().Add(DefaultIgnoreFor),
+		Getenv:       os.Getenv,
+		PageSize:     500,
+	}
+}
+
+// Result is what discovery found.
+type Result struct {
+	// Apps are the discovered apps, in the order the objects were listed.
+	// Each has its GitOps info and the reconciler's applier.
+	Apps []scanner.App
+	// Ignore are the imported ignore rules; each passes Validate.
+	Ignore []classify.IgnoreRule
+	// Skipped says, per object or source, why it gave no app: another
+	// cluster, a chart from a Helm repository, ...
+	Skipped []string
+	// Errors are per-object problems, each an *Error. An app that has one
+	// may still be in Apps: see the package documentation.
+	Errors []error
+}
+
+// Error is a problem with one reconciler object.
+type Error struct {
+	// Object is kind/namespace/name, for example Application/argocd/web.
+	Object string
+	// App is the app the problem concerns, when the object gave one.
+	App string
+	Err error
+}
+
+func (e *Error) Error() string {
+	// An app named after the object (web, ns/web, Kind/ns/web) goes unsaid.
+	if name := objectName(e.Object); e.App != "" && e.App != name && !strings.HasSuffix(e.App, "/"+name) {
+		return fmt.Sprintf("%s (app %s): %v", e.Object, e.App, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Object, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// objectName is the name part of kind/namespace/name.
+func objectName(ref string) string {
+	return ref[strings.LastIndex(ref, "/")+1:]
+}
+
+// Discover lists the reconciler's objects and returns the apps and ignore
+// rules they describe. It returns an error only when discovery cannot start
+// or nothing could be listed; every problem with one object is in
+// Result.Errors and the other objects are still discovered.
+func Discover(ctx context.Context, client dynamic.Interface, opts Options) (Result, error) {
+	if opts.OwnerLabel == "" {
+		opts.OwnerLabel = DefaultOptions().OwnerLabel
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = 500
+	}
+	if opts.IgnoreExpiry.IsZero() {
+		return Result{}, errors.New("discover: IgnoreExpiry is required: imported ignore rules are debts with a review date")
+	}
+	for _, env := range []string{opts.Auth.TokenEnv, opts.Auth.SSHKeyEnv} {
+		if env != "" && opts.Getenv(env) == "" {
+			return Result{}, fmt.Errorf("discover: Git credentials: environment variable %s is empty", env)
+		}
+	}
+	d := &discovery{client: client, opts: opts}
+	var err error
+	switch opts.From {
+	case FromArgoCD:
+		err = d.argocd(ctx)
+	case FromFlux:
+		err = d.flux(ctx)
+	default:
+		return Result{}, fmt.Errorf("discover: from %q: want %s or %s", opts.From, FromArgoCD, FromFlux)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return d.res, nil
+}
+
+// discovery is one Discover call.
+type discovery struct {
+	client dynamic.Interface
+	opts   Options
+	res    Result
+}
+
+func (d *discovery) fail(object, app string, err error) {
+	d.res.Errors = append(d.res.Errors, &Error{Object: object, App: app, Err: err})
+}
+
+func (d *discovery) skip(object, format string, args ...any) {
+	d.res.Skipped = append(d.res.Skipped, object+": "+fmt.Sprintf(format, args...))
+}
+
+// owner is the value of the owner label, else the owner annotation, else
+// fallback.
+func (d *discovery) owner(u *unstructured.Unstructured, fallback string) string {
+	if v := u.GetLabels()[d.opts.OwnerLabel]; v != "" {
+		return v
+	}
+	if v := u.GetAnnotations()[d.opts.OwnerLabel]; v != "" {
+		return v
+	}
+	return fallback
+}
+
+// expires is the review date of imported rules.
+func (d *discovery) expires() string { return d.opts.IgnoreExpiry.Format(time.DateOnly) }
+
+// addRule validates an imported rule and keeps it, or records why not.
+func (d *discovery) addRule(object string, r classify.IgnoreRule) {
+	if err := r.Validate(); err != nil {
+		d.fail(object, r.App, fmt.Errorf("not imported: %w", err))
+		return
+	}
+	d.res.Ignore = append(d.res.Ignore, r)
+}
+
+// list reads every object of a resource with paginated LISTs, in namespace
+// ns ("" for all).
+func (d *discovery) list(ctx context.Context, gvr schema.GroupVersionResource, ns, selector string) ([]unstructured.Unstructured, error) {
+	var ri dynamic.ResourceInterface = d.client.Resource(gvr)
+	if ns != "" {
+		ri = d.client.Resource(gvr).Namespace(ns)
+	}
+	opts := metav1.ListOptions{Limit: d.opts.PageSize, LabelSelector: selector}
+	var out []unstructured.Unstructured
+	for {
+		page, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, listError(gvr, ns, err)
+		}
+		out = append(out, page.Items...)
+		if page.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = page.GetContinue()
+	}
+}
+
+// errNotServed marks a LIST of a kind the cluster does not serve: its CRD
+// is not installed.
+var errNotServed = errors.New("the cluster does not serve this API (is its CRD installed?)")
+
+func listError(gvr schema.GroupVersionResource, ns string, err error) error {
+	res := gvr.Resource + "." + gvr.Group
+	where := "in every namespace"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("list %s/%s %s: %w: %w", res, gvr.Version, where, errNotServed, err)
+	}
+	return fmt.Errorf("list %s %s: %w", res, where, err)
+}
+
+// ref names an object the way reports do: Kind/namespace/name.
+func ref(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// appNames gives each object an app name: its name when that is unique
+// among objs, else namespace/name, else Kind/namespace/name.
+func appNames(objs []*unstructured.Unstructured) map[string]string {
+	byName := map[string]int{}
+	byNSName := map[string]int{}
+	for _, u := range objs {
+		byName[u.GetName()]++
+		byNSName[u.GetNamespace()+"/"+u.GetName()]++
+	}
+	out := map[string]string{}
+	for _, u := range objs {
+		nsName := u.GetNamespace() + "/" + u.GetName()
+		switch {
+		case byName[u.GetName()] == 1:
+			out[ref(u)] = u.GetName()
+		case byNSName[nsName] == 1:
+			out[ref(u)] = nsName
+		default:
+			out[ref(u)] = ref(u)
+		}
+	}
+	return out
+}
+
+// decode reads an object into a struct of the fields discovery uses. Values
+// of type any keep numbers as json.Number, so their text is kept exactly.
+func decode(u *unstructured.Unstructured, into any) error {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(into); err != nil {
+		return fmt.Errorf("read %s: %w", u.GetKind(), err)
+	}
+	return nil
+}

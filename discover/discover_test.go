@@ -1,0 +1,226 @@
+package discover
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/fixtures/cluster"
+)
+
+var env *cluster.Env
+
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
+
+// The reconcilers' kinds, for the actors' gvk arguments.
+var (
+	applicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+)
+
+// expiry is the review date the tests give imported rules.
+var expiry = time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// fixture returns the path of a shared fixture.
+func fixture(parts ...string) string {
+	return filepath.Join(append([]string{"..", "fixtures"}, parts...)...)
+}
+
+// installCRDs installs the Argo CD and Flux CRDs, as Argo CD would.
+func installCRDs(t *testing.T) {
+	t.Helper()
+	env.InstallCRDs(t, "argocd-controller",
+		fixture("crds", "applications.argoproj.io.yaml"),
+		fixture("crds", "kustomizations.kustomize.toolkit.fluxcd.io.yaml"),
+		fixture("crds", "helmreleases.helm.toolkit.fluxcd.io.yaml"),
+		fixture("crds", "gitrepositories.source.toolkit.fluxcd.io.yaml"),
+	)
+}
+
+// applyAll server-side applies manifests into ns as manager.
+func applyAll(t *testing.T, manager, ns string, manifests ...string) {
+	t.Helper()
+	for _, m := range manifests {
+		env.Apply(t, manager, ns, cluster.Object(t, m))
+	}
+}
+
+// options are discovery options for the test control plane.
+func options(from, ns string) Options {
+	opts := DefaultOptions()
+	opts.From = from
+	opts.Namespace = ns
+	opts.ServerURL = env.Config.Host
+	opts.IgnoreExpiry = expiry
+	// Small pages, so every test also reads through LIST continuations.
+	opts.PageSize = 2
+	return opts
+}
+
+// discover runs Discover against the test control plane.
+func discover(t *testing.T, opts Options) Result {
+	t.Helper()
+	env.Need(t)
+	res, err := Discover(t.Context(), env.Dynamic, opts)
+	if err != nil {
+		t.Fatalf("discover: %v", err)
+	}
+	return res
+}
+
+// errorTexts returns the errors as text, with the test's namespace written NS.
+func errorTexts(errs []error, ns string) []string {
+	var out []string
+	for _, err := range errs {
+		var de *Error
+		if !errors.As(err, &de) {
+			out = append(out, "not an *Error: "+err.Error())
+			continue
+		}
+		out = append(out, strings.ReplaceAll(err.Error(), ns, "NS"))
+	}
+	return out
+}
+
+// skippedTexts writes the test's namespace NS in the skip reasons.
+func skippedTexts(skipped []string, ns string) []string {
+	var out []string
+	for _, s := range skipped {
+		out = append(out, strings.ReplaceAll(s, ns, "NS"))
+	}
+	return out
+}
+
+// ignoreUnexported compares ignore rules by their configured fields.
+var ignoreUnexported = cmpopts.IgnoreUnexported(classify.IgnoreRule{})
+
+// diff is cmp.Diff with the options these tests need.
+func diff(want, got any) string { return cmp.Diff(want, got, ignoreUnexported, cmpopts.EquateEmpty()) }
+
+// gitRepo commits the folder fixtures/discover/repo to the main branch of a
+// new bare repository, tags it v1.0.0, and returns its file:// URL and the
+// commit. It writes straight into the bare repository through an in-memory
+// worktree, with no git binary and no push.
+func gitRepo(t *testing.T) (url, commit string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "deploy.git")
+	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+		Bare:        true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.Open(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), memfs.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := fixture("discover", "repo")
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		name := filepath.ToSlash(rel)
+		f, err := wt.Filesystem.Create(name)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		_, err = wt.Add(name)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "Test", Email: "test@example.com", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	h, err := wt.Commit("deploy", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("v1.0.0", h, &git.CreateTagOptions{Tagger: sig, Message: "v1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + dir, h.String()
+}
+
+// checkRules checks every rule a test imported: it validates, and it is a
+// debt of one app, owned by someone, due on the chosen date.
+func checkRules(t *testing.T, rules []classify.IgnoreRule) {
+	t.Helper()
+	for i, r := range rules {
+		if err := r.Validate(); err != nil {
+			t.Errorf("rule %d does not validate: %v", i, err)
+		}
+		if r.Owner == "" || r.Expires != "2027-03-01" || r.App == "" {
+			t.Errorf("rule %d: owner %q, expires %q, app %q", i, r.Owner, r.Expires, r.App)
+		}
+	}
+}
+
+func TestOptionsThatCannotWork(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"an unknown reconciler", func(o *Options) { o.From = "fleet" }, `discover: from "fleet": want argocd or flux`},
+		{"no review date for imported rules", func(o *Options) { o.IgnoreExpiry = time.Time{} }, "discover: IgnoreExpiry is required: imported ignore rules are debts with a review date"},
+		{"a token variable that is empty", func(o *Options) {
+			o.Auth.TokenEnv = "GIT_TOKEN"
+			o.Getenv = func(string) string { return "" }
+		}, "discover: Git credentials: environment variable GIT_TOKEN is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			tt.mutate(&opts)
+			// No request is sent: a nil client proves it.
+			_, err := Discover(t.Context(), nil, opts)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAKindTheClusterDoesNotServeIsNamed(t *testing.T) {
+	env.Need(t)
+	d := &discovery{client: env.Dynamic, opts: Options{PageSize: 10}}
+	gvr := schema.GroupVersionResource{Group: "nothing.example.com", Version: "v1", Resource: "widgets"}
+	_, err := d.list(t.Context(), gvr, "", "")
+	if !errors.Is(err, errNotServed) {
+		t.Fatalf("listing a kind the cluster does not serve: %v, want errNotServed", err)
+	}
+	if want := "list widgets.nothing.example.com/v1 in every namespace: the cluster does not serve this API (is its CRD installed?)"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %q, want it to start with %q", err, want)
+	}
+}

@@ -1,0 +1,254 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// The field managers Flux applies with.
+const (
+	kustomizeApplier = "kustomize-controller"
+	helmApplier      = "helm-controller"
+)
+
+// fluxObject is a Kustomization or HelmRelease that Discover keeps, with the
+// Git source it resolved to.
+type fluxObject struct {
+	u      *unstructured.Unstructured
+	ks     *kustomization
+	hr     *helmRelease
+	source sourceRef
+}
+
+// sourceRef is a Flux spec.sourceRef or chart.spec.sourceRef.
+type sourceRef struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+func (s sourceRef) String() string { return s.Kind + "/" + s.Namespace + "/" + s.Name }
+
+// flux discovers Kustomizations and HelmReleases whose source is a
+// GitRepository, listing each kind once and the GitRepositories once per
+// namespace they are referenced from (once in all when Options.Namespace is
+// empty). A kind whose CRD is not installed is noted in Skipped; when
+// neither is, Discover fails.
+func (d *discovery) flux(ctx context.Context) error {
+	var objs []fluxObject
+	var notServed []string
+	for _, kind := range []struct {
+		name string
+		list func(context.Context) ([]fluxObject, error)
+	}{
+		{"Kustomization", d.listKustomizations},
+		{"HelmRelease", d.listHelmReleases},
+	} {
+		found, err := kind.list(ctx)
+		if errors.Is(err, errNotServed) {
+			notServed = append(notServed, kind.name)
+			d.skip(kind.name, "%v", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("discover Flux %ss: %w", kind.name, err)
+		}
+		objs = append(objs, found...)
+	}
+	if len(notServed) == 2 {
+		return errors.New("discover Flux: the cluster serves neither Kustomizations (kustomize.toolkit.fluxcd.io/v1) nor HelmReleases (helm.toolkit.fluxcd.io/v2): is Flux installed?")
+	}
+	repos, err := d.gitRepositories(ctx, objs)
+	if err != nil {
+		return err
+	}
+	var kept []*unstructured.Unstructured
+	var keptObjs []fluxObject
+	for _, o := range objs {
+		if _, ok := repos[o.source.Namespace+"/"+o.source.Name]; !ok {
+			d.fail(ref(o.u), "", fmt.Errorf("source %s not found", o.source))
+			continue
+		}
+		kept = append(kept, o.u)
+		keptObjs = append(keptObjs, o)
+	}
+	names := appNames(kept)
+	cache := map[string]cached{}
+	for _, o := range keptObjs {
+		repo := repos[o.source.Namespace+"/"+o.source.Name]
+		src, err := d.gitSource(repo)
+		if err != nil {
+			d.fail(ref(o.u), "", fmt.Errorf("source %s: %w", o.source, err))
+			continue
+		}
+		name := names[ref(o.u)]
+		var app scanner.App
+		var problems []string
+		if o.ks != nil {
+			app, problems = d.kustomizationApp(o.u, o.ks, src)
+		} else {
+			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
+		}
+		app.Name = name
+		problems = append(problems, repo.problems()...)
+		d.res.Apps = append(d.res.Apps, app)
+		for _, p := range problems {
+			d.fail(ref(o.u), name, errors.New(p))
+		}
+		if o.hr != nil {
+			d.driftIgnores(o.u, o.hr, app)
+		}
+	}
+	return nil
+}
+
+// otherFluxCluster says why a Flux object applies to another cluster, or "".
+func otherFluxCluster(kubeConfig map[string]any) string {
+	if kubeConfig != nil {
+		return "spec.kubeConfig applies it to another cluster"
+	}
+	return ""
+}
+
+// gitRepository holds the fields of a Flux GitRepository that discovery
+// reads. See https://fluxcd.io/flux/components/source/gitrepositories/
+type gitRepository struct {
+	Spec struct {
+		URL string `json:"url"`
+		Ref *struct {
+			Branch string `json:"branch"`
+			Tag    string `json:"tag"`
+			SemVer string `json:"semver"`
+			Name   string `json:"name"`
+			Commit string `json:"commit"`
+		} `json:"ref"`
+		Include           []any   `json:"include"`
+		Ignore            *string `json:"ignore"`
+		RecurseSubmodules bool    `json:"recurseSubmodules"`
+	} `json:"spec"`
+	Status struct {
+		Artifact *struct {
+			Revision string `json:"revision"`
+		} `json:"artifact"`
+	} `json:"status"`
+}
+
+// problems says which settings of the repository change its files in ways
+// the scanner's checkout does not.
+func (g *gitRepository) problems() []string {
+	var out []string
+	if len(g.Spec.Include) > 0 {
+		out = append(out, "GitRepository include is not applied by driftscan yet: the included repositories' files are missing")
+	}
+	if g.Spec.Ignore != nil {
+		out = append(out, "GitRepository ignore patterns are not applied by driftscan yet: files Flux ignores are rendered")
+	}
+	if g.Spec.RecurseSubmodules {
+		out = append(out, "GitRepository recurseSubmodules: driftscan does not check out submodules")
+	}
+	return out
+}
+
+// gitRepositories lists the GitRepositories objs refer to.
+func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map[string]*gitRepository, error) {
+	nss := map[string]bool{}
+	for _, o := range objs {
+		nss[o.source.Namespace] = true
+	}
+	var lists []string
+	switch {
+	case len(nss) == 0:
+	case d.opts.Namespace == "":
+		lists = []string{""}
+	default:
+		for ns := range nss {
+			lists = append(lists, ns)
+		}
+		sort.Strings(lists)
+	}
+	out := map[string]*gitRepository{}
+	for _, ns := range lists {
+		items, err := d.list(ctx, gitRepos, ns, "")
+		if errors.Is(err, errNotServed) {
+			d.skip("GitRepository", "%v", err)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("discover Flux GitRepositories: %w", err)
+		}
+		for i := range items {
+			var g gitRepository
+			if err := decode(&items[i], &g); err != nil {
+				d.fail(ref(&items[i]), "", err)
+				continue
+			}
+			out[items[i].GetNamespace()+"/"+items[i].GetName()] = &g
+		}
+	}
+	return out, nil
+}
+
+// gitSource is the scanner source of a GitRepository: its URL, and the
+// commit of its artifact when source-controller has fetched one, else its
+// spec.ref (commit, name, tag, branch, or Flux's default branch master).
+func (d *discovery) gitSource(g *gitRepository) (scanner.Source, error) {
+	src := scanner.Source{Repo: g.Spec.URL, Auth: d.opts.Auth}
+	if a := g.Status.Artifact; a != nil {
+		if sha := artifactCommit(a.Revision); sha != "" {
+			src.Revision = sha
+			return src, nil
+		}
+	}
+	r := g.Spec.Ref
+	switch {
+	case r == nil:
+		src.Revision = "master"
+	case r.Commit != "":
+		src.Revision = r.Commit
+	case r.Name != "":
+		src.Revision = r.Name
+	case r.SemVer != "":
+		return src, fmt.Errorf("ref.semver %s is resolved by source-controller, and its status has no artifact revision yet", r.SemVer)
+	case r.Tag != "":
+		src.Revision = r.Tag
+	case r.Branch != "":
+		src.Revision = r.Branch
+	default:
+		src.Revision = "master"
+	}
+	return src, nil
+}
+
+var hexCommit = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// artifactCommit is the commit SHA of a GitRepository artifact revision:
+// "main@sha1:<sha>", "refs/tags/v1@sha1:<sha>", "sha1:<sha>", or the older
+// "main/<sha>"; "" when it is none of these.
+func artifactCommit(rev string) string {
+	if i := strings.LastIndex(rev, "@"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if _, sha, ok := strings.Cut(rev, ":"); ok {
+		rev = sha
+	} else if i := strings.LastIndex(rev, "/"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if hexCommit.MatchString(rev) {
+		return rev
+	}
+	return ""
+}
+
+// fluxGitOps is the reconciler's view of a Flux object.
+func fluxGitOps(u *unstructured.Unstructured, selfHeal, prune, suspend bool) *report.GitOps {
+	return &report.GitOps{Tool: FromFlux, Object: ref(u), SelfHeal: selfHeal && !suspend, Prune: prune, Suspended: suspend}
+}

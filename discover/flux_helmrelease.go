@@ -1,0 +1,288 @@
+package discover
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// helmRelease holds the fields of a Flux HelmRelease that discovery reads.
+// See https://fluxcd.io/flux/components/helm/helmreleases/
+type helmRelease struct {
+	Spec struct {
+		Chart *struct {
+			Spec struct {
+				Chart       string    `json:"chart"`
+				SourceRef   sourceRef `json:"sourceRef"`
+				ValuesFiles []string  `json:"valuesFiles"`
+				ValuesFile  string    `json:"valuesFile"`
+			} `json:"spec"`
+		} `json:"chart"`
+		ChartRef        *sourceRef        `json:"chartRef"`
+		ReleaseName     string            `json:"releaseName"`
+		TargetNamespace string            `json:"targetNamespace"`
+		Suspend         bool              `json:"suspend"`
+		KubeConfig      map[string]any    `json:"kubeConfig"`
+		Values          map[string]any    `json:"values"`
+		ValuesFrom      []valuesReference `json:"valuesFrom"`
+		PostRenderers   []any             `json:"postRenderers"`
+		DriftDetection  *struct {
+			Mode   string `json:"mode"`
+			Ignore []struct {
+				Paths  []string `json:"paths"`
+				Target *struct {
+					Group              string `json:"group"`
+					Kind               string `json:"kind"`
+					Name               string `json:"name"`
+					Namespace          string `json:"namespace"`
+					LabelSelector      string `json:"labelSelector"`
+					AnnotationSelector string `json:"annotationSelector"`
+				} `json:"target"`
+			} `json:"ignore"`
+		} `json:"driftDetection"`
+	} `json:"spec"`
+}
+
+// valuesReference is one entry of a HelmRelease's spec.valuesFrom.
+type valuesReference struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	ValuesKey  string `json:"valuesKey"`
+	TargetPath string `json:"targetPath"`
+	Optional   bool   `json:"optional"`
+}
+
+// listHelmReleases lists the HelmReleases and keeps those whose chart is in
+// a GitRepository and that apply to this cluster.
+func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) {
+	items, err := d.list(ctx, helmReleases, d.opts.Namespace, d.opts.Selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []fluxObject
+	for i := range items {
+		u := &items[i]
+		var hr helmRelease
+		if err := decode(u, &hr); err != nil {
+			d.fail(ref(u), "", err)
+			continue
+		}
+		if reason := otherFluxCluster(hr.Spec.KubeConfig); reason != "" {
+			d.skip(ref(u), "%s", reason)
+			continue
+		}
+		if r := hr.Spec.ChartRef; r != nil {
+			if r.Namespace == "" {
+				r.Namespace = u.GetNamespace()
+			}
+			d.skip(ref(u), "chartRef %s is not a chart in Git: driftscan renders Git sources only", r)
+			continue
+		}
+		if hr.Spec.Chart == nil {
+			d.fail(ref(u), "", fmt.Errorf("the HelmRelease has neither spec.chart nor spec.chartRef"))
+			continue
+		}
+		chart := hr.Spec.Chart.Spec
+		src := chart.SourceRef
+		if src.Namespace == "" {
+			src.Namespace = u.GetNamespace()
+		}
+		if src.Kind != "GitRepository" {
+			d.skip(ref(u), "chart %s comes from %s, not from Git: driftscan renders Git sources only", chart.Chart, src)
+			continue
+		}
+		out = append(out, fluxObject{u: u, hr: &hr, source: src})
+	}
+	return out, nil
+}
+
+// helmReleaseApp is the app of a HelmRelease whose chart is a folder of a
+// GitRepository:
+//   - the release is spec.releaseName, else Flux's default
+//     [targetNamespace-]name, in targetNamespace, else the HelmRelease's
+//     namespace;
+//   - chart.spec.valuesFiles (relative to the repository root) become the
+//     scanner's values files (relative to the chart folder);
+//   - valuesFrom ConfigMaps and Secrets are read from the HelmRelease's
+//     namespace, in order, then spec.values merged on top, as Flux does; the
+//     result goes to the scanner as --set entries (see helmSet). Secret
+//     values appear in no error.
+//
+// helm-controller reverts live changes only with driftDetection.mode
+// enabled: that is when GitOps.SelfHeal is set. A Helm upgrade deletes what
+// left the chart, so Prune is always set.
+func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, src scanner.Source, cache map[string]cached) (scanner.App, []string) {
+	chart := hr.Spec.Chart.Spec
+	src.Path = cleanPath(chart.Chart)
+	hs := &scanner.HelmSource{ReleaseName: hr.Spec.ReleaseName, Set: map[string]string{}}
+	if hs.ReleaseName == "" {
+		hs.ReleaseName = u.GetName()
+		if hr.Spec.TargetNamespace != "" {
+			hs.ReleaseName = hr.Spec.TargetNamespace + "-" + u.GetName()
+		}
+	}
+	files := chart.ValuesFiles
+	if chart.ValuesFile != "" {
+		files = append([]string{chart.ValuesFile}, files...)
+	}
+	for _, f := range files {
+		hs.ValuesFiles = append(hs.ValuesFiles, relPath(src.Path, cleanPath(f)))
+	}
+	values, problems := d.helmReleaseValues(ctx, u, hr, cache)
+	if left := helmSet(values, hs.Set); len(left) > 0 {
+		problems = append(problems, "Helm values not supported yet, left out: "+strings.Join(left, ", "))
+	}
+	if len(hs.Set) == 0 {
+		hs.Set = nil
+	}
+	if len(hr.Spec.PostRenderers) > 0 {
+		problems = append(problems, "postRenderers are not applied by driftscan yet")
+	}
+	src.Helm = hs
+	ns := hr.Spec.TargetNamespace
+	if ns == "" {
+		ns = u.GetNamespace()
+	}
+	dd := hr.Spec.DriftDetection
+	app := scanner.App{
+		Owner: d.owner(u, u.GetNamespace()), Namespace: ns, Source: src,
+		Appliers: []string{helmApplier},
+		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
+	}
+	return app, problems
+}
+
+// cached is a ConfigMap or Secret read for valuesFrom.
+type cached struct {
+	obj *unstructured.Unstructured
+	err error
+}
+
+// helmReleaseValues merges a HelmRelease's valuesFrom and values.
+func (d *discovery) helmReleaseValues(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, cache map[string]cached) (map[string]any, []string) {
+	values := map[string]any{}
+	var problems []string
+	ns := u.GetNamespace()
+	for _, vf := range hr.Spec.ValuesFrom {
+		what := fmt.Sprintf("valuesFrom %s %s/%s", vf.Kind, ns, vf.Name)
+		key := vf.ValuesKey
+		if key == "" {
+			key = "values.yaml"
+		}
+		obj, err := d.getValuesSource(ctx, cache, vf.Kind, ns, vf.Name)
+		if apierrors.IsNotFound(err) {
+			if !vf.Optional {
+				problems = append(problems, what+" not found")
+			}
+			continue
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", what, err))
+			continue
+		}
+		data, ok, err := valuesData(obj, vf.Kind, key)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s key %s: %v", what, key, err))
+			continue
+		}
+		if !ok {
+			if !vf.Optional {
+				problems = append(problems, fmt.Sprintf("%s has no key %s", what, key))
+			}
+			continue
+		}
+		secret := vf.Kind == "Secret"
+		if vf.TargetPath != "" {
+			if err := strvals.ParseInto(vf.TargetPath+"="+escapeSetValue(data), values); err != nil {
+				if secret {
+					problems = append(problems, fmt.Sprintf("%s key %s: cannot set targetPath %s", what, key, vf.TargetPath))
+				} else {
+					problems = append(problems, fmt.Sprintf("%s key %s: targetPath %s: %v", what, key, vf.TargetPath, err))
+				}
+			}
+			continue
+		}
+		m, err := yamlMap([]byte(data))
+		if err != nil {
+			if secret {
+				// YAML errors may quote the document.
+				problems = append(problems, fmt.Sprintf("%s key %s is not a YAML map of values", what, key))
+			} else {
+				problems = append(problems, fmt.Sprintf("%s key %s: %v", what, key, err))
+			}
+			continue
+		}
+		values = mergeValues(values, m)
+	}
+	return mergeValues(values, hr.Spec.Values), problems
+}
+
+// getValuesSource reads a ConfigMap or Secret once per discovery.
+func (d *discovery) getValuesSource(ctx context.Context, cache map[string]cached, kind, ns, name string) (*unstructured.Unstructured, error) {
+	key := kind + "/" + ns + "/" + name
+	if c, ok := cache[key]; ok {
+		return c.obj, c.err
+	}
+	var c cached
+	switch kind {
+	case "ConfigMap":
+		c.obj, c.err = d.client.Resource(configMaps).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	case "Secret":
+		c.obj, c.err = d.client.Resource(secrets).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	default:
+		c.err = fmt.Errorf("kind %q: want ConfigMap or Secret", kind)
+	}
+	cache[key] = c
+	return c.obj, c.err
+}
+
+// valuesData is the text under key in a ConfigMap's data or a Secret's
+// (decoded) data.
+func valuesData(obj *unstructured.Unstructured, kind, key string) (string, bool, error) {
+	s, ok, _ := unstructured.NestedString(obj.Object, "data", key)
+	if !ok || kind != "Secret" {
+		return s, ok, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", false, fmt.Errorf("not base64")
+	}
+	return string(b), true, nil
+}
+
+// escapeSetValue makes a value literal for strvals: backslashes and commas
+// escaped.
+func escapeSetValue(v string) string {
+	return strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(v)
+}
+
+// driftIgnores imports a HelmRelease's driftDetection.ignore entries. A
+// target with a label or annotation selector cannot be expressed as an
+// ignore rule: it is not imported, which hides less, and gets an error.
+func (d *discovery) driftIgnores(u *unstructured.Unstructured, hr *helmRelease, app scanner.App) {
+	dd := hr.Spec.DriftDetection
+	if dd == nil {
+		return
+	}
+	for i, ig := range dd.Ignore {
+		r := classify.IgnoreRule{JSONPointers: ig.Paths, Owner: app.Owner, Reason: "imported from Flux", Expires: d.expires(), App: app.Name}
+		if t := ig.Target; t != nil {
+			if t.LabelSelector != "" || t.AnnotationSelector != "" {
+				d.fail(ref(u), app.Name, fmt.Errorf("driftDetection.ignore[%d] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule", i))
+				continue
+			}
+			r.Group, r.Kind, r.Name, r.Namespace = t.Group, t.Kind, t.Name, t.Namespace
+		}
+		d.addRule(ref(u), r)
+	}
+}

@@ -1,0 +1,43 @@
+package discover
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/calricon/driftscan/scanner"
+)
+
+// Merge returns the config file's apps followed by the discovered ones. An
+// app name both hold is an error that names both sources ("app web is in
+// the config file and discovered from Application/argocd/web"); the
+// discovered app of that name is left out and the others are returned with
+// the error.
+func Merge(configApps, discovered []scanner.App) ([]scanner.App, error) {
+	out := make([]scanner.App, 0, len(configApps)+len(discovered))
+	seen := map[string]scanner.App{}
+	var errs []error
+	for _, list := range [][]scanner.App{configApps, discovered} {
+		for _, app := range list {
+			if other, dup := seen[app.Name]; dup {
+				a, b := origin(other), origin(app)
+				if a == b {
+					errs = append(errs, fmt.Errorf("app %s is defined twice, both %s", app.Name, a))
+				} else {
+					errs = append(errs, fmt.Errorf("app %s is %s and %s", app.Name, a, b))
+				}
+				continue
+			}
+			seen[app.Name] = app
+			out = append(out, app)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// origin says where an app comes from.
+func origin(app scanner.App) string {
+	if app.GitOps != nil {
+		return "discovered from " + app.GitOps.Object
+	}
+	return "in the config file"
+}

@@ -1,0 +1,101 @@
+package scanner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// renderBytes renders one manifest file holding data.
+func renderBytes(t testing.TB, name string, data []byte) ([]Manifest, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Render(t.Context(), RenderOptions{Dir: dir})
+}
+
+func TestHostileManifestsAreRejectedWithinBounds(t *testing.T) {
+	bomb := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	for i := 'b'; i <= 'k'; i++ {
+		prev := string(i - 1)
+		bomb += fmt.Sprintf("%c: &%c [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n", i, i, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+	}
+	deep := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata: " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n"
+	var wide strings.Builder
+	wide.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wide}\ndata:\n")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&wide, "  k%d: v\n", i)
+	}
+	cases := []struct {
+		name, file string
+		data       []byte
+		wantErr    string // "" means it renders
+	}{
+		{"a YAML bomb of aliases", "bomb.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\n" + bomb), "bomb.yaml"},
+		{"a file over the size limit", "huge.yaml", []byte("# " + strings.Repeat("x", MaxManifestBytes) + "\n"), "over the limit"},
+		{"deeply nested lists", "deep.yaml", []byte(deep), "deep.yaml"},
+		{"invalid UTF-8", "utf8.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \xff\xfe}\n"), "utf8.yaml"},
+		{"an object with 10,000 fields", "wide.yaml", []byte(wide.String()), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			ms, err := renderBytes(t, c.file, c.data)
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("took %s", took)
+			}
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("error: %v", err)
+			case c.wantErr == "" && len(ms) != 1:
+				t.Fatalf("%d manifests, want 1", len(ms))
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("error %v, want one naming %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\napps:\n- name: web\n  source: {path: apps/web}\n",
+		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\nignore:\n- kind: Deployment\n  jsonPointers: [/spec/replicas]\n  owner: a\n  reason: b\n  expires: \"2027-01-01\"\n",
+		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\nrules:\n- manager: \"(\"\n  class: human\n",
+		"{}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err == nil && (cfg.APIVersion != ConfigAPIVersion || len(cfg.Appliers) == 0) {
+			t.Errorf("accepted an invalid config: %+v", cfg)
+		}
+	})
+}
+
+func FuzzRenderYAML(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
+		"apiVersion: v1\nkind: ConfigMap\n",
+		"key: [unclosed\n",
+		"--- \n# only a comment\n---\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := renderBytes(t, "f.yaml", data)
+		for _, m := range ms {
+			if m.Object.GetKind() == "" || m.Object.GetAPIVersion() == "" {
+				t.Errorf("rendered an object without kind or apiVersion: %v", m.Object.Object)
+			}
+		}
+		if err != nil && !strings.Contains(err.Error(), "f.yaml") {
+			t.Errorf("error does not name the file: %v", err)
+		}
+	})
+}

@@ -1,0 +1,67 @@
+package scanner
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkRenderPlainPerObject renders a generated plain-YAML folder of
+// half Deployments, half ConfigMaps (one file of two documents per pair) and
+// reports the cost per object, at two sizes to show it stays flat.
+func BenchmarkRenderPlainPerObject(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			cfg := writeEstate(b, b.TempDir(), "bench", 1, n)
+			opts := RenderOptions{Dir: filepath.Join(cfg.Dir, cfg.Apps[0].Source.Path)}
+			benchmarkRender(b, opts, n)
+		})
+	}
+}
+
+// BenchmarkRenderHelm renders the web fixture chart in process with prod
+// values, as a scan does for a Helm app.
+func BenchmarkRenderHelm(b *testing.B) {
+	benchmarkRender(b, RenderOptions{
+		Dir:         benchFixture(b, "render", "helm", "web"),
+		Namespace:   "shop",
+		Helm:        &HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
+		KubeVersion: "v1.37.2",
+		APIVersions: []string{"example.com/v1"},
+	}, 0)
+}
+
+// BenchmarkRenderKustomize builds the prod overlay of the kustomize fixture
+// with krusty, as a scan does for a Kustomize app.
+func BenchmarkRenderKustomize(b *testing.B) {
+	benchmarkRender(b, RenderOptions{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Namespace: "shop"}, 0)
+}
+
+// benchmarkRender renders opts b.N times and reports ns/object; want is the
+// number of objects expected, 0 for any.
+func benchmarkRender(b *testing.B, opts RenderOptions, want int) {
+	b.Helper()
+	var objects int
+	for b.Loop() {
+		ms, err := Render(b.Context(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		objects = len(ms)
+	}
+	if objects == 0 || (want > 0 && objects != want) {
+		b.Fatalf("rendered %d objects, want %d", objects, want)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*objects), "ns/object")
+	b.ReportMetric(float64(objects), "objects")
+}
+
+// benchFixture returns the absolute path of a shared fixture folder.
+func benchFixture(b *testing.B, parts ...string) string {
+	b.Helper()
+	dir, err := filepath.Abs(fixture(parts...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
