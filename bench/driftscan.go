@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,14 +30,17 @@ type Tool struct {
 	// RequestsByVerb splits APIRequests where the tool's log tells the verb.
 	RequestsByVerb map[string]int64 `json:"requestsByVerb,omitempty"`
 	MaxRSSMiB      float64          `json:"maxRssMiB"`
-	ExitCode       int              `json:"exitCode"`
+	// RSSFloorMiB is the launcher's own peak RSS, below which MaxRSSMiB
+	// cannot go (see bench/rusage).
+	RSSFloorMiB float64 `json:"rssFloorMiB"`
+	ExitCode    int     `json:"exitCode"`
 	// RunsWallSeconds lists every run's wall time when there was more than one.
 	RunsWallSeconds []float64 `json:"runsWallSeconds,omitempty"`
 }
 
 // timeDriftscan runs `driftscan scan` over the estate runs times as a child
 // process and returns the median run and its report.
-func timeDriftscan(ctx context.Context, bin string, b *bed, outDir string, runs int) (Tool, *report.Report, error) {
+func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int) (Tool, *report.Report, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version")}
 	var walls []time.Duration
 	var procs []process
@@ -50,10 +54,7 @@ func timeDriftscan(ctx context.Context, bin string, b *bed, outDir string, runs 
 		if err != nil {
 			return t, nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Stderr = stderr
-		cmd.WaitDelay = 5 * time.Second
-		p, err := measure(cmd)
+		p, err := l.measure(ctx, bin, args, io.Discard, stderr, os.Environ())
 		_ = stderr.Close()
 		if err != nil {
 			return t, nil, err
@@ -71,7 +72,7 @@ func timeDriftscan(ctx context.Context, bin string, b *bed, outDir string, runs 
 	m := median(walls)
 	p, r := procs[m], reports[m]
 	t.Objects, t.Findings, t.DriftedObjects = r.Summary.Objects, r.Summary.Findings, r.Summary.Drifted
-	t.WallSeconds, t.MaxRSSMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), p.ExitCode
+	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
 	t.APIRequests = r.Stats.APIRequests
 	if runs > 1 {
 		for _, w := range walls {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,7 +25,7 @@ var kubectlArgs = []string{"diff", "--server-side", "--force-conflicts", "--conc
 // URL and status, or "GET https://... 200 OK" before 1.31); the run counts
 // those lines. Each run gets a fresh --cache-dir, so discovery and OpenAPI
 // are fetched as on a first run, as they are for driftscan.
-func timeKubectl(ctx context.Context, bin string, b *bed, outDir string, runs int) (Tool, map[string]bool, error) {
+func timeKubectl(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int) (Tool, map[string]bool, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version", "--client")}
 	var walls []time.Duration
 	var procs []process
@@ -47,11 +46,7 @@ func timeKubectl(ctx context.Context, bin string, b *bed, outDir string, runs in
 			_ = stdout.Close()
 			return t, nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		cmd.Env = kubectlEnv()
-		cmd.WaitDelay = 5 * time.Second
-		p, err := measure(cmd)
+		p, err := l.measure(ctx, bin, args, stdout, stderr, kubectlEnv())
 		_, _ = stdout.Close(), stderr.Close()
 		if err != nil {
 			return t, nil, err
@@ -75,7 +70,7 @@ func timeKubectl(ctx context.Context, bin string, b *bed, outDir string, runs in
 	p := procs[m]
 	t.Objects = len(b.est.Objects)
 	t.DriftedObjects = len(changes[m])
-	t.WallSeconds, t.MaxRSSMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), p.ExitCode
+	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
 	t.RequestsByVerb, t.APIRequests = counts[m], sum(counts[m])
 	if runs > 1 {
 		for _, w := range walls {

@@ -20,6 +20,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Options configure one benchmark run.
@@ -53,6 +56,8 @@ type Options struct {
 	Timeout time.Duration
 	// Keep leaves the generated repository and the tools' outputs behind.
 	Keep bool
+	// Rusage is the bench/rusage launcher; "" builds it with `go build`.
+	Rusage string
 }
 
 // DefaultOptions returns what `make bench` runs.
@@ -91,7 +96,11 @@ func main() {
 	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process and write a CPU profile here")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up after this long")
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
+	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")
 	flag.Parse()
+	// envtest logs through controller-runtime, which prints a stack trace
+	// when no logger is set; the benchmark's own lines say what happens.
+	ctrllog.SetLogger(logr.Discard())
 	var err error
 	if o.ScalingSizes, err = parseInts(sizes); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: -scaling-sizes: %v\n", err)

@@ -1,43 +1,82 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 )
 
-// process is what one child process cost.
+// process is what one run of a tool cost.
 type process struct {
 	Wall time.Duration
-	// MaxRSS is the child's peak resident set size in bytes, from the
-	// rusage wait4 returns (ru_maxrss, KiB on Linux).
-	MaxRSS   int64
-	ExitCode int
+	// MaxRSS is the tool's peak resident set size in bytes (ru_maxrss);
+	// Floor is the launcher's own peak, below which MaxRSS cannot go.
+	MaxRSS, Floor int64
+	ExitCode      int
 }
 
-// measure runs cmd and returns its wall time, peak RSS and exit code. A
-// non-zero exit is not an error: the caller decides what the code means.
-func measure(cmd *exec.Cmd) (process, error) {
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	if cmd.ProcessState == nil {
-		return process{}, fmt.Errorf("run %s: %w", cmd.Path, err)
+// launcher starts timed tools through the rusage program (bench/rusage),
+// so that their peak RSS is theirs and not the benchmark's: see the
+// program's doc comment.
+type launcher struct {
+	path string
+	dir  string
+	seq  atomic.Int64
+}
+
+// buildLauncher builds bench/rusage into dir with the go command on PATH.
+func buildLauncher(ctx context.Context, dir string) (*launcher, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("build bench/rusage: %w (or pass -rusage)", err)
 	}
-	p := process{Wall: wall, ExitCode: cmd.ProcessState.ExitCode()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		p.MaxRSS = ru.Maxrss * 1024
+	path := filepath.Join(dir, "rusage")
+	out, err := exec.CommandContext(ctx, goBin, "build", "-o", path, "./bench/rusage").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("build bench/rusage (run from the repository root): %w\n%s", err, out)
 	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		return p, fmt.Errorf("run %s: %w", cmd.Path, err)
+	return &launcher{path: path, dir: dir}, nil
+}
+
+// measure runs name with args through the launcher and returns its wall
+// time, peak RSS and exit code. A non-zero exit is not an error: the caller
+// decides what the code means.
+func (l *launcher) measure(ctx context.Context, name string, args []string, stdout, stderr io.Writer, env []string) (process, error) {
+	result := filepath.Join(l.dir, fmt.Sprintf("rusage-%d.json", l.seq.Add(1)))
+	cmd := exec.CommandContext(ctx, l.path, append([]string{result, "--", name}, args...)...)
+	cmd.Stdout, cmd.Stderr, cmd.Env = stdout, stderr, env
+	cmd.WaitDelay = 5 * time.Second
+	runErr := cmd.Run()
+	if err := ctx.Err(); err != nil {
+		return process{}, err
 	}
-	return p, nil
+	data, err := os.ReadFile(result)
+	if err != nil {
+		return process{}, fmt.Errorf("run %s: %v (and no rusage result: %w)", name, runErr, err)
+	}
+	var r struct {
+		WallSeconds float64 `json:"wallSeconds"`
+		MaxRSSKiB   int64   `json:"maxRssKiB"`
+		FloorKiB    int64   `json:"floorKiB"`
+		ExitCode    int     `json:"exitCode"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return process{}, fmt.Errorf("rusage result of %s: %w", name, err)
+	}
+	return process{
+		Wall:     time.Duration(r.WallSeconds * float64(time.Second)),
+		MaxRSS:   r.MaxRSSKiB * 1024,
+		Floor:    r.FloorKiB * 1024,
+		ExitCode: r.ExitCode,
+	}, nil
 }
 
 // median returns the index of the run with the median wall time.

@@ -42,6 +42,12 @@ func run(ctx context.Context, o Options) (err error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
+	l := &launcher{path: o.Rusage, dir: outDir}
+	if o.Rusage == "" {
+		if l, err = buildLauncher(ctx, outDir); err != nil {
+			return err
+		}
+	}
 
 	spec := estateSpec{Objects: o.Objects, Apps: o.Apps, Namespaces: o.Namespaces, WebhookNamespaces: o.WebhookNamespaces, Prefix: "bench-"}
 	b, err := newBed(ctx, filepath.Join(tmp, "main"), spec, o.DriftPercent, o.Workers)
@@ -53,7 +59,7 @@ func run(ctx context.Context, o Options) (err error) {
 	res := &Result{Date: time.Now().UTC(), Objects: len(b.est.Objects), Apps: o.Apps, Namespaces: o.Namespaces, ApplySeconds: b.ApplySeconds, Drift: b.plan.count()}
 	res.Machine = machine(b.ServerVersion)
 	say("timing driftscan scan (%d run(s))...", o.Runs)
-	ds, rep, err := timeDriftscan(ctx, driftscan, b, outDir, o.Runs)
+	ds, rep, err := timeDriftscan(ctx, l, driftscan, b, outDir, o.Runs)
 	if err != nil {
 		return err
 	}
@@ -61,7 +67,7 @@ func run(ctx context.Context, o Options) (err error) {
 	var changed map[string]bool
 	if kubectl != "" {
 		say("timing kubectl diff (%d run(s))...", o.Runs)
-		kt, ch, err := timeKubectl(ctx, kubectl, b, outDir, o.Runs)
+		kt, ch, err := timeKubectl(ctx, l, kubectl, b, outDir, o.Runs)
 		if err != nil {
 			return err
 		}
@@ -89,7 +95,7 @@ func run(ctx context.Context, o Options) (err error) {
 
 	var scaleErr error
 	if o.Scaling {
-		res.Scaling, scaleErr = scaling(ctx, o, driftscan, tmp, res)
+		res.Scaling, scaleErr = scaling(ctx, o, l, driftscan, tmp, res)
 		if scaleErr != nil {
 			say("scaling stopped early: %v", scaleErr)
 		}

@@ -14,7 +14,7 @@ import (
 // proportion to objects as the main run and the same namespaces. The main
 // run's figures stand for its own size. It returns the points measured
 // before any error.
-func scaling(ctx context.Context, o Options, bin, tmp string, main *Result) ([]ScalePoint, error) {
+func scaling(ctx context.Context, o Options, l *launcher, bin, tmp string, main *Result) ([]ScalePoint, error) {
 	sizes := slices.Clone(o.ScalingSizes)
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
@@ -34,7 +34,7 @@ func scaling(ctx context.Context, o Options, bin, tmp string, main *Result) ([]S
 		nss := min(o.Namespaces, apps)
 		spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("s%d-", n)}
 		say("scaling: %d objects in %d apps", n, apps)
-		p, err := scalePoint(ctx, o, bin, filepath.Join(tmp, fmt.Sprintf("scale-%d", n)), spec)
+		p, err := scalePoint(ctx, o, l, bin, filepath.Join(tmp, fmt.Sprintf("scale-%d", n)), spec)
 		if err != nil {
 			return out, fmt.Errorf("%d objects: %w", n, err)
 		}
@@ -45,7 +45,7 @@ func scaling(ctx context.Context, o Options, bin, tmp string, main *Result) ([]S
 
 // scalePoint builds one estate on its own control plane, scans it and
 // removes it again.
-func scalePoint(ctx context.Context, o Options, bin, dir string, spec estateSpec) (ScalePoint, error) {
+func scalePoint(ctx context.Context, o Options, l *launcher, bin, dir string, spec estateSpec) (ScalePoint, error) {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
@@ -58,7 +58,7 @@ func scalePoint(ctx context.Context, o Options, bin, dir string, spec estateSpec
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return ScalePoint{}, err
 	}
-	t, rep, err := timeDriftscan(ctx, bin, b, outDir, o.Runs)
+	t, rep, err := timeDriftscan(ctx, l, bin, b, outDir, o.Runs)
 	if err != nil {
 		return ScalePoint{}, err
 	}

@@ -39,6 +39,7 @@ func (r *Result) print(w io.Writer) {
 	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
 	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
 	_ = tw.Flush()
+	fmt.Fprintf(w, "wall and peak RSS of each tool as a child of bench/rusage (its own floor: %.0f MiB); median of %d run(s)\n", d.RSSFloorMiB, max(1, len(d.RunsWallSeconds)))
 	if k == nil {
 		fmt.Fprintf(w, "kubectl diff skipped: %s\n", r.KubectlSkipped)
 	} else {

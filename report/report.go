@@ -132,6 +132,9 @@ type Object struct {
 	// points at the source folder with Line 0.
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
+	// Owner overrides the app's owner for this object, from the live
+	// object's owner label or annotation (--owner-label).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Finding is one field that differs between Git and live.

@@ -139,6 +139,11 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	if err := s.c.typer.failed[gvk.GroupVersion()]; err != nil {
 		s.opts.Logger.Debug("typing by deduction", "gvk", gvk.String(), "err", err)
 	}
+	if k := s.opts.OwnerLabel; k != "" {
+		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {
+			ro.Owner = l.GetAnnotations()[k]
+		}
+	}
 	liveObj := normalize(l)
 	changes, err := diff(s.c.typer, gvk.GroupVersion(), normalize(d.obj), liveObj)
 	if err != nil {

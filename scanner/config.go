@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/notify"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -35,6 +37,13 @@ type Config struct {
 	Rules []classify.Rule `yaml:"rules"`
 	// Ignore rules hide findings; each is a debt with an owner and a review date.
 	Ignore []classify.IgnoreRule `yaml:"ignore"`
+	// Redact are regular expressions on finding paths whose values are
+	// masked like Secret data.
+	Redact []string `yaml:"redact"`
+	// Owners say where each owner is told about drift; Notify configures
+	// the channels. Both are read by package notify.
+	Owners notify.Owners  `yaml:"owners"`
+	Notify *notify.Config `yaml:"notify"`
 
 	// Dir is the folder of the config file; relative source paths start there.
 	Dir string `yaml:"-"`
@@ -150,6 +159,20 @@ func ParseConfig(data []byte) (*Config, error) {
 	for i, r := range cfg.Ignore {
 		if err := r.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("ignore[%d]: %w", i, err))
+		}
+	}
+	for i, expr := range cfg.Redact {
+		if _, err := regexp.Compile(expr); err != nil {
+			errs = append(errs, fmt.Errorf("redact[%d] %q: %w", i, expr, err))
+		}
+	}
+	if cfg.Notify != nil || len(cfg.Owners) > 0 {
+		var nc notify.Config
+		if cfg.Notify != nil {
+			nc = *cfg.Notify
+		}
+		if err := (notify.Options{Config: nc, Owners: cfg.Owners}).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("notify: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

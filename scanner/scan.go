@@ -45,8 +45,11 @@ type Options struct {
 	// MaxIgnoresPerApp flags apps with more ignore rules than this; 0 is no cap.
 	MaxIgnoresPerApp int
 	// Redact are regular expressions on finding paths whose values are
-	// masked like Secret data.
+	// masked like Secret data, in addition to the config's.
 	Redact []string
+	// OwnerLabel names a label or annotation on live objects whose value
+	// overrides the app's owner for that object (Object.Owner).
+	OwnerLabel string
 	// Now is the clock; Getenv reads credentials from the environment.
 	Now    func() time.Time
 	Getenv func(string) string
@@ -125,7 +128,7 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMasker(opts.Redact)
+	m, err := newMasker(append(append([]string{}, cfg.Redact...), opts.Redact...))
 	if err != nil {
 		return nil, err
 	}

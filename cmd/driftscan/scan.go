@@ -13,9 +13,11 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/shard"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -40,6 +42,12 @@ type scanOptions struct {
 	maxIgnores int
 	logLevel   string
 	logFormat  string
+	ownerLabel string
+	cluster    string
+	shardSpec  string
+	discover   discoverFlags
+	notify     notifyFlags
+	metrics    metricsFlags
 
 	// Filled by Complete.
 	cfg     *scanner.Config
@@ -49,6 +57,8 @@ type scanOptions struct {
 	logger  *slog.Logger
 	outTerm bool
 	errTerm bool
+	restCfg *rest.Config
+	shard   *shard.Spec
 }
 
 func newScanCommand(s streams) *cobra.Command {
@@ -67,7 +77,7 @@ The scan only gets and lists; it never writes to the cluster.`,
   driftscan scan --path deploy/ --namespace shop -o json=drift.json -o sarif=drift.sarif --fail-on human,unknown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
+			if err := o.Complete(cmd.Context()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -95,6 +105,12 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.StringVar(&o.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, json otherwise)")
+	f.StringVar(&o.ownerLabel, "owner-label", "", "label or annotation on live objects (and, with --from, on reconciler objects) that names the owning team")
+	f.StringVar(&o.cluster, "cluster-name", "", "name of the cluster in reports and notifications (default: the kubeconfig context, or the server URL)")
+	f.StringVar(&o.shardSpec, "shard", "", "scan only the apps whose name hashes to shard i of N (i/N, as an Indexed Job's JOB_COMPLETION_INDEX)")
+	o.discover.add(f)
+	o.notify.add(f)
+	o.metrics.add(f)
 	return cmd
 }
 
@@ -112,7 +128,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // Complete loads the config and the kubeconfig and fills in defaults.
-func (o *scanOptions) Complete() error {
+func (o *scanOptions) Complete(ctx context.Context) error {
 	o.outTerm, o.errTerm = isTerminal(o.streams.Out), isTerminal(o.streams.Err)
 	logger, err := newLogger(o.streams.Err, o.logLevel, o.logFormat, o.errTerm)
 	if err != nil {
@@ -123,8 +139,8 @@ func (o *scanOptions) Complete() error {
 	switch {
 	case o.configPath != "" && o.path != "":
 		return errors.New("--config and --path cannot be used together")
-	case o.configPath == "" && o.path == "":
-		return errors.New("give --config FILE or --path DIR")
+	case o.configPath == "" && o.path == "" && o.discover.from == "":
+		return errors.New("give --config FILE, --path DIR or --from argocd|flux")
 	}
 	restCfg, clusterName, ctxNamespace, err := o.kubeconfig.load()
 	if err != nil {
@@ -132,16 +148,47 @@ func (o *scanOptions) Complete() error {
 	}
 	restCfg.QPS, restCfg.Burst = o.qps, o.burst
 	restCfg.UserAgent = "driftscan/" + version
+	o.restCfg = restCfg
+	if o.cluster != "" {
+		clusterName = o.cluster
+	}
 
-	if o.configPath != "" {
+	switch {
+	case o.configPath != "":
 		if o.cfg, err = scanner.LoadConfig(o.configPath); err != nil {
 			return err
 		}
-	} else {
-		o.cfg, err = pathConfig(o.path, o.namespace, ctxNamespace)
+	case o.path != "":
+		if o.cfg, err = pathConfig(o.path, o.namespace, ctxNamespace); err != nil {
+			return err
+		}
+	default:
+		o.cfg = &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers}
+	}
+	if o.discover.from != "" {
+		ctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		skipped, err := o.discover.apply(ctx, restCfg, o.ownerLabel, o.cfg)
 		if err != nil {
 			return err
 		}
+		for _, s := range skipped {
+			o.logger.Info("skipped", "reason", s)
+		}
+	}
+	if o.shardSpec != "" {
+		sh, err := shard.ParseSpec(o.shardSpec)
+		if err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+		o.shard = &sh
+		var kept []scanner.App
+		for _, a := range o.cfg.Apps {
+			if sh.Owns(a.Name) {
+				kept = append(kept, a)
+			}
+		}
+		o.cfg.Apps = kept
 	}
 	if len(o.apps) > 0 {
 		if err := o.selectApps(); err != nil {
@@ -155,6 +202,7 @@ func (o *scanOptions) Complete() error {
 	o.scan.Extra = o.extra
 	o.scan.MaxIgnoresPerApp = o.maxIgnores
 	o.scan.Logger = o.logger
+	o.scan.OwnerLabel = o.ownerLabel
 	if o.gitCache != "" {
 		o.scan.GitCacheDir = o.gitCache
 	}
@@ -247,8 +295,11 @@ func classNames() string {
 
 // Validate checks the options against each other.
 func (o *scanOptions) Validate() error {
-	if len(o.cfg.Apps) == 0 {
+	if len(o.cfg.Apps) == 0 && o.shard == nil {
 		return errors.New("no apps to scan")
+	}
+	if err := o.notify.validate(o.cfg); err != nil {
+		return err
 	}
 	if o.qps <= 0 || o.burst <= 0 {
 		return errors.New("--qps and --burst must be positive")
@@ -270,16 +321,57 @@ func (o *scanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.attachDiscoveryErrors(r)
 	if err := o.write(r); err != nil {
 		return err
 	}
-	if code := r.ExitCode(o.fail); code != report.ExitOK {
+	var failed []error
+	if errs := o.notify.run(ctx, r, o.cfg, o.restCfg, o.streams.Out, o.logger); len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintf(o.streams.Err, "notify: %v\n", e)
+		}
+		if o.notify.errors == "fail" {
+			failed = append(failed, errs...)
+		}
+	}
+	if err := o.metrics.run(ctx, r, o.shard); err != nil {
+		fmt.Fprintf(o.streams.Err, "error: %v\n", err)
+		failed = append(failed, err)
+	}
+	code := r.ExitCode(o.fail)
+	if len(failed) > 0 {
+		code = report.ExitError
+	}
+	if code != report.ExitOK {
 		for _, e := range r.Errors {
 			fmt.Fprintf(o.streams.Err, "error: %s\n", e)
 		}
 		return exitError{code: code}
 	}
 	return nil
+}
+
+// attachDiscoveryErrors puts what discovery could not reproduce on the app
+// it concerns, or on the scan, so it shows in the report and the exit code.
+func (o *scanOptions) attachDiscoveryErrors(r *report.Report) {
+	if len(o.discover.discoveryErrors) == 0 {
+		return
+	}
+	apps := map[string]*report.App{}
+	for i := range r.Apps {
+		apps[r.Apps[i].Name] = &r.Apps[i]
+	}
+	for _, e := range o.discover.discoveryErrors {
+		if a, ok := apps[e.App]; ok && e.App != "" {
+			if a.Error != "" {
+				a.Error += "; "
+			}
+			a.Error += e.Error()
+			continue
+		}
+		r.Errors = append(r.Errors, e.Error())
+	}
+	r.Finalize()
 }
 
 // write writes the report in every requested format: files atomically, the

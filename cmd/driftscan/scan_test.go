@@ -190,7 +190,7 @@ func TestBadInvocationsSayWhatIsWrong(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"scan", "--kubeconfig", env.Kubeconfig}, "give --config FILE or --path DIR"},
+		{[]string{"scan", "--kubeconfig", env.Kubeconfig}, "give --config FILE, --path DIR or --from argocd|flux"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--config", badConfig}, "line 5: field sourse not found"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "/does/not/exist"}, "--path: stat /does/not/exist"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "-o", "yaml"}, `unknown output format "yaml"`},
