@@ -1,0 +1,266 @@
+package breakglass
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+)
+
+var env *cluster.Env
+
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
+
+var (
+	applicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+)
+
+func installCRDs(t *testing.T) {
+	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml", "../fixtures/crds/kustomizations.kustomize.toolkit.fluxcd.io.yaml")
+}
+
+const application = `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: payments
+  annotations: {notes: keep me}
+spec:
+  project: default
+  source: {repoURL: https://git.example.com/deploy.git, path: apps/payments, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: payments}
+  syncPolicy:
+    automated: {prune: true, selfHeal: true, allowEmpty: false}
+    syncOptions: [ServerSideApply=true]
+`
+
+const kustomization = `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: payments}
+spec:
+  interval: 5m
+  path: ./apps/payments
+  prune: true
+  sourceRef: {kind: GitRepository, name: deploy}
+`
+
+var t0 = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+func suspendOpts() SuspendOptions {
+	o := DefaultSuspendOptions()
+	o.Reason, o.TTL, o.Who = "INC-4211 payment certs", 2*time.Hour, "alice@example.com"
+	o.Now = func() time.Time { return t0 }
+	return o
+}
+
+// specOf is the object's spec as JSON, for byte-for-byte comparisons.
+func specOf(t *testing.T, u *unstructured.Unstructured) string {
+	t.Helper()
+	data, err := json.Marshal(u.Object["spec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestSuspendAndResumeRestoreTheObjectExactly(t *testing.T) {
+	installCRDs(t)
+	cases := []struct {
+		name     string
+		gvk      schema.GroupVersionKind
+		target   func(ns string) Target
+		manifest string
+		paused   func(*unstructured.Unstructured) bool
+	}{
+		{"an Argo CD Application loses automated sync", applicationGVK, func(ns string) Target { return Target{Resource: Application, Namespace: ns, Name: "payments"} }, application,
+			func(u *unstructured.Unstructured) bool {
+				_, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated")
+				return !found
+			}},
+		{"a Flux Kustomization is suspended", kustomizationGVK, func(ns string) Target { return Target{Resource: Kustomization, Namespace: ns, Name: "payments"} }, kustomization,
+			func(u *unstructured.Unstructured) bool { s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); return s }},
+		{"a Flux Kustomization with suspend: false keeps it", kustomizationGVK, func(ns string) Target { return Target{Resource: Kustomization, Namespace: ns, Name: "payments"} },
+			strings.Replace(kustomization, "interval: 5m", "interval: 5m\n  suspend: false", 1),
+			func(u *unstructured.Unstructured) bool { s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); return s }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ns := env.Namespace(t, nil)
+			before := env.Apply(t, "argocd-server", ns, cluster.Object(t, c.manifest))
+			target := c.target(ns)
+
+			ch, err := Suspend(t.Context(), env.Dynamic, target, suspendOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ch.Fields) < 2 {
+				t.Errorf("the change does not say what it changed: %+v", ch)
+			}
+			paused := env.Get(t, c.gvk, ns, "payments")
+			if !c.paused(paused) {
+				t.Fatalf("not paused: %s", specOf(t, paused))
+			}
+			want := map[string]string{AnnotationBy: "alice@example.com", AnnotationWhy: "INC-4211 payment certs", AnnotationSince: "2026-11-30T03:00:00Z", AnnotationUntil: "2026-11-30T05:00:00Z"}
+			for k, v := range want {
+				if got := paused.GetAnnotations()[k]; got != v {
+					t.Errorf("annotation %s = %q, want %q", k, got, v)
+				}
+			}
+			managers := map[string]bool{}
+			for _, e := range paused.GetManagedFields() {
+				managers[e.Manager] = true
+			}
+			if !managers[FieldManager] {
+				t.Errorf("no managedFields entry for %s: %v", FieldManager, managers)
+			}
+
+			if _, err := Resume(t.Context(), env.Dynamic, target, ResumeOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			after := env.Get(t, c.gvk, ns, "payments")
+			if diff := cmp.Diff(specOf(t, before), specOf(t, after)); diff != "" {
+				t.Errorf("spec after resume (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(before.GetAnnotations(), after.GetAnnotations()); diff != "" {
+				t.Errorf("annotations after resume (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBreakglassRefusesWhatIsNotSanctioned(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	target := Target{Resource: Application, Namespace: ns, Name: "payments"}
+
+	noReason := suspendOpts()
+	noReason.Reason = ""
+	tooLong := suspendOpts()
+	tooLong.TTL = 24 * time.Hour
+	for name, opts := range map[string]SuspendOptions{"no reason": noReason, "a TTL over the cap": tooLong} {
+		if _, err := Suspend(t.Context(), env.Dynamic, target, opts); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: err = %v, want a refusal", name, err)
+		}
+	}
+	if _, err := Resume(t.Context(), env.Dynamic, target, ResumeOptions{}); !errors.Is(err, ErrRefused) {
+		t.Errorf("resume of an app not suspended: err = %v", err)
+	}
+	if _, err := Suspend(t.Context(), env.Dynamic, target, suspendOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Suspend(t.Context(), env.Dynamic, target, suspendOpts()); !errors.Is(err, ErrRefused) {
+		t.Errorf("second suspend: err = %v", err)
+	}
+	blocking := []string{`Deployment/payments/api .spec.template.spec.containers[name="app"].image: human (kubectl-edit)`}
+	_, err := Resume(t.Context(), env.Dynamic, target, ResumeOptions{Blocking: blocking})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), blocking[0]) {
+		t.Errorf("resume over unbackported drift: err = %v, want a refusal naming the finding", err)
+	}
+	if _, err := Resume(t.Context(), env.Dynamic, target, ResumeOptions{Blocking: blocking, Force: true}); err != nil {
+		t.Errorf("resume --force: %v", err)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	before := env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	opts := suspendOpts()
+	opts.DryRun = true
+	ch, err := Suspend(t.Context(), env.Dynamic, Target{Resource: Application, Namespace: ns, Name: "payments"}, opts)
+	if err != nil || !ch.DryRun || !strings.Contains(string(ch.Patch), `"automated":null`) {
+		t.Fatalf("dry run: %v %s", err, ch.Patch)
+	}
+	after := env.Get(t, applicationGVK, ns, "payments")
+	if after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("a dry run wrote the object")
+	}
+}
+
+// racing runs before just ahead of every Patch, on the real API server.
+type racing struct {
+	dynamic.Interface
+	before func()
+}
+
+func (r racing) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return racingResource{r.Interface.Resource(gvr), r.before}
+}
+
+type racingResource struct {
+	dynamic.NamespaceableResourceInterface
+	before func()
+}
+
+func (r racingResource) Namespace(ns string) dynamic.ResourceInterface {
+	return racingNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.before}
+}
+
+type racingNamespace struct {
+	dynamic.ResourceInterface
+	before func()
+}
+
+func (r racingNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	r.before()
+	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func TestAConcurrentChangeMakesSuspendFailCleanly(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	client := racing{Interface: env.Dynamic, before: func() {
+		env.Patch(t, "argocd-server", applicationGVK, ns, "payments", types.MergePatchType, `{"spec":{"source":{"targetRevision":"v2"}}}`)
+	}}
+	_, err := Suspend(t.Context(), client, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts())
+	if err == nil || !strings.Contains(err.Error(), "changed while breakglass was writing it") {
+		t.Fatalf("err = %v, want a clean conflict", err)
+	}
+	live := env.Get(t, applicationGVK, ns, "payments")
+	if _, ok := live.GetAnnotations()[AnnotationUntil]; ok {
+		t.Errorf("a failed suspend left its annotations")
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(live.Object, "spec", "syncPolicy", "automated"); !found {
+		t.Errorf("a failed suspend removed automated sync")
+	}
+}
+
+func TestListReportsSuspensionsPastTheirDeadline(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	env.Apply(t, "flux", ns, cluster.Object(t, kustomization))
+	if _, err := Suspend(t.Context(), env.Dynamic, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := List(t.Context(), env.Dynamic, ns, Application, Kustomization, HelmRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].By != "alice@example.com" || got[0].Reason != "INC-4211 payment certs" {
+		t.Fatalf("suspensions = %+v", got)
+	}
+	s := got[0]
+	if s.Expired(t0.Add(time.Hour)) || s.Left(t0.Add(time.Hour)) != time.Hour {
+		t.Errorf("an hour in: expired %v, left %s", s.Expired(t0.Add(time.Hour)), s.Left(t0.Add(time.Hour)))
+	}
+	if !s.Expired(t0.Add(3 * time.Hour)) {
+		t.Errorf("three hours in, the 2h suspension is not expired")
+	}
+}
