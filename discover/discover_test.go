@@ -8,19 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-billy/v5/memfs"
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/gitrepo"
 )
 
 var env *cluster.Env
@@ -115,61 +109,11 @@ func diff(want, got any) string { return cmp.Diff(want, got, ignoreUnexported, c
 
 // gitRepo commits the folder fixtures/discover/repo to the main branch of a
 // new bare repository, tags it v1.0.0, and returns its file:// URL and the
-// commit. It writes straight into the bare repository through an in-memory
-// worktree, with no git binary and no push.
+// commit.
 func gitRepo(t *testing.T) (url, commit string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "deploy.git")
-	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
-		Bare:        true,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.Open(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), memfs.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := fixture("discover", "repo")
-	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		name := filepath.ToSlash(rel)
-		f, err := wt.Filesystem.Create(name)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		_, err = wt.Add(name)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "Test", Email: "test@example.com", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	h, err := wt.Commit("deploy", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.CreateTag("v1.0.0", h, &git.CreateTagOptions{Tagger: sig, Message: "v1.0.0"}); err != nil {
-		t.Fatal(err)
-	}
-	return "file://" + dir, h.String()
+	dir, shas := gitrepo.Bare(t, "v1.0.0", gitrepo.Files(t, fixture("discover", "repo")))
+	return "file://" + dir, shas[0]
 }
 
 // checkRules checks every rule a test imported: it validates, and it is a

@@ -3,7 +3,6 @@ package scanner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,16 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-git/go-billy/v5/memfs"
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/calricon/driftscan/fixtures/gitrepo"
 )
 
 // gitTestRepo is a bare repository with two commits on main: v1 (tagged
@@ -53,59 +46,10 @@ func newGitTestRepo(t *testing.T) gitTestRepo {
 	return r
 }
 
-// bareRepo writes commits on main straight into a new bare repository,
-// through an in-memory worktree (no git binary, no push), and tags the first
-// commit with an annotated tag. Each commit adds or replaces the files given.
+// bareRepo is gitrepo.Bare, the repository helper every package's tests share.
 func bareRepo(t *testing.T, tag string, commits ...map[string]string) (dir string, shas []string) {
 	t.Helper()
-	dir = filepath.Join(t.TempDir(), "apps.git")
-	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
-		Bare:        true,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.Open(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), memfs.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for i, files := range commits {
-		for name, content := range files {
-			f, err := wt.Filesystem.Create(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.Write([]byte(content)); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := wt.Add(name); err != nil {
-				t.Fatal(err)
-			}
-		}
-		when = when.Add(time.Hour)
-		h, err := wt.Commit(fmt.Sprintf("v%d", i+1), &git.CommitOptions{Author: &object.Signature{Name: "Test", Email: "test@example.com", When: when}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		shas = append(shas, h.String())
-		if i == 0 && tag != "" {
-			if _, err := repo.CreateTag(tag, h, &git.CreateTagOptions{
-				Tagger:  &object.Signature{Name: "Test", Email: "test@example.com", When: when},
-				Message: tag,
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dir, shas
+	return gitrepo.Bare(t, tag, commits...)
 }
 
 // gitTreeFiles reads every file under dir.
