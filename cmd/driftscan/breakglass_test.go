@@ -40,6 +40,8 @@ spec:
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   syncPolicy:
     automated: {prune: true, selfHeal: true}
+  ignoreDifferences:
+  - {group: apps, kind: Deployment, jsonPointers: [/spec/template/spec/containers/0/image]}
 `, repo, appNS)))
 	return appNS, argoNS
 }
@@ -104,5 +106,32 @@ func TestBreakglassSuspendThenResumeOnlyOnceTheHotfixIsInGit(t *testing.T) {
 	app = env.Get(t, applicationGVK, argoNS, "web")
 	if self, _, _ := unstructured.NestedBool(app.Object, "spec", "syncPolicy", "automated", "selfHeal"); !self {
 		t.Errorf("resume did not restore automated sync: %v", app.Object["spec"])
+	}
+}
+
+func TestImportArgoCDTurnsIgnoreDifferencesIntoDebts(t *testing.T) {
+	appNS, argoNS := argoApp(t)
+	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", appNS,
+		"--import-argocd", "--argocd-namespace", argoNS, "--import-expiry", "2027-03-01", "-o", "json")
+	if res.code != 1 {
+		t.Fatalf("exit %d; stderr:\n%s", res.code, res.err)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(res.out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var ignored []report.Finding
+	for _, o := range r.Apps[0].Objects {
+		for _, f := range o.Findings {
+			if f.Ignored {
+				ignored = append(ignored, f)
+			}
+		}
+	}
+	if len(ignored) != 1 || ignored[0].Class != report.ClassPipeline || ignored[0].IgnoreRule.Reason != "imported from Argo CD" || ignored[0].IgnoreRule.Expires != "2027-03-01" {
+		t.Fatalf("ignored findings = %+v", ignored)
+	}
+	if r.Summary.Findings != 1 || r.Summary.Ignored != 1 {
+		t.Errorf("summary = %+v", r.Summary)
 	}
 }

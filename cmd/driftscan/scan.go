@@ -165,7 +165,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 	default:
 		o.cfg = &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers}
 	}
-	if o.discover.from != "" {
+	if o.discover.from != "" || o.discover.importArgo {
 		ctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 		skipped, err := o.discover.apply(ctx, restCfg, o.ownerLabel, o.cfg)

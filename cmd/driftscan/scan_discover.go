@@ -26,6 +26,7 @@ type discoverFlags struct {
 	gitUsername     string
 	gitSSHKeyFile   string
 	gitSSHKeyEnv    string
+	importArgo      bool
 	discoveryErrors []*discover.Error
 }
 
@@ -40,13 +41,19 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.gitUsername, "git-username", "", "with --git-token-env: the user name (default git)")
 	f.StringVar(&d.gitSSHKeyFile, "git-ssh-key-file", "", "with --from: SSH private key file for the discovered Git sources")
 	f.StringVar(&d.gitSSHKeyEnv, "git-ssh-key-env", "", "with --from: environment variable holding an SSH private key")
+	f.BoolVar(&d.importArgo, "import-argocd", false, "import the ignoreDifferences of the Argo CD Applications named like the config's apps as ignore rules (debts), without scanning the Applications' sources")
 }
 
 // apply discovers apps and merges them and their imported ignore rules into
-// cfg. Errors that concern one object are kept for the report.
+// cfg; with --import-argocd alone it imports only the rules. Errors that
+// concern one object are kept for the report.
 func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLabel string, cfg *scanner.Config) ([]string, error) {
+	rulesOnly := d.from == "" && d.importArgo
 	opts := discover.DefaultOptions()
 	opts.From = d.from
+	if rulesOnly {
+		opts.From = discover.FromArgoCD
+	}
 	opts.AllNamespaces = d.allNamespaces
 	opts.Selector = d.selector
 	if ownerLabel != "" {
@@ -54,7 +61,7 @@ func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLa
 	}
 	opts.ServerURL = restCfg.Host
 	opts.Auth = scanner.GitAuth{TokenEnv: d.gitTokenEnv, Username: d.gitUsername, SSHKeyFile: d.gitSSHKeyFile, SSHKeyEnv: d.gitSSHKeyEnv}
-	switch d.from {
+	switch opts.From {
 	case discover.FromArgoCD:
 		opts.Namespace = d.argoNamespace
 	case discover.FromFlux:
@@ -76,6 +83,20 @@ func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLa
 	res, err := discover.Discover(ctx, client, opts)
 	if err != nil {
 		return nil, err
+	}
+	if rulesOnly {
+		// The rules of Applications named like a config app become that
+		// app's debts; the rest have no app here to hide anything in.
+		names := map[string]bool{}
+		for _, a := range cfg.Apps {
+			names[a.Name] = true
+		}
+		for _, r := range res.Ignore {
+			if names[r.App] {
+				cfg.Ignore = append(cfg.Ignore, r)
+			}
+		}
+		return res.Skipped, nil
 	}
 	apps, err := discover.Merge(cfg.Apps, res.Apps)
 	if err != nil {
