@@ -92,10 +92,16 @@ func TestSuspendAndResumeRestoreTheObjectExactly(t *testing.T) {
 				return !found
 			}},
 		{"a Flux Kustomization is suspended", kustomizationGVK, func(ns string) Target { return Target{Resource: Kustomization, Namespace: ns, Name: "payments"} }, kustomization,
-			func(u *unstructured.Unstructured) bool { s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); return s }},
+			func(u *unstructured.Unstructured) bool {
+				s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+				return s
+			}},
 		{"a Flux Kustomization with suspend: false keeps it", kustomizationGVK, func(ns string) Target { return Target{Resource: Kustomization, Namespace: ns, Name: "payments"} },
 			strings.Replace(kustomization, "interval: 5m", "interval: 5m\n  suspend: false", 1),
-			func(u *unstructured.Unstructured) bool { s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); return s }},
+			func(u *unstructured.Unstructured) bool {
+				s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+				return s
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
