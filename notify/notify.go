@@ -146,6 +146,12 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		return Result{}, fmt.Errorf("notify: %w", err)
 	}
 	var res Result
+	if store == nil {
+		if !o.DryRun {
+			return res, errors.New("notify: a state store is required (--state) except for a dry run")
+		}
+		store = memoryStore{}
+	}
 	st, err := store.Load(ctx)
 	var corrupt *CorruptStateError
 	switch {
@@ -183,3 +189,10 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 	}
 	return res, nil
 }
+
+// memoryStore is the empty state of a dry run without a store: everything
+// open is new.
+type memoryStore struct{}
+
+func (memoryStore) Load(context.Context) (*State, error) { return NewState(), nil }
+func (memoryStore) Save(context.Context, *State) error   { return nil }
