@@ -17,7 +17,7 @@ CP_LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 # Every test run uses the control plane built here; envtest reads this.
 export KUBEBUILDER_ASSETS := $(TESTBIN)
 
-.PHONY: all build test testbin lint demo bench image clean
+.PHONY: all build test testbin lint demo bench fuzz image clean
 
 all: build
 
@@ -40,9 +40,24 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## test: everything, against the real control plane (fails, never skips, if it cannot start)
+## test: everything, against the real control plane (fails, never skips, if it cannot start),
+## then each fuzz target for a few seconds
 test: testbin lint
 	DRIFTSCAN_REQUIRE_CLUSTER=1 $(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+# The fuzz targets, as package:target.
+FUZZ_TARGETS := scanner:FuzzParseConfig scanner:FuzzRenderYAML classify:FuzzIgnoreRule report:FuzzWriteFinding
+FUZZTIME     ?= 2m
+
+## fuzz: run every fuzz target for FUZZTIME each (default 2m); crashers land in testdata/fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 1 > /tmp/driftscan-fuzz.log 2>&1 || { cat /tmp/driftscan-fuzz.log; exit 1; }; \
+	  tail -1 /tmp/driftscan-fuzz.log; \
+	done
 
 ## demo: a real scan of a real local API server, with drift made by each kind of actor
 demo: testbin build

@@ -1,0 +1,39 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"testing"
+	"time"
+)
+
+// FuzzWriteFinding renders a report holding one arbitrary finding in every
+// format: no crash, and the machine formats stay well-formed.
+func FuzzWriteFinding(f *testing.F) {
+	f.Add(`.spec.template.spec.containers[name="app"].image`, "nginx:1.25", "nginx:1.26", "kubectl-set", "hint")
+	f.Add(".data.x", "<script>|`*", "]]>\x00\xff", "", "")
+	f.Fuzz(func(t *testing.T, path, git, live, manager, hint string) {
+		r := New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "c")
+		r.Apps = []App{{Name: "a", Objects: []Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "o", File: "f.yaml", Line: 1,
+			Findings: []Finding{{Path: path, Type: Changed, Class: ClassHuman, Manager: manager, Git: git, Live: live, Hint: hint}}}}}}
+		r.Finalize()
+		for _, format := range Formats {
+			var buf bytes.Buffer
+			if err := Write(&buf, format, r, DefaultWriteOptions()); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+			switch format {
+			case FormatJSON, FormatSARIF:
+				if !json.Valid(buf.Bytes()) {
+					t.Errorf("%s output is not valid JSON", format)
+				}
+			case FormatJUnit:
+				var v any
+				if err := xml.Unmarshal(buf.Bytes(), &v); err != nil {
+					t.Errorf("junit output does not parse: %v", err)
+				}
+			}
+		}
+	})
+}
