@@ -53,9 +53,11 @@ type Target struct {
 	Namespace, Name string
 }
 
-func (t Target) String() string {
-	kind := map[string]string{"applications": "Application", "kustomizations": "Kustomization", "helmreleases": "HelmRelease"}[t.Resource.Resource]
-	return kind + "/" + t.Namespace + "/" + t.Name
+func (t Target) String() string { return t.Kind() + "/" + t.Namespace + "/" + t.Name }
+
+// Kind is the kind of the target's resource.
+func (t Target) Kind() string {
+	return map[string]string{"applications": "Application", "kustomizations": "Kustomization", "helmreleases": "HelmRelease"}[t.Resource.Resource]
 }
 
 func (t Target) argo() bool { return t.Resource == Application }

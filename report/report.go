@@ -94,6 +94,22 @@ type App struct {
 	// GitOps describes the reconciler object the app came from, when it was
 	// discovered from Argo CD or Flux.
 	GitOps *GitOps `json:"gitops,omitempty"`
+	// Breakglass is set while the app's reconciliation is paused by
+	// `driftscan breakglass suspend`.
+	Breakglass *Breakglass `json:"breakglass,omitempty"`
+}
+
+// Breakglass is a pause of an app's reconciliation with a deadline.
+type Breakglass struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+	Since  string `json:"since"`
+	Until  string `json:"until"`
+	// Expired: the deadline has passed; the app is reported as drifted
+	// until it is resumed.
+	Expired bool `json:"expired"`
+	// Resumed: --auto-resume resumed the expired suspension in this run.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // GitOps is the reconciler's view of an app.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/calricon/driftscan/breakglass"
 	"github.com/calricon/driftscan/discover"
-	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
 
@@ -144,13 +143,7 @@ func (o *breakglassOptions) unbackported(ctx context.Context, app string) ([]str
 		if a.Error != "" {
 			return nil, fmt.Errorf("scan of app %s: %s", a.Name, a.Error)
 		}
-		for _, obj := range a.Objects {
-			for _, f := range obj.ActiveFindings() {
-				if f.Class == report.ClassPipeline || f.Class == report.ClassHuman {
-					out = append(out, fmt.Sprintf("%s %s: %s %s by %s", obj.Ref(), f.Path, f.Class, f.Type, f.Manager))
-				}
-			}
-		}
+		out = append(out, breakglass.Blocking(a)...)
 	}
 	return out, nil
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/breakglass"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 	"github.com/calricon/driftscan/shard"
@@ -35,6 +37,7 @@ type scanOptions struct {
 	wide       bool
 	quiet      bool
 	extra      bool
+	autoResume bool
 	qps        float32
 	burst      int
 	timeout    time.Duration
@@ -98,6 +101,7 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
+	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the scan after this long (what finished is still reported)")
@@ -322,6 +326,10 @@ func (o *scanOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.attachDiscoveryErrors(r)
+	if err := o.checkSuspensions(ctx, r); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+		r.Finalize()
+	}
 	if err := o.write(r); err != nil {
 		return err
 	}
@@ -423,4 +431,55 @@ func newLogger(w io.Writer, level, format string, terminal bool) (*slog.Logger, 
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text, json or auto", format)
+}
+
+// checkSuspensions marks apps paused by breakglass, reports the suspensions
+// past their deadline as drift, and with --auto-resume resumes those whose
+// app has no drift left that the next sync would revert.
+func (o *scanOptions) checkSuspensions(ctx context.Context, r *report.Report) error {
+	gitops := false
+	for _, a := range r.Apps {
+		gitops = gitops || a.GitOps != nil
+	}
+	if !gitops {
+		return nil
+	}
+	client, err := dynamic.NewForConfig(o.restCfg)
+	if err != nil {
+		return err
+	}
+	list, err := breakglass.List(ctx, client, "", breakglass.Application, breakglass.Kustomization, breakglass.HelmRelease)
+	if err != nil {
+		return fmt.Errorf("breakglass suspensions: %w", err)
+	}
+	expired := breakglass.Annotate(r, list, time.Now())
+	if !o.autoResume {
+		return nil
+	}
+	var errs []error
+	for i := range r.Apps {
+		app := &r.Apps[i]
+		s, ok := expired[app.Name]
+		if !ok {
+			continue
+		}
+		if blocking := breakglass.Blocking(*app); len(blocking) > 0 {
+			o.logger.Warn("not resuming an expired suspension: the next sync would revert drift", "app", app.Name, "findings", len(blocking))
+			continue
+		}
+		if _, err := breakglass.Resume(ctx, client, s.Target, breakglass.ResumeOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("auto-resume %s: %w", app.Name, err))
+			continue
+		}
+		app.Breakglass.Resumed = true
+		kept := app.Objects[:0]
+		for _, obj := range app.Objects {
+			if obj.Kind+"/"+obj.Namespace+"/"+obj.Name != s.Target.String() || obj.Status != report.Drifted {
+				kept = append(kept, obj)
+			}
+		}
+		app.Objects = kept
+	}
+	r.Finalize()
+	return errors.Join(errs...)
 }
