@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // api reads the live state. It only ever gets and lists.
@@ -54,6 +55,15 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func connect(ctx context.Context, cfg *rest.Config, pageSize int64) (*api, error) {
 	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		// One token bucket for every client the scan makes (discovery,
+		// OpenAPI, dynamic), so together they stay within --qps and --burst.
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = 1
+		}
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, burst)
+	}
 	c := &api{pageSize: pageSize, requests: &atomic.Int64{}, throttled: &atomic.Int64{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return countingTransport{next: rt, requests: c.requests, throttled: c.throttled}

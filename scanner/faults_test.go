@@ -6,6 +6,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,5 +140,40 @@ func TestAnAPIServerGoneMidScanEndsWithWhatFinished(t *testing.T) {
 	}
 	if r.ExitCode(nil) != report.ExitError {
 		t.Errorf("exit code = %d, want %d", r.ExitCode(nil), report.ExitError)
+	}
+}
+
+func TestTheScanStaysWithinItsQPS(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	p := newFaultProxy(t)
+	var mu sync.Mutex
+	var at []time.Time
+	p.fault = func(_ int64, _ *http.Request, _ http.ResponseWriter) bool {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		return false
+	}
+	const qps, burst = 4, 2
+	runScan(t, webApp(ns), func(o *Options) {
+		o.RESTConfig = p.config()
+		o.RESTConfig.QPS, o.RESTConfig.Burst = qps, burst
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) < 10 {
+		t.Fatalf("only %d requests", len(at))
+	}
+	// A token bucket lets at most burst + qps*window requests through in
+	// any window.
+	for i := range at {
+		n := 0
+		for j := i; j < len(at) && at[j].Sub(at[i]) < time.Second; j++ {
+			n++
+		}
+		if n > burst+qps {
+			t.Fatalf("%d requests within one second from request %d; the limit is %d qps with a burst of %d", n, i, qps, burst)
+		}
 	}
 }
