@@ -210,6 +210,9 @@ func apply(ctx context.Context, client dynamic.Interface, t Target, patch map[st
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	_, err = client.Resource(t.Resource).Namespace(t.Namespace).Patch(ctx, t.Name, types.MergePatchType, data, opts)
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) {
+		return Change{}, fmt.Errorf("patch %s timed out (a slow admission webhook?): %s: %w", t, whatHappened(ctx, client, t, patch), err)
+	}
 	if apierrors.IsConflict(err) {
 		return Change{}, fmt.Errorf("%s changed while breakglass was writing it; nothing was changed, run the command again: %w", t, err)
 	}
@@ -274,4 +277,20 @@ func List(ctx context.Context, client dynamic.Interface, ns string, resources ..
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Target.String() < out[j].Target.String() })
 	return out, errors.Join(errs...)
+}
+
+// whatHappened looks, after a timeout, at whether the write landed: the
+// patch was conditional on the resourceVersion it names.
+func whatHappened(ctx context.Context, client dynamic.Interface, t Target, patch map[string]any) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return "could not check whether it was applied; run `driftscan breakglass status`"
+	}
+	rv, _, _ := unstructured.NestedString(patch, "metadata", "resourceVersion")
+	if obj.GetResourceVersion() == rv {
+		return "nothing was changed"
+	}
+	return "the object has changed since (perhaps by this write); check with `driftscan breakglass status`"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -268,5 +269,32 @@ func TestListReportsSuspensionsPastTheirDeadline(t *testing.T) {
 	}
 	if !s.Expired(t0.Add(3 * time.Hour)) {
 		t.Errorf("three hours in, the 2h suspension is not expired")
+	}
+}
+
+func TestASlowWebhookMakesSuspendTimeOutCleanly(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, map[string]string{"slow-webhook": "on"})
+	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	w := cluster.DefaultWebhook("slow-application-webhook")
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"slow-webhook": "on"}}
+	w.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"argoproj.io"}, APIVersions: []string{"*"}, Resources: []string{"applications"}}}}
+	w.Delay, w.TimeoutSeconds, w.NoProbe = 4*time.Second, 10, true
+	env.ServeWebhook(t, w)
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := Suspend(ctx, env.Dynamic, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts())
+	if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("err = %v, want a timeout that says nothing was changed", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("suspend took %s with a 1s timeout", took)
+	}
+	time.Sleep(5 * time.Second) // past the webhook's delay: the aborted write must not land late
+	if _, ok := env.Get(t, applicationGVK, ns, "payments").GetAnnotations()[AnnotationUntil]; ok {
+		t.Errorf("the timed-out write landed after all")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -175,5 +176,22 @@ func TestTheScanStaysWithinItsQPS(t *testing.T) {
 		if n > burst+qps {
 			t.Fatalf("%d requests within one second from request %d; the limit is %d qps with a burst of %d", n, i, qps, burst)
 		}
+	}
+}
+
+func TestABrokenWebhookDoesNotMatterToTheReadOnlyScan(t *testing.T) {
+	ns := env.Namespace(t, map[string]string{"broken-webhook": "on"})
+	applyDir(t, fixture("apps", "web"), ns)
+	w := cluster.DefaultWebhook("broken-deployment-webhook")
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"broken-webhook": "on"}}
+	w.Delay, w.TimeoutSeconds, w.NoProbe = 30*time.Second, 3, true // it never answers in time; failurePolicy Fail
+	env.ServeWebhook(t, w)
+	start := time.Now()
+	r := runScan(t, webApp(ns))
+	if r.Summary.Errors != 0 || r.Summary.Findings != 0 {
+		t.Errorf("summary = %+v", r.Summary)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the scan took %s: it waited on a webhook", took)
 	}
 }

@@ -28,6 +28,7 @@ type breakglassOptions struct {
 	from       string
 	namespace  string
 	gitCache   string
+	timeout    time.Duration
 	now        func() time.Time
 
 	restCfg *rest.Config
@@ -50,6 +51,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	f.StringVar(&o.from, "from", "argocd", "the reconciler: argocd (Application) or flux (Kustomization, else HelmRelease)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: argocd, or flux-system for flux)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
 	cmd.AddCommand(o.suspendCommand(), o.resumeCommand(), o.statusCommand())
 	return cmd
 }
@@ -171,7 +173,8 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
 			t, err := o.target(ctx, args[0])
 			if err != nil {
 				return err
@@ -206,7 +209,8 @@ func (o *breakglassOptions) resumeCommand() *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
 			t, err := o.target(ctx, args[0])
 			if err != nil {
 				return err
@@ -238,7 +242,8 @@ func (o *breakglassOptions) statusCommand() *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
 			list, err := breakglass.List(ctx, o.dynamic, o.namespace, breakglass.Application, breakglass.Kustomization, breakglass.HelmRelease)
 			if err != nil {
 				return err
