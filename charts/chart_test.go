@@ -2,13 +2,11 @@ package charts
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -19,8 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // values parses a values file the way `helm install -f` does.
 func values(t testing.TB, doc string) map[string]any {
@@ -132,19 +128,7 @@ func TestTheChartRendersItsGoldens(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			r := render(t, sc.values)
 			got := "# values:\n" + strings.TrimSpace(sc.values) + "\n\n# NOTES.txt\n" + r.Notes + "\n\n# manifest\n" + r.Manifest
-			golden := filepath.Join("testdata", sc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./charts/ -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("render (-want +got):\n%s", diff)
-			}
+			golden.Check(t, sc.name+".golden", []byte(got))
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,10 +13,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/report"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // endedAt is when the sample scan ended.
 var endedAt = scannedAt.Add(3250 * time.Millisecond)
@@ -124,19 +122,7 @@ func TestTheMetricsFileMatchesItsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "sample.prom.golden")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./metrics/ -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("metrics file (-want +got):\n%s", diff)
-	}
+	golden.Check(t, "sample.prom.golden", got)
 }
 
 func TestAScanWithErrorsHasNoLastSuccess(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -106,7 +107,7 @@ func TestNotifyLifecycle(t *testing.T) {
 			if len(res.Errors) > 0 && res.Errors[0].Error() != errSearch {
 				t.Errorf("errors = %v, want only %q", res.Errors, errSearch)
 			}
-			checkGolden(t, step.golden, f.golden(f.take()))
+			golden.Check(t, step.golden, f.golden(f.take()))
 		})
 	}
 	data, err := os.ReadFile(store.Path)
@@ -157,7 +158,7 @@ func TestNotifyRetries(t *testing.T) {
 		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 	reqs := f.take()
-	checkGolden(t, "retries.golden", f.golden(reqs))
+	golden.Check(t, "retries.golden", f.golden(reqs))
 	if !strings.Contains(f.logs.String(), "notify: retrying") {
 		t.Errorf("the retries were not logged:\n%s", f.logs.String())
 	}
@@ -287,7 +288,7 @@ func TestNotifyIncomingWebhook(t *testing.T) {
 	if diff := cmp.Diff(counts{Sent: 2, Errors: 1}, countsOf(res)); diff != "" {
 		t.Errorf("(-want +got):\n%s\nerrors: %v", diff, res.Errors)
 	}
-	checkGolden(t, "webhook.golden", f.golden(f.take()))
+	golden.Check(t, "webhook.golden", f.golden(f.take()))
 }
 
 // Secrets reach only the request that needs them: not logs, errors,
@@ -366,7 +367,7 @@ func TestNotifyDryRunSendsNothingAndKeepsNoState(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a dry run wrote the state: %v", err)
 	}
-	checkGolden(t, "dry-run.golden", out.Bytes())
+	golden.Check(t, "dry-run.golden", out.Bytes())
 }
 
 func TestNotifyObjectOwnerRoutesPerObject(t *testing.T) {

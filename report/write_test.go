@@ -5,17 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // fixturePath is the one report every format is tested on. It holds every
 // class, type and object status, an app error, an ignored finding, an
@@ -51,25 +49,6 @@ func render(t *testing.T, f Format, opts WriteOptions) []byte {
 	return buf.Bytes()
 }
 
-// checkGolden compares got with testdata/<name>, or rewrites it with -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report/ -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got), rerun with -update if the change is intended:\n%s", name, diff)
-	}
-}
-
 // goldenCases are every golden file and how it is rendered.
 var goldenCases = []struct {
 	golden string
@@ -89,7 +68,7 @@ var goldenCases = []struct {
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.golden, func(t *testing.T) {
-			checkGolden(t, tc.golden, render(t, tc.format, tc.opts()))
+			golden.Check(t, tc.golden, render(t, tc.format, tc.opts()))
 		})
 	}
 }

@@ -3,7 +3,6 @@ package scanner
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,32 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/report"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
-}
 
 // stableJSON is the JSON report with what changes from run to run (the test
 // namespace, managedFields times, request counts) replaced.
@@ -101,7 +77,7 @@ func TestEveryFindingTypeAndObjectStatus(t *testing.T) {
 	if s.Objects != 5 || s.Drifted != 2 || s.Missing != 1 || s.Extra != 1 || s.Findings != 4 || s.Errors != 0 {
 		t.Errorf("summary = %+v", s)
 	}
-	golden(t, "every-type.json.golden", stableJSON(t, r, ns))
+	golden.Check(t, "every-type.json.golden", stableJSON(t, r, ns))
 }
 
 func TestScaleWithoutReplicasInGitIsNotDrift(t *testing.T) {

@@ -3,27 +3,23 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
 
-var (
-	env    *cluster.Env
-	update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-)
+var env *cluster.Env
 
 func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
 
@@ -38,27 +34,6 @@ func runCLI(t *testing.T, args ...string) result {
 	var out, errb bytes.Buffer
 	code := run(t.Context(), args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	return result{code: code, out: out.String(), err: errb.String()}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
 }
 
 // driftedWeb syncs fixtures/apps/web into a new namespace as Argo CD would,
@@ -95,7 +70,7 @@ func TestScanAPathPrintsTheTableAndExitsOneOnDrift(t *testing.T) {
 	out := strings.ReplaceAll(res.out, ns, "NAMESPACE")
 	out = regexp.MustCompile(`scanned \S+ \S+ UTC`).ReplaceAllString(out, "scanned TIME")
 	out = ageColumn.ReplaceAllString(out, "AGE")
-	golden(t, "scan-path.table.golden", out)
+	golden.Check(t, "scan-path.table.golden", []byte(out))
 }
 
 func TestScanWritesSeveralFormatsInOneRun(t *testing.T) {
