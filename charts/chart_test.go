@@ -348,20 +348,22 @@ func allowedRule(rule rbacv1.PolicyRule, states []string) (bool, string) {
 	if readOnly && len(rule.ResourceNames) == 0 {
 		return true, ""
 	}
-	if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"configmaps"}) {
-		return false, "writes something other than ConfigMaps"
+	state := slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.Resources, []string{"configmaps"})
+	lease := slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(rule.Resources, []string{"leases"})
+	if !state && !lease {
+		return false, "writes something other than the state ConfigMaps and their Leases"
 	}
 	for _, v := range rule.Verbs {
 		if v != "get" && v != "update" {
-			return false, "grants " + v + " on ConfigMaps"
+			return false, "grants " + v + " on " + rule.Resources[0]
 		}
 	}
 	if len(rule.ResourceNames) == 0 {
-		return false, "writes ConfigMaps without resourceNames"
+		return false, "writes " + rule.Resources[0] + " without resourceNames"
 	}
 	for _, n := range rule.ResourceNames {
 		if !slices.Contains(states, n) {
-			return false, "writes ConfigMap " + n + ", which is not a state ConfigMap"
+			return false, "writes " + n + ", which is not a state ConfigMap or its Lease"
 		}
 	}
 	return true, ""
@@ -401,8 +403,8 @@ func TestNoRoleGrantsMoreThanReadsAndItsOwnState(t *testing.T) {
 					}
 				}
 			}
-			if stateWrites != 1 {
-				t.Errorf("%d rules write the state, want exactly 1", stateWrites)
+			if stateWrites != 2 {
+				t.Errorf("%d rules write the state, want exactly 2 (its ConfigMaps and its Leases)", stateWrites)
 			}
 			for _, u := range r.Objects {
 				if u.GetKind() != "RoleBinding" && u.GetKind() != "ClusterRoleBinding" {

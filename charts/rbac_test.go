@@ -60,7 +60,7 @@ func install(t *testing.T, valuesDoc string) *installed {
 	}
 	for _, u := range rel.Objects {
 		switch u.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ConfigMap":
+		case "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Lease":
 			env.Create(t, "helm", "", u)
 		case "ClusterRole", "ClusterRoleBinding":
 			env.Create(t, "helm", "", u)

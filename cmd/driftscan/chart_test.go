@@ -10,12 +10,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/charts"
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/lease"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -104,7 +108,7 @@ func TestTheChartsCronJobRunsAndNotifiesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range rel.OfKind("ConfigMap") {
+	for _, obj := range append(rel.OfKind("ConfigMap"), rel.OfKind("Lease")...) {
 		env.Create(t, "helm", ns, obj)
 	}
 	cfgText, err := rel.ScanConfig()
@@ -156,6 +160,30 @@ func TestTheChartsCronJobRunsAndNotifiesOnce(t *testing.T) {
 	}
 	if s2, e2 := ops.counts(); s2 != slack || e2 != events {
 		t.Errorf("an unchanged second run notified again: %d Slack, %d PagerDuty", s2-slack, e2-events)
+	}
+
+	// A manual run while the CronJob holds the Lease: the report is written,
+	// nothing is notified, the state is left for the next run.
+	held, err := lease.Acquire(t.Context(), env.Client, lease.Options{Namespace: ns, Name: "driftscan-state", Holder: "driftscan-29123456-abcde/1", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"trace"}}`)
+	res = runCLI(t, args...)
+	if res.code != 0 || !strings.Contains(res.err, "another driftscan run holds the lease") || !strings.Contains(res.err, "driftscan-29123456-abcde/1") {
+		t.Errorf("run under a held lease: exit %d\n%s", res.code, res.err)
+	}
+	if s3, e3 := ops.counts(); s3 != slack || e3 != events {
+		t.Errorf("a run without the lease notified: %d Slack, %d PagerDuty", s3-slack, e3-events)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := runCLI(t, args...); res.code != 0 {
+		t.Fatalf("run after release: exit %d\n%s", res.code, res.err)
+	}
+	if s4, _ := ops.counts(); s4 != slack+1 {
+		t.Errorf("the changed drift was not notified once the lease was free: %d new Slack messages", s4-slack)
 	}
 
 	f, err := os.Open(metricsFile)

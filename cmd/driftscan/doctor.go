@@ -94,7 +94,7 @@ Exit codes: 0 nothing the scan needs is missing, 1 something is missing,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "with --path: namespace for objects that name none (default: the context's namespace); with --resources: the namespaces to check, comma-separated (default: every namespace)")
 	f.StringSliceVar(&o.resources, "resources", nil, "resources the scan lists, instead of rendering apps: GROUP/RESOURCE or RESOURCE.GROUP, comma-separated (apps/deployments,secrets)")
 	f.StringVar(&o.state, "state", "", "the scan's --state: configmap:NAMESPACE/NAME needs get and update on that ConfigMap")
-	f.StringVar(&o.lease, "lease", "", "the scan's --lease: NAMESPACE/NAME needs get and update on that Lease")
+	f.StringVar(&o.lease, "lease", "", "the scan's --lease: NAMESPACE/NAME needs get and update on that Lease (default: the --state ConfigMap's namespace and name)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
@@ -136,12 +136,13 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 			opts.State = &doctor.ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
 		}
 	}
-	if o.lease != "" {
-		ns, name, ok := strings.Cut(o.lease, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return fmt.Errorf("--lease %q: want NAMESPACE/NAME", o.lease)
-		}
-		opts.Lease = &doctor.ObjectRef{Namespace: ns, Name: name}
+	// The Lease the scan would hold: --lease, else the state ConfigMap's name.
+	leaseNS, leaseName, err := (&notifyFlags{state: o.state, lease: o.lease}).leaseRef()
+	if err != nil {
+		return err
+	}
+	if leaseName != "" {
+		opts.Lease = &doctor.ObjectRef{Namespace: leaseNS, Name: leaseName}
 	}
 	switch from := o.discover.from; {
 	case from == "" && o.discover.importArgo:
@@ -197,11 +198,13 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 	}
 	if o.discover.from != "" {
 		if _, err := o.discover.apply(ctx, restCfg, "", cfg); err != nil {
-			if !apierrors.IsForbidden(err) {
-				return err
+			err = fmt.Errorf("the apps of --from %s are not checked: %w", o.discover.from, err)
+			if apierrors.IsForbidden(err) {
+				// The check names the missing list: exit 1, not 2.
+				o.notes = append(o.notes, err.Error())
+			} else {
+				o.problems = append(o.problems, err)
 			}
-			// The check below names the missing list.
-			o.notes = append(o.notes, fmt.Sprintf("cannot discover the apps of --from %s, so their resources are not checked: %v", o.discover.from, err))
 		}
 		for _, e := range o.discover.discoveryErrors {
 			o.notes = append(o.notes, "discovery: "+e.Error())
@@ -401,7 +404,7 @@ func writeDoctorText(w io.Writer, res doctor.Result) error {
 		}
 	}
 	for _, g := range res.Excess {
-		fmt.Fprintf(&b, "warning: may %s, which the scan does not need: %s\n", g, g.Fix)
+		fmt.Fprintf(&b, "warning: not needed: %s; fix: %s\n", g, g.Fix)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)

@@ -68,7 +68,7 @@ func TestDoctorPassesForTheChartsServiceAccount(t *testing.T) {
 	want := `identity: system:serviceaccount:RELEASE:RELEASE-driftscan
 groups:   system:serviceaccounts, system:serviceaccounts:RELEASE, system:authenticated
 
-the scan needs 14 permissions, 0 missing:
+the scan needs 15 permissions, 0 missing:
   ok       get /version
   ok       get /api
   ok       get /apis
@@ -82,6 +82,8 @@ the scan needs 14 permissions, 0 missing:
   ok       list horizontalpodautoscalers.autoscaling in namespace APP (optional)
   ok       get configmaps/RELEASE-driftscan-state in namespace RELEASE
   ok       update configmaps/RELEASE-driftscan-state in namespace RELEASE
+  ok       get leases.coordination.k8s.io/RELEASE-driftscan-state in namespace RELEASE
+  ok       update leases.coordination.k8s.io/RELEASE-driftscan-state in namespace RELEASE
 
 the scan can run as system:serviceaccount:RELEASE:RELEASE-driftscan, which holds no write permission the scan does not need.
 `
@@ -110,7 +112,7 @@ rbac:
 		"\nerror: cannot list secrets in namespace APP: the app web declares a Secret there\n",
 		// Without --state the chart's update on its state ConfigMap is more
 		// than this scan needs.
-		"\nwarning: may update configmaps/RELEASE-driftscan-state in namespace RELEASE, which the scan does not need: remove \"update\" on configmaps from the Role or ClusterRole a RoleBinding in RELEASE grants; the scan never does it\n",
+		"\nwarning: not needed: update configmaps/RELEASE-driftscan-state in namespace RELEASE; fix: remove \"update\" on configmaps from the Role or ClusterRole a RoleBinding in RELEASE grants\n",
 		"\n1 permission the scan needs is missing: grant it to system:serviceaccount:RELEASE:RELEASE-driftscan.\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -132,7 +134,7 @@ func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, res.out)
 	}
-	never := `from the Role or ClusterRole a RoleBinding in ` + app + ` grants; the scan never does it`
+	never := `from the Role or ClusterRole a RoleBinding in ` + app + ` grants`
 	want := []doctor.Grant{
 		{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: app, Fix: `remove "patch" on deployments.apps ` + never},
 		{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: app, Fix: `remove "delete" on deployments.apps ` + never},
