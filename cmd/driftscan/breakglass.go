@@ -80,6 +80,21 @@ func (o *breakglassOptions) complete() error {
 	return nil
 }
 
+// begin completes the options, bounds the command by --timeout and finds
+// the reconciler object of app.
+func (o *breakglassOptions) begin(ctx context.Context, app string) (context.Context, context.CancelFunc, breakglass.Target, error) {
+	if err := o.complete(); err != nil {
+		return nil, nil, breakglass.Target{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	t, err := o.target(ctx, app)
+	if err != nil {
+		cancel()
+		return nil, nil, breakglass.Target{}, err
+	}
+	return ctx, cancel, t, nil
+}
+
 // target finds the reconciler object of app.
 func (o *breakglassOptions) target(ctx context.Context, app string) (breakglass.Target, error) {
 	candidates := []schema.GroupVersionResource{breakglass.Application}
@@ -170,15 +185,11 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 		Example: `  driftscan breakglass suspend payments --ttl 2h --reason "INC-4211 payment certs"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			t, err := o.target(ctx, args[0])
+			ctx, cancel, t, err := o.begin(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			opts.Who, opts.Now = o.whoAmI(ctx), o.now
 			ch, err := breakglass.Suspend(ctx, o.dynamic, t, opts)
 			if err != nil {
@@ -206,15 +217,11 @@ func (o *breakglassOptions) resumeCommand() *cobra.Command {
 		Short: "Restore exactly what suspend paused; refuses while pipeline or human drift is not in Git",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			t, err := o.target(ctx, args[0])
+			ctx, cancel, t, err := o.begin(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			if !opts.Force {
 				if opts.Blocking, err = o.unbackported(ctx, args[0]); err != nil {
 					return fmt.Errorf("cannot tell whether resuming would revert a hotfix (use --force to resume anyway): %w", err)
