@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,32 +11,7 @@ import (
 
 	"github.com/calricon/driftscan/doctor"
 	"github.com/calricon/driftscan/doctor/doctortest"
-	"github.com/calricon/driftscan/report"
 )
-
-// runDoctor runs the command line as run does, with the doctor command
-// registered whether or not the root command has it yet.
-func runDoctor(t *testing.T, args ...string) result {
-	t.Helper()
-	var out, errb bytes.Buffer
-	s := streams{In: strings.NewReader(""), Out: &out, Err: &errb}
-	root := newRootCommand(s)
-	if c, _, err := root.Find([]string{"doctor"}); err != nil || c == root {
-		root.AddCommand(newDoctorCommand(s))
-	}
-	root.SetArgs(args)
-	code := report.ExitOK
-	var ee exitError
-	switch err := root.ExecuteContext(t.Context()); {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.code
-	default:
-		fmt.Fprintf(&errb, "error: %v\n", err)
-		code = report.ExitError
-	}
-	return result{code: code, out: out.String(), err: errb.String()}
-}
 
 // anonymize puts placeholders for the test's namespaces.
 func anonymize(s string, names map[string]string) string {
@@ -59,7 +31,7 @@ func TestDoctorPassesForTheChartsServiceAccount(t *testing.T) {
 	in := doctortest.InstallChart(t, env, ``)
 	app := env.Namespace(t, nil)
 	in.EventuallyCan(t, "list", "", "secrets", app, "")
-	res := runDoctor(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,
+	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,
 		"--path", "../../fixtures/apps/web", "-n", app, "--state", "configmap:"+in.Namespace+"/"+in.State)
 	if res.code != 0 || res.err != "" {
 		t.Fatalf("exit %d, stderr %q, want 0 and nothing\n%s", res.code, res.err, res.out)
@@ -102,7 +74,7 @@ rbac:
   namespaces: [`+app+`]
 `)
 	in.EventuallyCan(t, "list", "apps", "deployments", app, "")
-	res := runDoctor(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User, "--path", "../../fixtures/apps/web", "-n", app)
+	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User, "--path", "../../fixtures/apps/web", "-n", app)
 	if res.code != 1 || res.err != "" {
 		t.Fatalf("exit %d, stderr %q, want 1 and nothing\n%s", res.code, res.err, res.out)
 	}
@@ -125,7 +97,7 @@ func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
 	in := doctortest.InstallChart(t, env, ``)
 	app := env.Namespace(t, nil)
 	in.Grant(t, app, "deployer", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch", "delete"}})
-	res := runDoctor(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,
+	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,
 		"--resources", "apps/deployments,secrets", "-n", app, "--state", "configmap:"+in.Namespace+"/"+in.State, "-o", "json")
 	if res.code != 0 || res.err != "" {
 		t.Fatalf("exit %d, stderr %q, want 0 and nothing\n%s", res.code, res.err, res.out)
@@ -153,7 +125,7 @@ func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
 
 func TestDoctorExitsTwoWhenAnAppDoesNotRender(t *testing.T) {
 	app := env.Namespace(t, nil)
-	res := runDoctor(t, "doctor", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/needs-crd", "-n", app)
+	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/needs-crd", "-n", app)
 	want := "error: app needs-crd: Gadget not-installed: kind Gadget.gadgets.example.com is not served by the cluster (is its CRD installed?)\n"
 	if res.code != 2 || res.err != want {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", res.code, res.err, want)
@@ -180,7 +152,7 @@ func TestDoctorBadInvocationsSayWhatIsWrong(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := append([]string{"doctor", "--kubeconfig", env.Kubeconfig}, c.args...)
-		res := runDoctor(t, args...)
+		res := runCLI(t, args...)
 		if res.code != 2 || !strings.Contains(res.err, c.want) || res.out != "" {
 			t.Errorf("%v: exit %d stdout %q stderr %q; want exit 2 and %q", c.args, res.code, res.out, res.err, c.want)
 		}

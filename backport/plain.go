@@ -1,0 +1,200 @@
+package backport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// plainWriter edits the manifests of a folder of plain YAML in place.
+type plainWriter struct{ opts Options }
+
+func (w *plainWriter) write(ctx context.Context, targets []*target) (*writeSet, error) {
+	ws := &writeSet{files: map[string][]byte{}}
+	byFile := map[string][]*target{}
+	for _, t := range targets {
+		byFile[t.manifest.File] = append(byFile[t.manifest.File], t)
+	}
+	for _, file := range sortedKeys(byFile) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		abs := filepath.Join(w.opts.SourceDir, filepath.FromSlash(file))
+		if strings.HasSuffix(file, ".json") {
+			for _, t := range byFile[file] {
+				for _, e := range t.edits {
+					ws.skip(e, fmt.Sprintf("%s is JSON, which backport does not rewrite: change it by hand", file))
+				}
+			}
+			continue
+		}
+		data, err := os.ReadFile(abs)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", file, err)
+		}
+		yf := splitFile(data)
+		var done []applied
+		for _, t := range byFile[file] {
+			obj, err := yf.object(t.manifest.Line, t.ref)
+			if err != nil {
+				for _, e := range t.edits {
+					ws.skip(e, fmt.Sprintf("%s:%d: %v", file, t.manifest.Line, err))
+				}
+				continue
+			}
+			for _, e := range t.edits {
+				a, err := editNode(obj, t, e)
+				if err != nil {
+					ws.skip(e, fmt.Sprintf("%s:%d: %v", file, t.manifest.Line, err))
+					continue
+				}
+				a.file, a.via = abs, "manifest"
+				done = append(done, a)
+			}
+		}
+		out, err := yf.bytes()
+		if err != nil {
+			for _, a := range done {
+				ws.skip(a.edit, fmt.Sprintf("%s: %v", file, err))
+			}
+			continue
+		}
+		ws.files[abs] = out
+		ws.applied = append(ws.applied, done...)
+	}
+	return ws, nil
+}
+
+// editNode applies e to the object's node.
+func editNode(obj *yaml.Node, t *target, e *Edit) (applied, error) {
+	p, v, err := resolved(t, e)
+	if err != nil {
+		return applied{}, err
+	}
+	a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.Removed}
+	if a.remove {
+		return a, deleteNode(obj, p)
+	}
+	return a, setNode(&obj, p, v)
+}
+
+// yamlFile is a YAML file cut into documents at its "---" lines, each
+// parsed when first edited.
+type yamlFile struct {
+	chunks []chunk
+	docs   map[int]*doc
+}
+
+func splitFile(data []byte) *yamlFile {
+	return &yamlFile{chunks: yamlChunks(data), docs: map[int]*doc{}}
+}
+
+// object finds the node of the object whose document (or List item)
+// starts at the 1-based line of the file, and checks it is ref.
+func (f *yamlFile) object(line int, ref ObjectRef) (*yaml.Node, error) {
+	i := len(f.chunks) - 1
+	for i > 0 && f.chunks[i].line > line {
+		i--
+	}
+	d, ok := f.docs[i]
+	if !ok {
+		var err error
+		if d, err = parseDoc(f.chunks[i].data); err != nil {
+			return nil, err
+		}
+		f.docs[i] = d
+	}
+	offset := f.chunks[i].line - 1
+	candidates := []*yaml.Node{d.root}
+	if d.root.Kind == yaml.MappingNode {
+		if j := mapIndex(d.root, "items"); j >= 0 {
+			candidates = append(candidates, d.root.Content[j+1].Content...)
+		}
+	}
+	for _, n := range candidates {
+		if n.Line+offset != line || n.Kind != yaml.MappingNode {
+			continue
+		}
+		v, err := nodeValue(n)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := v.(map[string]any)
+		md, _ := m["metadata"].(map[string]any)
+		av, _ := m["apiVersion"].(string)
+		kind, _ := m["kind"].(string)
+		name, _ := md["name"].(string)
+		ns, _ := md["namespace"].(string)
+		if sameObject(av, kind, ns, name, ref) {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no document declaring %s starts at this line", ref)
+}
+
+// bytes is the file with its edited documents rewritten.
+func (f *yamlFile) bytes() ([]byte, error) {
+	var out []byte
+	for i, c := range f.chunks {
+		d, ok := f.docs[i]
+		if !ok || !d.dirty(d.root) {
+			out = append(out, c.data...)
+			continue
+		}
+		text, err := d.render()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, text...)
+	}
+	return out, nil
+}
+
+// chunk is a part of a YAML file that starts at a document marker (or at
+// the top of the file).
+type chunk struct {
+	line int // 1-based line where data starts
+	data []byte
+}
+
+// yamlChunks cuts data before every document marker, the way the scanner
+// does (scanner.yamlChunks), so that lines match the scan's.
+func yamlChunks(data []byte) []chunk {
+	var chunks []chunk
+	cur := chunk{line: 1}
+	start, content := 0, false
+	line := 1
+	for off := 0; off < len(data); line++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off + 1
+		}
+		text := bytes.TrimRight(data[off:end], "\r\n")
+		if isDocumentMarker(text) {
+			if content {
+				cur.data = data[start:off]
+				chunks = append(chunks, cur)
+				cur, start = chunk{line: line}, off
+			}
+			content = true
+		} else if t := bytes.TrimSpace(text); len(t) > 0 && t[0] != '#' && t[0] != '%' {
+			content = true
+		}
+		off = end
+	}
+	cur.data = data[start:]
+	return append(chunks, cur)
+}
+
+func isDocumentMarker(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\t')
+}
