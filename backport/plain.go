@@ -1,7 +1,6 @@
 package backport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
 )
 
 // plainWriter edits the manifests of a folder of plain YAML in place.
@@ -88,30 +88,30 @@ func editNode(obj *yaml.Node, t *target, e *Edit) (applied, error) {
 // yamlFile is a YAML file cut into documents at its "---" lines, each
 // parsed when first edited.
 type yamlFile struct {
-	chunks []chunk
+	chunks []scanner.YAMLDocument
 	docs   map[int]*doc
 }
 
 func splitFile(data []byte) *yamlFile {
-	return &yamlFile{chunks: yamlChunks(data), docs: map[int]*doc{}}
+	return &yamlFile{chunks: scanner.SplitYAMLDocuments(data), docs: map[int]*doc{}}
 }
 
 // object finds the node of the object whose document (or List item)
 // starts at the 1-based line of the file, and checks it is ref.
 func (f *yamlFile) object(line int, ref ObjectRef) (*yaml.Node, error) {
 	i := len(f.chunks) - 1
-	for i > 0 && f.chunks[i].line > line {
+	for i > 0 && f.chunks[i].Line > line {
 		i--
 	}
 	d, ok := f.docs[i]
 	if !ok {
 		var err error
-		if d, err = parseDoc(f.chunks[i].data); err != nil {
+		if d, err = parseDoc(f.chunks[i].Data); err != nil {
 			return nil, err
 		}
 		f.docs[i] = d
 	}
-	offset := f.chunks[i].line - 1
+	offset := f.chunks[i].Line - 1
 	candidates := []*yaml.Node{d.root}
 	if d.root.Kind == yaml.MappingNode {
 		if j := mapIndex(d.root, "items"); j >= 0 {
@@ -145,7 +145,7 @@ func (f *yamlFile) bytes() ([]byte, error) {
 	for i, c := range f.chunks {
 		d, ok := f.docs[i]
 		if !ok || !d.dirty(d.root) {
-			out = append(out, c.data...)
+			out = append(out, c.Data...)
 			continue
 		}
 		text, err := d.render()
@@ -155,46 +155,4 @@ func (f *yamlFile) bytes() ([]byte, error) {
 		out = append(out, text...)
 	}
 	return out, nil
-}
-
-// chunk is a part of a YAML file that starts at a document marker (or at
-// the top of the file).
-type chunk struct {
-	line int // 1-based line where data starts
-	data []byte
-}
-
-// yamlChunks cuts data before every document marker, the way the scanner
-// does (scanner.yamlChunks), so that lines match the scan's.
-func yamlChunks(data []byte) []chunk {
-	var chunks []chunk
-	cur := chunk{line: 1}
-	start, content := 0, false
-	line := 1
-	for off := 0; off < len(data); line++ {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += off + 1
-		}
-		text := bytes.TrimRight(data[off:end], "\r\n")
-		if isDocumentMarker(text) {
-			if content {
-				cur.data = data[start:off]
-				chunks = append(chunks, cur)
-				cur, start = chunk{line: line}, off
-			}
-			content = true
-		} else if t := bytes.TrimSpace(text); len(t) > 0 && t[0] != '#' && t[0] != '%' {
-			content = true
-		}
-		off = end
-	}
-	cur.data = data[start:]
-	return append(chunks, cur)
-}
-
-func isDocumentMarker(line []byte) bool {
-	return bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\t')
 }

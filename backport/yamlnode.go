@@ -1,15 +1,14 @@
 package backport
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/calricon/driftscan/scanner"
 	"gopkg.in/yaml.v3"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // setNode puts val at the resolved path p under *slot, building the maps and
@@ -136,47 +135,8 @@ func nodeItem(n *yaml.Node, e Element) int {
 	return -1
 }
 
-// nodeValue decodes a node into JSON types (map[string]any, []any, string,
-// int64, float64, bool, nil), as unstructured objects hold them.
-func nodeValue(n *yaml.Node) (any, error) {
-	var v any
-	if err := n.Decode(&v); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(stringKeys(v))
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := utiljson.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// stringKeys turns the map[any]any that yaml.v3 makes for mappings with
-// keys other than strings into map[string]any.
-func stringKeys(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = stringKeys(e)
-		}
-		return v
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return m
-	case []any:
-		for i, e := range v {
-			v[i] = stringKeys(e)
-		}
-		return v
-	}
-	return v
-}
+// nodeValue decodes a node into JSON types, as the scanner's renderer does.
+func nodeValue(n *yaml.Node) (any, error) { return scanner.YAMLNodeValue(n) }
 
 // replaceNode puts val in *slot.
 func replaceNode(slot **yaml.Node, val any) {

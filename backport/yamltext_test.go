@@ -21,7 +21,7 @@ func editText(t *testing.T, src, kind string, ops ...op) string {
 		d, ok := f.docs[0]
 		if !ok {
 			var err error
-			if d, err = parseDoc(f.chunks[0].data); err != nil {
+			if d, err = parseDoc(f.chunks[0].Data); err != nil {
 				t.Fatal(err)
 			}
 			f.docs[0] = d
@@ -155,7 +155,7 @@ func TestEditsChangeOnlyTheirLines(t *testing.T) {
 func TestOtherDocumentsOfTheFileStayByteForByte(t *testing.T) {
 	src := "a: 1\n---\n# second\nb:   2   # odd spacing\n\n\n---\nc: {x: 1}\n"
 	f := splitFile([]byte(src))
-	d, err := parseDoc(f.chunks[0].data)
+	d, err := parseDoc(f.chunks[0].Data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,11 +165,11 @@ func helmManifests(manifest string) ([]Manifest, error) {
 	var out []Manifest
 	var errs []error
 	file := "."
-	for _, c := range yamlChunks([]byte(manifest)) {
-		if src := sourceComment(c.data); src != "" {
+	for _, c := range SplitYAMLDocuments([]byte(manifest)) {
+		if src := sourceComment(c.Data); src != "" {
 			file = src
 		}
-		docs, docErrs := splitYAML(c.data)
+		docs, docErrs := splitYAML(c.Data)
 		for _, e := range docErrs {
 			e.File, e.Line = file, 0
 			errs = append(errs, e)
@@ -195,7 +195,7 @@ func helmManifests(manifest string) ([]Manifest, error) {
 func sourceComment(data []byte) string {
 	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
-		if line == "" || isDocumentMarker([]byte(line)) {
+		if line == "" || IsYAMLDocumentMarker([]byte(line)) {
 			continue
 		}
 		src, ok := strings.CutPrefix(line, "# Source: ")

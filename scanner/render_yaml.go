@@ -309,8 +309,8 @@ func lineAt(data []byte, offset int) int {
 func splitYAML(data []byte) ([]document, []*FileError) {
 	var docs []document
 	var errs []*FileError
-	for _, c := range yamlChunks(data) {
-		dec := yaml.NewDecoder(bytes.NewReader(c.data))
+	for _, c := range SplitYAMLDocuments(data) {
+		dec := yaml.NewDecoder(bytes.NewReader(c.Data))
 		for {
 			var n yaml.Node
 			err := dec.Decode(&n)
@@ -318,7 +318,7 @@ func splitYAML(data []byte) ([]document, []*FileError) {
 				break
 			}
 			if err != nil {
-				errs = append(errs, yamlErrors(err, c.line)...)
+				errs = append(errs, yamlErrors(err, c.Line)...)
 				break
 			}
 			if len(n.Content) == 0 {
@@ -328,33 +328,33 @@ func splitYAML(data []byte) ([]document, []*FileError) {
 			if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 				continue
 			}
-			line := root.Line + c.line - 1
-			v, err := jsonValue(root)
+			line := root.Line + c.Line - 1
+			v, err := YAMLNodeValue(root)
 			if err != nil {
-				errs = append(errs, yamlErrors(err, c.line)...)
+				errs = append(errs, yamlErrors(err, c.Line)...)
 				continue
 			}
-			docs = append(docs, document{line: line, value: v, itemLines: itemLines(root, c.line-1)})
+			docs = append(docs, document{line: line, value: v, itemLines: itemLines(root, c.Line-1)})
 		}
 	}
 	return docs, errs
 }
 
-// chunk is a part of a YAML file that starts at a document marker (or at the
-// top of the file).
-type chunk struct {
-	// line is the 1-based line in the file where data starts.
-	line int
-	data []byte
+// YAMLDocument is one document of a YAML file: the part that starts at a
+// document marker (or at the top of the file).
+type YAMLDocument struct {
+	// Line is the 1-based line in the file where Data starts.
+	Line int
+	Data []byte
 }
 
-// yamlChunks cuts data before every document marker: a line that starts
+// SplitYAMLDocuments cuts data before every document marker: a line that starts
 // with "---" and a space, a tab or its end. Such a line ends a document
 // whatever the context (YAML 1.2.2, section 9.1.4), so the cut is exact.
 // Leading comments and directives stay with the marker that follows them.
-func yamlChunks(data []byte) []chunk {
-	var chunks []chunk
-	cur := chunk{line: 1}
+func SplitYAMLDocuments(data []byte) []YAMLDocument {
+	var chunks []YAMLDocument
+	cur := YAMLDocument{Line: 1}
 	start, content := 0, false
 	line := 1
 	for off := 0; off < len(data); line++ {
@@ -365,11 +365,11 @@ func yamlChunks(data []byte) []chunk {
 			end += off + 1
 		}
 		text := bytes.TrimRight(data[off:end], "\r\n")
-		if isDocumentMarker(text) {
+		if IsYAMLDocumentMarker(text) {
 			if content {
-				cur.data = data[start:off]
+				cur.Data = data[start:off]
 				chunks = append(chunks, cur)
-				cur, start = chunk{line: line}, off
+				cur, start = YAMLDocument{Line: line}, off
 			}
 			content = true
 		} else if t := bytes.TrimSpace(text); len(t) > 0 && t[0] != '#' && t[0] != '%' {
@@ -377,11 +377,13 @@ func yamlChunks(data []byte) []chunk {
 		}
 		off = end
 	}
-	cur.data = data[start:]
+	cur.Data = data[start:]
 	return append(chunks, cur)
 }
 
-func isDocumentMarker(line []byte) bool {
+// IsYAMLDocumentMarker reports whether a line (without its newline) starts a
+// new YAML document: "---" followed by a space, a tab or the end of the line.
+func IsYAMLDocumentMarker(line []byte) bool {
 	return bytes.HasPrefix(line, []byte("---")) &&
 		(len(line) == 3 || line[3] == ' ' || line[3] == '\t')
 }
@@ -419,9 +421,9 @@ func yamlErrors(err error, first int) []*FileError {
 	return errs
 }
 
-// jsonValue decodes a YAML node into JSON types, the ones unstructured
+// YAMLNodeValue decodes a YAML node into JSON types, the ones unstructured
 // objects hold (int64, not int; map[string]any, not map[any]any).
-func jsonValue(n *yaml.Node) (any, error) {
+func YAMLNodeValue(n *yaml.Node) (any, error) {
 	var v any
 	if err := n.Decode(&v); err != nil {
 		return nil, err
