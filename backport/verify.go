@@ -169,26 +169,8 @@ func equalJSON(a, b any) bool {
 	return sameValue(a, b)
 }
 
-// prune removes nulls and empty maps and lists, as the scanner does: Git
-// writing `env: []` declares nothing.
-func prune(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, c := range t {
-			c = prune(c)
-			if isEmpty(c) {
-				delete(t, k)
-				continue
-			}
-			t[k] = c
-		}
-	case []any:
-		for i, c := range t {
-			t[i] = prune(c)
-		}
-	}
-	return v
-}
+// prune removes nulls and empty maps and lists, as the scanner does.
+func prune(v any) any { return scanner.PruneEmpty(v) }
 
 func isEmpty(v any) bool {
 	switch t := v.(type) {

@@ -60,7 +60,7 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 			delete(out, "stringData")
 		}
 	}
-	return prune(out).(map[string]any)
+	return PruneEmpty(out).(map[string]any)
 }
 
 // diff compares Git's object with the live one field by field, with the

@@ -159,12 +159,13 @@ func empty(v any) bool {
 	return false
 }
 
-// prune removes nulls and empty lists and maps, recursively, in place.
-func prune(v any) any {
+// PruneEmpty removes nulls and empty lists and maps, recursively, in place:
+// what the scan compares. Git writing `volumes: []` declares nothing.
+func PruneEmpty(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
-			child = prune(child)
+			child = PruneEmpty(child)
 			if empty(child) {
 				delete(t, k)
 				continue
@@ -173,7 +174,7 @@ func prune(v any) any {
 		}
 	case []any:
 		for i, child := range t {
-			t[i] = prune(child)
+			t[i] = PruneEmpty(child)
 		}
 	}
 	return v
