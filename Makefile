@@ -63,8 +63,10 @@ fuzz:
 demo: testbin build
 	@$(GO) run ./fixtures/demo -driftscan $(BIN)/driftscan
 
-## bench: the scan at scale, side by side with kubectl diff (not part of make test)
+## bench: the scan at scale, side by side with kubectl diff (not part of make test); BENCHFLAGS=-scaling adds 1k/5k/20k
+BENCHFLAGS ?=
 bench: testbin build
+	$(GO) run ./bench -driftscan $(BIN)/driftscan -out bench/results/latest.json $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./scanner/ ./classify/
 
 ## image: the container image (needs a Docker engine, which these machines lack)

@@ -22,6 +22,8 @@ type Tool struct {
 	// Findings counts driftscan's findings that are not ignored; kubectl has
 	// none to count.
 	Findings int `json:"findings,omitempty"`
+	// FindingsByClass splits driftscan's findings by class.
+	FindingsByClass map[report.Class]int `json:"findingsByClass,omitempty"`
 	// DriftedObjects counts objects driftscan reports Drifted, or kubectl
 	// shows a diff for.
 	DriftedObjects int     `json:"driftedObjects"`
@@ -72,6 +74,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 	m := median(walls)
 	p, r := procs[m], reports[m]
 	t.Objects, t.Findings, t.DriftedObjects = r.Summary.Objects, r.Summary.Findings, r.Summary.Drifted
+	t.FindingsByClass = r.Summary.ByClass
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
 	t.APIRequests = r.Stats.APIRequests
 	if runs > 1 {

@@ -93,7 +93,7 @@ func main() {
 	flag.StringVar(&o.Out, "out", o.Out, "write the result as JSON here (empty: do not write)")
 	flag.BoolVar(&o.Scaling, "scaling", o.Scaling, "also time driftscan alone at -scaling-sizes objects")
 	flag.StringVar(&sizes, "scaling-sizes", sizes, "comma-separated object counts for -scaling")
-	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process and write a CPU profile here")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process 5 times under the CPU profiler and write the profile here")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up after this long")
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
 	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")

@@ -71,9 +71,14 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
+// profileScans is how many scans a CPU profile covers: one 5,000-object
+// scan gives only a couple of hundred samples.
+const profileScans = 5
+
 // scanInProcess scans the bed's estate with the scanner package, with the
-// CLI's default rate limits, records every request and, when cpuprofile is
-// set, writes a CPU profile of the scan there.
+// CLI's default rate limits, and records every request and how long each
+// stage took. When cpuprofile is set it then scans profileScans more times
+// under the CPU profiler and writes the profile there.
 func scanInProcess(ctx context.Context, b *bed, cpuprofile string) (Requests, error) {
 	cfg, err := scanner.LoadConfig(b.est.Config)
 	if err != nil {
@@ -99,33 +104,47 @@ func scanInProcess(ctx context.Context, b *bed, cpuprofile string) (Requests, er
 		current, last = p.Stage, now
 	}
 
+	start := time.Now()
+	last = start
+	wall, err := scanOnce(ctx, cfg, opts)
+	if err != nil {
+		return Requests{}, err
+	}
+	stages = append(stages, Stage{Name: current + " and report", Seconds: time.Since(last).Seconds()})
+	out := classifyRequests(log)
+	out.WallSeconds, out.Stages = wall.Seconds(), stages
+
 	if cpuprofile != "" {
+		opts.Progress = nil
 		f, err := os.Create(cpuprofile)
 		if err != nil {
-			return Requests{}, err
+			return out, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return Requests{}, err
+			return out, err
+		}
+		defer pprof.StopCPUProfile()
+		for i := 0; i < profileScans; i++ {
+			if _, err := scanOnce(ctx, cfg, opts); err != nil {
+				return out, err
+			}
 		}
 	}
+	return out, nil
+}
+
+// scanOnce scans and fails on any error the report holds.
+func scanOnce(ctx context.Context, cfg *scanner.Config, opts scanner.Options) (time.Duration, error) {
 	start := time.Now()
-	last = start
 	r, err := scanner.Scan(ctx, cfg, opts)
-	wall := time.Since(start)
-	stages = append(stages, Stage{Name: current + " and report", Seconds: time.Since(last).Seconds()})
-	if cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
 	if err != nil {
-		return Requests{}, fmt.Errorf("scan in process: %w", err)
+		return 0, fmt.Errorf("scan in process: %w", err)
 	}
 	if r.Summary.Errors > 0 {
-		return Requests{}, fmt.Errorf("scan in process reported %d errors: %s", r.Summary.Errors, firstErrors(r))
+		return 0, fmt.Errorf("scan in process reported %d errors: %s", r.Summary.Errors, firstErrors(r))
 	}
-	out := classifyRequests(log)
-	out.WallSeconds, out.Stages = wall.Seconds(), stages
-	return out, nil
+	return time.Since(start), nil
 }
 
 // classifyRequests sorts a request log into discovery, LISTs by resource and

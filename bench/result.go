@@ -74,6 +74,8 @@ type Target struct {
 	Want string `json:"want"`
 	Got  string `json:"got"`
 	Met  bool   `json:"met"`
+	// Skipped: not checked in this run (no kubectl).
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 func machine(serverVersion string) Machine {
@@ -114,30 +116,37 @@ func ratio(a, b float64) float64 {
 func (r *Result) targets() {
 	var ts []Target
 	if r.Ratios != nil {
-		ts = append(ts, Target{"wall time vs kubectl diff", ">= 10x faster", fmt.Sprintf("%.1fx", r.Ratios.Wall), r.Ratios.Wall >= 10})
+		ts = append(ts, Target{Name: "wall time vs kubectl diff", Want: ">= 10x faster", Got: fmt.Sprintf("%.1fx", r.Ratios.Wall), Met: r.Ratios.Wall >= 10})
 	} else {
-		ts = append(ts, Target{"wall time vs kubectl diff", ">= 10x faster", "kubectl skipped: " + r.KubectlSkipped, false})
+		ts = append(ts, Target{Name: "wall time vs kubectl diff", Want: ">= 10x faster", Got: "kubectl skipped: " + r.KubectlSkipped, Skipped: true})
 	}
 	ts = append(ts,
-		Target{fmt.Sprintf("scan wall time, %d objects", r.Objects), "< 15 s", fmt.Sprintf("%.2f s", r.Driftscan.WallSeconds), r.Driftscan.WallSeconds < 15},
-		Target{fmt.Sprintf("scan max RSS, %d objects", r.Objects), "< 500 MiB", fmt.Sprintf("%.0f MiB", r.Driftscan.MaxRSSMiB), r.Driftscan.MaxRSSMiB < 500},
+		Target{Name: fmt.Sprintf("scan wall time, %d objects", r.Objects), Want: "< 15 s", Got: fmt.Sprintf("%.2f s", r.Driftscan.WallSeconds), Met: r.Driftscan.WallSeconds < 15},
+		Target{Name: fmt.Sprintf("scan max RSS, %d objects", r.Objects), Want: "< 500 MiB", Got: fmt.Sprintf("%.0f MiB", r.Driftscan.MaxRSSMiB), Met: r.Driftscan.MaxRSSMiB < 500},
 	)
 	if q := r.Requests; q != nil {
-		ts = append(ts, Target{"LISTs per kind and namespace (or cluster-wide), no per-object request", "<= 1 LIST per key, 0 object requests",
-			fmt.Sprintf("%d LIST keys, at most %d LIST per key (%d pages in all), %d object requests, %d discovery/OpenAPI", len(q.Lists), q.MaxListsPerKey, pages(q.Lists), q.ObjectRequests, q.Discovery),
-			q.MaxListsPerKey <= 1 && q.ObjectRequests == 0})
+		ts = append(ts, Target{
+			Name: "LISTs per kind and namespace (or cluster-wide), no per-object request",
+			Want: "<= 1 LIST per key, 0 object requests",
+			Got:  fmt.Sprintf("%d LIST keys, at most %d LIST per key (%d pages in all), %d object requests, %d discovery/OpenAPI", len(q.Lists), q.MaxListsPerKey, pages(q.Lists), q.ObjectRequests, q.Discovery),
+			Met:  q.MaxListsPerKey <= 1 && q.ObjectRequests == 0,
+		})
 	}
 	a := r.Agreement
 	got := fmt.Sprintf("%d kubectl-only, %d driftscan-only (Changed/Removed) objects", len(a.KubectlOnly), len(a.DriftscanOnly))
 	if r.Kubectl == nil {
 		got = "kubectl skipped"
 	}
-	ts = append(ts, Target{"agreement with kubectl diff", "0 and 0", got, a.Holds})
+	ts = append(ts, Target{Name: "agreement with kubectl diff", Want: "0 and 0", Got: got, Met: a.Holds, Skipped: r.Kubectl == nil})
 	if n := len(r.Scaling); n >= 2 {
 		lo, hi := r.Scaling[0], r.Scaling[n-1]
 		growth := ratio(hi.MicrosPerObject, lo.MicrosPerObject)
-		ts = append(ts, Target{fmt.Sprintf("linear growth, %d to %d objects", lo.Objects, hi.Objects), "wall per object at most 1.5x the smallest size's",
-			fmt.Sprintf("%.0f -> %.0f µs/object (%.2fx)", lo.MicrosPerObject, hi.MicrosPerObject, growth), growth <= 1.5})
+		ts = append(ts, Target{
+			Name: fmt.Sprintf("linear growth, %d to %d objects", lo.Objects, hi.Objects),
+			Want: "wall per object at most 1.5x the smallest size's",
+			Got:  fmt.Sprintf("%.0f -> %.0f µs/object (%.2fx)", lo.MicrosPerObject, hi.MicrosPerObject, growth),
+			Met:  growth <= 1.5,
+		})
 	}
 	r.Targets = ts
 }

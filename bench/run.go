@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,7 +81,7 @@ func run(ctx context.Context, o Options) (err error) {
 	}
 	res.Agreement = agree(rep, changed, b.plan)
 
-	say("scanning in process to log every request%s...", map[bool]string{true: " with a CPU profile", false: ""}[o.CPUProfile != ""])
+	say("scanning in process to log every request...")
 	req, err := scanInProcess(ctx, b, o.CPUProfile)
 	if err != nil {
 		return err
@@ -139,6 +138,3 @@ func findKubectl(ctx context.Context, name string) (path, skipped string) {
 	}
 	return path, ""
 }
-
-// errNoSizes is returned when -scaling has nothing to measure.
-var errNoSizes = errors.New("-scaling-sizes is empty")

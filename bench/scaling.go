@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 )
+
+// errNoSizes is returned when -scaling has nothing to measure.
+var errNoSizes = errors.New("-scaling-sizes is empty")
 
 // scaling times driftscan alone at each of o.ScalingSizes objects, each on
 // a fresh control plane holding only that estate, with apps in the same
@@ -63,7 +67,7 @@ func scalePoint(ctx context.Context, o Options, l *launcher, bin, dir string, sp
 		return ScalePoint{}, err
 	}
 	if a := agree(rep, nil, b.plan); len(a.Missed)+len(a.Unexpected) > 0 {
-		say("warning: at %d objects driftscan missed %d drifted objects %s and reported %d others %s",
+		say("warning: at %d objects driftscan missed %d drifted objects%s and reported %d others%s",
 			spec.Objects, len(a.Missed), sample(a.Missed), len(a.Unexpected), sample(a.Unexpected))
 	}
 	return ScalePoint{Objects: t.Objects, Apps: spec.Apps, Findings: t.Findings, DriftedObjects: t.DriftedObjects,

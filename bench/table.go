@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/calricon/driftscan/report"
 )
 
 // print writes the result as tables a person reads.
@@ -39,6 +41,13 @@ func (r *Result) print(w io.Writer) {
 	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
 	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
 	_ = tw.Flush()
+	var classes []string
+	for _, c := range report.Classes {
+		if n := d.FindingsByClass[c]; n > 0 {
+			classes = append(classes, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	fmt.Fprintf(w, "driftscan findings by class: %s\n", strings.Join(classes, ", "))
 	fmt.Fprintf(w, "wall and peak RSS of each tool as a child of bench/rusage (its own floor: %.0f MiB); median of %d run(s)\n", d.RSSFloorMiB, max(1, len(d.RunsWallSeconds)))
 	if k == nil {
 		fmt.Fprintf(w, "kubectl diff skipped: %s\n", r.KubectlSkipped)
@@ -51,11 +60,11 @@ func (r *Result) print(w io.Writer) {
 	fmt.Fprintf(w, "  driftscan Drifted %d = %d with a Changed/Removed finding + %d Added-only; kubectl shows %d\n",
 		a.DriftscanDrifted, a.DriftscanChangedOrRemoved, a.DriftscanAddedOnly, a.KubectlChanged)
 	if r.Kubectl != nil {
-		fmt.Fprintf(w, "  kubectl shows, driftscan not Drifted: %d %s\n", len(a.KubectlOnly), sample(a.KubectlOnly))
-		fmt.Fprintf(w, "  driftscan Changed/Removed, kubectl shows nothing: %d %s\n", len(a.DriftscanOnly), sample(a.DriftscanOnly))
+		fmt.Fprintf(w, "  kubectl shows, driftscan not Drifted: %d%s\n", len(a.KubectlOnly), sample(a.KubectlOnly))
+		fmt.Fprintf(w, "  driftscan Changed/Removed, kubectl shows nothing: %d%s\n", len(a.DriftscanOnly), sample(a.DriftscanOnly))
 	}
-	fmt.Fprintf(w, "  drifted by the bench, driftscan not Drifted: %d %s\n", len(a.Missed), sample(a.Missed))
-	fmt.Fprintf(w, "  driftscan Drifted, not drifted by the bench: %d %s\n", len(a.Unexpected), sample(a.Unexpected))
+	fmt.Fprintf(w, "  drifted by the bench, driftscan not Drifted: %d%s\n", len(a.Missed), sample(a.Missed))
+	fmt.Fprintf(w, "  driftscan Drifted, not drifted by the bench: %d%s\n", len(a.Unexpected), sample(a.Unexpected))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  actor\tobjects\tdriftscan Drifted\tdriftscan Changed/Removed\tkubectl diff\t")
 	for _, row := range a.ByActor {
@@ -77,7 +86,7 @@ func (r *Result) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  stages: %s\n", strings.Join(parts, ", "))
 		if len(q.Other) > 0 {
-			fmt.Fprintf(w, "  other: %s\n", sample(q.Other))
+			fmt.Fprintf(w, "  other:%s\n", sample(q.Other))
 		}
 	}
 
@@ -93,9 +102,12 @@ func (r *Result) print(w io.Writer) {
 
 	fmt.Fprintln(w, "\nTargets (issue 10):")
 	for _, t := range r.Targets {
-		mark := "MET   "
-		if !t.Met {
-			mark = "MISSED"
+		mark := "MET    "
+		switch {
+		case t.Skipped:
+			mark = "SKIPPED"
+		case !t.Met:
+			mark = "MISSED "
 		}
 		fmt.Fprintf(w, "  %s %s: want %s, got %s\n", mark, t.Name, t.Want, t.Got)
 	}
@@ -138,9 +150,9 @@ func sample(l []string) string {
 	}
 	const n = 5
 	if len(l) <= n {
-		return "(" + strings.Join(l, ", ") + ")"
+		return " (" + strings.Join(l, ", ") + ")"
 	}
-	return fmt.Sprintf("(%s, and %d more)", strings.Join(l[:n], ", "), len(l)-n)
+	return fmt.Sprintf(" (%s, and %d more)", strings.Join(l[:n], ", "), len(l)-n)
 }
 
 // listText sums the LISTs of each resource: "deployments cluster-wide 1/10,
