@@ -37,6 +37,8 @@ type Options struct {
 	Extra bool
 	// GitCacheDir is where Git sources are cloned.
 	GitCacheDir string
+	// GitMaxBytes bounds the size of a checked-out Git tree; 0 is no bound.
+	GitMaxBytes int64
 	// PageSize is the LIST page size.
 	PageSize int64
 	// ClusterWideAbove lists a kind cluster-wide instead of per namespace
@@ -224,7 +226,7 @@ func (s *scan) sourceDir(ctx context.Context, app App) (dir, commit string, err 
 		}
 		return dir, "", nil
 	}
-	co, err := FetchGit(ctx, GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Auth: app.Source.Auth, CacheDir: s.opts.GitCacheDir, Getenv: s.opts.Getenv})
+	co, err := FetchGit(ctx, GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Auth: app.Source.Auth, CacheDir: s.opts.GitCacheDir, Getenv: s.opts.Getenv, MaxBytes: s.opts.GitMaxBytes})
 	if err != nil {
 		return "", "", err
 	}

@@ -49,6 +49,10 @@ type GitOptions struct {
 	Depth int
 	// Getenv reads Auth.TokenEnv and Auth.SSHKeyEnv; nil means os.Getenv.
 	Getenv func(string) string
+	// MaxBytes bounds the size of the checked-out tree (the sum of its
+	// files); 0 means no bound. A commit over it is an error, nothing is
+	// written.
+	MaxBytes int64
 }
 
 // GitCheckout is the tree of one commit, checked out.
@@ -161,7 +165,7 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (GitChec
 		return GitCheckout{}, err
 	}
 	tree := filepath.Join(dir, commit.Hash.String())
-	if err := writeTree(ctx, commit, tree); err != nil {
+	if err := writeTree(ctx, commit, tree, f.opts.MaxBytes); err != nil {
 		return GitCheckout{}, err
 	}
 	return GitCheckout{Dir: tree, Commit: commit.Hash.String()}, nil
@@ -418,13 +422,25 @@ func findCommit(repo *git.Repository, w wanted) (*object.Commit, error) {
 // writeTree writes the files of commit into dir, unless dir exists already.
 // The files go to a temporary folder first, renamed into place when
 // complete, so dir never holds half a tree.
-func writeTree(ctx context.Context, commit *object.Commit, dir string) error {
+func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes int64) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
 	tree, err := commit.Tree()
 	if err != nil {
 		return err
+	}
+	if maxBytes > 0 {
+		var total int64
+		err := tree.Files().ForEach(func(file *object.File) error {
+			if total += file.Size; total > maxBytes {
+				return fmt.Errorf("commit %s holds more than %d bytes of files, the limit (--git-max-size): scan a smaller repository or a sub-folder's own repository", commit.Hash, maxBytes)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tree-")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -42,6 +43,7 @@ type scanOptions struct {
 	burst      int
 	timeout    time.Duration
 	gitCache   string
+	gitMaxSize string
 	maxIgnores int
 	logLevel   string
 	logFormat  string
@@ -106,6 +108,7 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the scan after this long (what finished is still reported)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&o.gitMaxSize, "git-max-size", "1Gi", "largest checked-out Git tree to scan (the sum of its files), as a quantity: 200Mi, 2Gi; 0 for no limit")
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.StringVar(&o.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, json otherwise)")
@@ -210,6 +213,11 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 	if o.gitCache != "" {
 		o.scan.GitCacheDir = o.gitCache
 	}
+	max, err := resource.ParseQuantity(o.gitMaxSize)
+	if err != nil {
+		return fmt.Errorf("--git-max-size %q: want a size like 500Mi or 2Gi", o.gitMaxSize)
+	}
+	o.scan.GitMaxBytes = max.Value()
 
 	specs := o.outputs
 	if len(specs) == 0 {
