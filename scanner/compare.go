@@ -84,10 +84,26 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 		if err != nil {
 			continue // not served here
 		}
+		// Like the kinds the apps declare: one LIST cluster-wide when the
+		// apps span many namespaces, else one per namespace.
+		var lists []string
+		if len(nss) > s.opts.ClusterWideAbove {
+			items, err := s.c.list(ctx, m.Resource, "")
+			if err == nil {
+				for i := range items {
+					add(sk.gvk.Kind, &items[i], sk.ref)
+				}
+				continue
+			}
+			s.opts.Logger.Debug("cannot list autoscalers cluster-wide", "gvk", sk.gvk.String(), "err", err)
+		}
 		for ns := range nss {
+			lists = append(lists, ns)
+		}
+		for _, ns := range lists {
 			items, err := s.c.list(ctx, m.Resource, ns)
 			if err != nil {
-				s.opts.Logger.Debug("cannot list autoscalers", "gvk", sk.gvk.String(), "ns", ns, "err", err)
+				s.opts.Logger.Warn("cannot list autoscalers: replica-war hints may be missing", "gvk", sk.gvk.String(), "ns", ns, "err", err)
 				continue
 			}
 			for i := range items {
@@ -97,8 +113,9 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 	}
 }
 
-// compare diffs every desired object with its live self.
-func (s *scan) compare(ctx context.Context, live *liveState) {
+// loadSchemas reads the OpenAPI v3 schema of every group/version the apps
+// declare, one request each, before anything is listed.
+func (s *scan) loadSchemas() error {
 	var gvs []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
 	for _, d := range s.objects {
@@ -108,10 +125,11 @@ func (s *scan) compare(ctx context.Context, live *liveState) {
 			gvs = append(gvs, gv)
 		}
 	}
-	if err := s.c.typer.load(gvs); err != nil {
-		s.r.Errors = append(s.r.Errors, err.Error())
-		return
-	}
+	return s.c.typer.load(gvs)
+}
+
+// compare diffs every desired object with its live self.
+func (s *scan) compare(ctx context.Context, live *liveState) {
 	cc := s.gather(ctx)
 	for i, d := range s.objects {
 		if i%50 == 0 {
@@ -136,8 +154,8 @@ func (s *scan) compare(ctx context.Context, live *liveState) {
 
 func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classifyContext, ro *report.Object) error {
 	gvk := d.obj.GroupVersionKind()
-	if err := s.c.typer.failed[gvk.GroupVersion()]; err != nil {
-		s.opts.Logger.Debug("typing by deduction", "gvk", gvk.String(), "err", err)
+	if s.c.typer.unpublished[gvk.GroupVersion()] {
+		s.opts.Logger.Debug("the server publishes no schema: typing by deduction", "gvk", gvk.String())
 	}
 	if k := s.opts.OwnerLabel; k != "" {
 		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {

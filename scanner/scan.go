@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -145,6 +146,9 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 	r := report.New(now, cluster)
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]string{}}
 	if err := s.render(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadSchemas(); err != nil {
 		return nil, err
 	}
 	live := s.read(ctx)
@@ -309,27 +313,49 @@ func (s *scan) read(ctx context.Context) *liveState {
 		return keys[i].ns < keys[j].ns
 	})
 	st := &liveState{objects: map[objectKey]*unstructured.Unstructured{}, failed: map[listKey]error{}, lists: map[listKey][]unstructured.Unstructured{}}
-	for i, k := range keys {
-		s.progress("list", i, len(keys))
-		ns := k.ns
-		if ns == allNamespaces {
-			ns = ""
-		}
-		items, err := s.c.list(ctx, k.gvr, ns)
-		if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
-			// No cluster-wide right: fall back to one list per namespace.
-			for n := range byGVR[k.gvr] {
-				nk := listKey{gvr: k.gvr, ns: n}
-				items, err := s.c.list(ctx, k.gvr, n)
-				s.store(st, nk, items, err)
+	// A few LISTs at a time: the scan waits on the API server far more than
+	// it works, and the shared rate limiter still bounds the request rate.
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		done int
+		sem  = make(chan struct{}, listWorkers)
+	)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(k listKey) {
+			defer func() { <-sem; wg.Done() }()
+			ns := k.ns
+			if ns == allNamespaces {
+				ns = ""
 			}
-			continue
-		}
-		s.store(st, k, items, err)
+			items, err := s.c.list(ctx, k.gvr, ns)
+			if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
+				// No cluster-wide right: fall back to one list per namespace.
+				for n := range byGVR[k.gvr] {
+					items, err := s.c.list(ctx, k.gvr, n)
+					mu.Lock()
+					s.store(st, listKey{gvr: k.gvr, ns: n}, items, err)
+					mu.Unlock()
+				}
+			} else {
+				mu.Lock()
+				s.store(st, k, items, err)
+				mu.Unlock()
+			}
+			mu.Lock()
+			done++
+			s.progress("list", done, len(keys))
+			mu.Unlock()
+		}(k)
 	}
-	s.progress("list", len(keys), len(keys))
+	wg.Wait()
 	return st
 }
+
+// listWorkers is how many LISTs the scan runs at once.
+const listWorkers = 4
 
 // allNamespaces marks a cluster-wide list of a namespaced resource.
 const allNamespaces = "\x00all"

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -21,18 +22,21 @@ type typer struct {
 	root    openapi3.Root
 	schemas map[string]*spec.Schema
 	failed  map[schema.GroupVersion]error
-	loaded  map[schema.GroupVersion]bool
-	conv    managedfields.TypeConverter
-	deduced managedfields.TypeConverter
+	// unpublished are group/versions the server has no schema for.
+	unpublished map[schema.GroupVersion]bool
+	loaded      map[schema.GroupVersion]bool
+	conv        managedfields.TypeConverter
+	deduced     managedfields.TypeConverter
 }
 
 func newTyper(root openapi3.Root) *typer {
 	return &typer{
-		root:    root,
-		schemas: map[string]*spec.Schema{},
-		failed:  map[schema.GroupVersion]error{},
-		loaded:  map[schema.GroupVersion]bool{},
-		deduced: managedfields.NewDeducedTypeConverter(),
+		root:        root,
+		schemas:     map[string]*spec.Schema{},
+		failed:      map[schema.GroupVersion]error{},
+		unpublished: map[schema.GroupVersion]bool{},
+		loaded:      map[schema.GroupVersion]bool{},
+		deduced:     managedfields.NewDeducedTypeConverter(),
 	}
 }
 
@@ -43,12 +47,18 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
 	changed := false
 	for _, gv := range gvs {
-		if t.loaded[gv] || t.failed[gv] != nil {
+		if t.loaded[gv] || t.unpublished[gv] {
 			continue
 		}
 		doc, err := t.root.GVSpec(gv)
-		if err != nil {
-			t.failed[gv] = fmt.Errorf("openapi v3 schema of %s: %w", gv, err)
+		var notFound *openapi3.GroupVersionNotFoundError
+		switch {
+		case errors.As(err, &notFound):
+			// The server publishes no schema for it (yet): type by deduction.
+			t.unpublished[gv] = true
+			continue
+		case err != nil:
+			t.failed[gv] = fmt.Errorf("read the OpenAPI v3 schema of %s: %w", gv, err)
 			continue
 		}
 		if doc.Components != nil {
@@ -70,9 +80,14 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 	return nil
 }
 
-// toTyped types obj with the server schema, or by deduction when its
-// group/version has none (lists are then compared as atomic values).
+// toTyped types obj with the server schema, or by deduction when the server
+// publishes none for its group/version (lists are then compared as atomic
+// values). A schema that could not be read is an error: comparing by
+// deduction then would report false drift.
 func (t *typer) toTyped(obj map[string]any, gv schema.GroupVersion) (*typed.TypedValue, error) {
+	if err := t.failed[gv]; err != nil {
+		return nil, err
+	}
 	u := unstructuredOf(obj)
 	if t.conv != nil && t.loaded[gv] {
 		tv, err := t.conv.ObjectToTyped(u, typed.AllowDuplicates)
