@@ -3,6 +3,8 @@ package scanner
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -131,25 +133,46 @@ func (s *scan) loadSchemas() error {
 // compare diffs every desired object with its live self.
 func (s *scan) compare(ctx context.Context, live *liveState) {
 	cc := s.gather(ctx)
-	for i, d := range s.objects {
-		if i%50 == 0 {
-			s.progress("compare", i, len(s.objects))
-		}
-		ro := &s.r.Apps[d.app].Objects[d.object]
-		if err := live.listErr(d); err != nil {
-			ro.Status, ro.Error = report.Error, err.Error()
-			continue
-		}
-		l := live.objects[keyOf(d.obj)]
-		if l == nil {
-			ro.Status = report.Missing
-			continue
-		}
-		if err := s.compareObject(d, l, cc, ro); err != nil {
-			ro.Status, ro.Error = report.Error, fmt.Sprintf("%s: %v", ro.Ref(), err)
-		}
+	// Objects are compared on every core: each writes only its own report
+	// object, and the ignore rules' counts are kept under a lock.
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for w := 0; w < renderWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(s.objects) {
+					return
+				}
+				if i%50 == 0 {
+					s.progress("compare", i, len(s.objects))
+				}
+				s.compareOne(s.objects[i], live, cc)
+			}
+		}()
 	}
+	wg.Wait()
 	s.progress("compare", len(s.objects), len(s.objects))
+}
+
+func (s *scan) compareOne(d desired, live *liveState, cc classifyContext) {
+	ro := &s.r.Apps[d.app].Objects[d.object]
+	if err := live.listErr(d); err != nil {
+		ro.Status, ro.Error = report.Error, err.Error()
+		return
+	}
+	l := live.objects[keyOf(d.obj)]
+	if l == nil {
+		ro.Status = report.Missing
+		return
+	}
+	if err := s.compareObject(d, l, cc, ro); err != nil {
+		ro.Status, ro.Error = report.Error, fmt.Sprintf("%s: %v", ro.Ref(), err)
+	}
 }
 
 func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classifyContext, ro *report.Object) error {
@@ -195,7 +218,9 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			f.Hint = joinHint(f.Hint, fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object))
 		}
 		s.masker.mask(gvk.Group, gvk.Kind, &f)
+		s.ignoreMu.Lock()
 		s.ignorer.Apply(classify.IgnoreTarget{App: app, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj, Pointer: ch.Pointer}, &f)
+		s.ignoreMu.Unlock()
 		ro.Findings = append(ro.Findings, f)
 	}
 	ro.Status = report.InSync

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -175,6 +176,7 @@ type scan struct {
 	r           *report.Report
 	classifiers []*classify.Classifier // by app, in report order
 	ignorer     *classify.Ignorer
+	ignoreMu    sync.Mutex // the ignorer counts what each rule matched
 	masker      *masker
 	objects     []desired
 	declared    map[objectKey]string // object -> app that declares it
@@ -189,33 +191,61 @@ func (s *scan) progress(stage string, done, total int) {
 // render renders every app and maps its objects to resources.
 func (s *scan) render(ctx context.Context) error {
 	apiVersions := s.c.apiVersions()
+	// Fetch and render the apps a few at a time (rendering is most of the
+	// scan's CPU), then add their objects in config order.
+	type rendered struct {
+		manifests []Manifest
+		commit    string
+		err       error
+	}
+	results := make([]rendered, len(s.cfg.Apps))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+		sem  = make(chan struct{}, renderWorkers)
+	)
 	for i, app := range s.cfg.Apps {
-		s.progress("render", i, len(s.cfg.Apps))
-		ra := report.App{Name: app.Name, Owner: app.Owner, Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Path: app.Source.Path}, GitOps: app.GitOps}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, app App) {
+			defer func() { <-sem; wg.Done() }()
+			dir, commit, err := s.sourceDir(ctx, app)
+			var manifests []Manifest
+			if err == nil {
+				manifests, err = Render(ctx, RenderOptions{Dir: dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
+			}
+			results[i] = rendered{manifests: manifests, commit: commit, err: err}
+			mu.Lock()
+			done++
+			s.progress("render", done, len(s.cfg.Apps))
+			mu.Unlock()
+		}(i, app)
+	}
+	wg.Wait()
+	for i, app := range s.cfg.Apps {
 		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
 		if err != nil {
 			return err
 		}
 		s.classifiers = append(s.classifiers, cl)
-		dir, commit, err := s.sourceDir(ctx, app)
-		ra.Source.Commit = commit
-		var manifests []Manifest
-		if err == nil {
-			manifests, err = Render(ctx, RenderOptions{Dir: dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
-		}
-		if err != nil {
-			ra.Error = fmt.Sprintf("app %s: %v", app.Name, err)
-			s.opts.Logger.Warn("render failed", "app", app.Name, "err", err)
+		res := results[i]
+		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
+			Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
+		if res.err != nil {
+			ra.Error = fmt.Sprintf("app %s: %v", app.Name, res.err)
+			s.opts.Logger.Warn("render failed", "app", app.Name, "err", res.err)
 		}
 		s.r.Apps = append(s.r.Apps, ra)
-		ai := len(s.r.Apps) - 1
-		for _, mf := range manifests {
-			s.addDesired(ai, app, mf)
+		for _, mf := range res.manifests {
+			s.addDesired(len(s.r.Apps)-1, app, mf)
 		}
 	}
-	s.progress("render", len(s.cfg.Apps), len(s.cfg.Apps))
 	return nil
 }
+
+// renderWorkers is how many apps are fetched and rendered at once.
+var renderWorkers = max(2, runtime.GOMAXPROCS(0))
 
 // sourceDir fetches an app's Git source when it has one and returns the
 // folder to render and the commit.
