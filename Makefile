@@ -26,13 +26,19 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/driftscan ./cmd/driftscan
 
 ## testbin: kube-apiserver and etcd built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/argodiff
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
 	@mkdir -p $(TESTBIN)
 	@echo "building kube-apiserver $(K8S_VERSION) and etcd from Go modules (about 8 minutes the first time on 2 cores)..."
 	cd fixtures/controlplane && $(GO) build -trimpath -ldflags '$(CP_LDFLAGS)' -o $(TESTBIN)/ ./kube-apiserver ./etcd
+
+# argodiff runs Argo CD's own diff (gitops-engine pkg/diff), as a reference
+# the tests and the benchmark compare driftscan with.
+$(TESTBIN)/argodiff: fixtures/controlplane/argodiff/main.go fixtures/controlplane/go.mod
+	@mkdir -p $(TESTBIN)
+	cd fixtures/controlplane && $(GO) build -trimpath -o $(TESTBIN)/ ./argodiff
 
 ## lint: go vet and gofmt
 lint:

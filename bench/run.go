@@ -80,6 +80,7 @@ func run(ctx context.Context, o Options) (err error) {
 		res.KubectlSkipped = skipped
 	}
 	res.Agreement = agree(rep, changed, b.plan)
+	argo := argoCheck(ctx, b, rep, outDir, o.Workers)
 
 	say("scanning in process to log every request...")
 	req, err := scanInProcess(ctx, b, o.CPUProfile)
@@ -101,6 +102,7 @@ func run(ctx context.Context, o Options) (err error) {
 	}
 	res.targets()
 	res.print(os.Stdout)
+	argo.print(os.Stdout)
 	if o.Out != "" {
 		if err := res.write(o.Out); err != nil {
 			return fmt.Errorf("write %s: %w", o.Out, err)

@@ -155,8 +155,15 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		return Result{Drift: true, Finding: f}
 	}
 	if c.appliers[owner.Manager] {
-		// Client-side appliers own the defaults of what they created.
-		return Result{Drift: false, Finding: f}
+		if owner.Operation != "Apply" {
+			// Client-side appliers own the defaults of what they created.
+			return Result{Drift: false, Finding: f}
+		}
+		// A server-side applier owns only what it sent: Git sent this field
+		// at the last sync and no longer declares it.
+		f.Class = report.ClassUnknown
+		f.Hint = fmt.Sprintf("Git no longer declares this field, but %s applied it at the last sync: the next sync removes it", owner.Manager)
+		return Result{Drift: true, Finding: f}
 	}
 	f.Class = c.ClassOf(*owner)
 	if f.Class == report.ClassOperator {
