@@ -224,23 +224,11 @@ func (d *discovery) addRule(object string, r classify.IgnoreRule) {
 // list reads every object of a resource with paginated LISTs, in namespace
 // ns ("" for all).
 func (d *discovery) list(ctx context.Context, gvr schema.GroupVersionResource, ns, selector string) ([]unstructured.Unstructured, error) {
-	var ri dynamic.ResourceInterface = d.client.Resource(gvr)
-	if ns != "" {
-		ri = d.client.Resource(gvr).Namespace(ns)
+	items, err := scanner.ListAll(ctx, d.client, gvr, ns, metav1.ListOptions{Limit: d.opts.PageSize, LabelSelector: selector})
+	if err != nil {
+		return nil, listError(gvr, ns, err)
 	}
-	opts := metav1.ListOptions{Limit: d.opts.PageSize, LabelSelector: selector}
-	var out []unstructured.Unstructured
-	for {
-		page, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, listError(gvr, ns, err)
-		}
-		out = append(out, page.Items...)
-		if page.GetContinue() == "" {
-			return out, nil
-		}
-		opts.Continue = page.GetContinue()
-	}
+	return items, nil
 }
 
 // errNotServed marks a LIST of a kind the cluster does not serve: its CRD

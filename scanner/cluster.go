@@ -137,16 +137,25 @@ func gvkString(gvk schema.GroupVersionKind) string {
 // list reads every object of a resource in a namespace ("" for all, or for
 // a cluster-scoped resource) with paginated LISTs.
 func (c *api) list(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]unstructured.Unstructured, error) {
-	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
+	items, err := ListAll(ctx, c.dynamic, gvr, ns, metav1.ListOptions{Limit: c.pageSize})
+	if err != nil {
+		return nil, listError(gvr, ns, err)
+	}
+	return items, nil
+}
+
+// ListAll reads every object of a resource in namespace ns ("" for all)
+// with paginated LISTs of opts.Limit objects, following continue tokens.
+func ListAll(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if ns != "" {
-		ri = c.dynamic.Resource(gvr).Namespace(ns)
+		ri = client.Resource(gvr).Namespace(ns)
 	}
 	var out []unstructured.Unstructured
-	opts := metav1.ListOptions{Limit: c.pageSize}
 	for {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return nil, listError(gvr, ns, err)
+			return nil, err
 		}
 		out = append(out, page.Items...)
 		if page.GetContinue() == "" {
