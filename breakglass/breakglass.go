@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/calricon/driftscan/discover"
 )
 
 // FieldManager is the manager of every write breakglass makes.
@@ -42,9 +44,9 @@ var annotations = []string{AnnotationBy, AnnotationWhy, AnnotationSince, Annotat
 
 // Kinds breakglass can pause.
 var (
-	Application   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
-	Kustomization = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
-	HelmRelease   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	Application   = discover.Applications
+	Kustomization = discover.Kustomizations
+	HelmRelease   = discover.HelmReleases
 )
 
 // Target is the reconciler object of one app.

@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -64,19 +63,7 @@ func install(t *testing.T, valuesDoc string) *installed {
 			env.Create(t, "helm", "", u)
 		case "ClusterRole", "ClusterRoleBinding":
 			env.Create(t, "helm", "", u)
-			kind, name := u.GetKind(), u.GetName()
-			t.Cleanup(func() {
-				ctx := context.Background()
-				var err error
-				if kind == "ClusterRole" {
-					err = env.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
-				} else {
-					err = env.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-				}
-				if err != nil {
-					t.Errorf("delete %s %s: %v", kind, name, err)
-				}
-			})
+			env.DeleteRBACAtEnd(t, u.GetKind(), u.GetName())
 		}
 	}
 	saName := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName

@@ -115,7 +115,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 	if d.opts.AllNamespaces {
 		ns = ""
 	}
-	items, err := d.list(ctx, applications, ns, d.opts.Selector)
+	items, err := d.list(ctx, Applications, ns, d.opts.Selector)
 	if err != nil {
 		return fmt.Errorf("discover Argo CD Applications: %w", err)
 	}

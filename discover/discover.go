@@ -50,14 +50,19 @@ const DefaultIgnoreFor = 90 * 24 * time.Hour
 // inCluster is the API server URL Argo CD gives the cluster it runs in.
 const inCluster = "https://kubernetes.default.svc"
 
-// The resources discovery lists.
+// The reconciler resources discovery lists; breakglass and doctor name the
+// same ones.
 var (
-	applications   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
-	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
-	helmReleases   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
-	gitRepos       = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
-	configMaps     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	secrets        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	Applications    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	Kustomizations  = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	HelmReleases    = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	GitRepositories = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+)
+
+// The resources discovery reads values from.
+var (
+	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
 // Options say what to discover. Start from DefaultOptions.

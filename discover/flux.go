@@ -177,7 +177,7 @@ func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map
 	}
 	out := map[string]*gitRepository{}
 	for _, ns := range lists {
-		items, err := d.list(ctx, gitRepos, ns, "")
+		items, err := d.list(ctx, GitRepositories, ns, "")
 		if errors.Is(err, errNotServed) {
 			d.skip("GitRepository", "%v", err)
 			continue

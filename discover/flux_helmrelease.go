@@ -65,7 +65,7 @@ type valuesReference struct {
 // listHelmReleases lists the HelmReleases and keeps those whose chart is in
 // a GitRepository and that apply to this cluster.
 func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) {
-	items, err := d.list(ctx, helmReleases, d.opts.Namespace, d.opts.Selector)
+	items, err := d.list(ctx, HelmReleases, d.opts.Namespace, d.opts.Selector)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ type kustomization struct {
 // listKustomizations lists the Kustomizations and keeps those whose source
 // is a GitRepository in this cluster.
 func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error) {
-	items, err := d.list(ctx, kustomizations, d.opts.Namespace, d.opts.Selector)
+	items, err := d.list(ctx, Kustomizations, d.opts.Namespace, d.opts.Selector)
 	if err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func TestWritesTheScanDoesNotNeedAreWarnedAbout(t *testing.T) {
 	// envtest has no "edit" ClusterRole: make one, and bind it in the app's
 	// namespace only.
 	edit := in.Namespace + "-edit"
-	doctortest.DeleteAtEnd(t, env, "ClusterRole", edit)
+	env.DeleteRBACAtEnd(t, "ClusterRole", edit)
 	env.Create(t, "kubectl", "", cluster.Object(t, `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/calricon/driftscan/discover"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -160,15 +161,15 @@ func (c *checker) fromNeeds() []Need {
 	ns := c.opts.FromNamespace
 	switch c.opts.From {
 	case FromArgoCD:
-		return []Need{{Verb: "list", Group: "argoproj.io", Resource: "applications", Namespace: ns,
+		return []Need{{Verb: "list", Group: discover.Applications.Group, Resource: discover.Applications.Resource, Namespace: ns,
 			Why: "--from argocd discovers apps from the Applications " + whereObjects(ns)}}
 	case FromFlux:
 		return []Need{
-			{Verb: "list", Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations", Namespace: ns,
+			{Verb: "list", Group: discover.Kustomizations.Group, Resource: discover.Kustomizations.Resource, Namespace: ns,
 				Why: "--from flux discovers apps from the Kustomizations " + whereObjects(ns)},
-			{Verb: "list", Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases", Namespace: ns,
+			{Verb: "list", Group: discover.HelmReleases.Group, Resource: discover.HelmReleases.Resource, Namespace: ns,
 				Why: "--from flux discovers apps from the HelmReleases " + whereObjects(ns)},
-			{Verb: "list", Group: "source.toolkit.fluxcd.io", Resource: "gitrepositories", Namespace: ns,
+			{Verb: "list", Group: discover.GitRepositories.Group, Resource: discover.GitRepositories.Resource, Namespace: ns,
 				Why: "--from flux reads the GitRepositories the Kustomizations and HelmReleases take their source from"},
 			{Verb: "get", Resource: "configmaps", Namespace: ns, Optional: true,
 				Why: "--from flux reads the ConfigMaps HelmReleases take values from (valuesFrom)"},

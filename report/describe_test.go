@@ -84,18 +84,7 @@ func TestAppSummaryMatchesTheScanSummaryForOneApp(t *testing.T) {
 	r := loadFixture(t)
 	total := Summary{ByClass: map[Class]int{}}
 	for _, app := range r.Apps {
-		s := app.Summary()
-		total.Apps += s.Apps
-		total.Objects += s.Objects
-		total.Drifted += s.Drifted
-		total.Missing += s.Missing
-		total.Extra += s.Extra
-		total.Errors += s.Errors
-		total.Findings += s.Findings
-		total.Ignored += s.Ignored
-		for c, n := range s.ByClass {
-			total.ByClass[c] += n
-		}
+		total.add(app.Summary())
 	}
 	total.Errors += len(r.Errors)
 	if got, want := summaryText(total), summaryText(r.Summary); got != want || total.Apps != r.Summary.Apps {

@@ -5,7 +5,6 @@
 package doctortest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -70,7 +69,7 @@ func InstallChart(t testing.TB, env *cluster.Env, valuesYAML string) *Install {
 			}
 		case "ClusterRole", "ClusterRoleBinding":
 			env.Create(t, "helm", "", u)
-			DeleteAtEnd(t, env, u.GetKind(), u.GetName())
+			env.DeleteRBACAtEnd(t, u.GetKind(), u.GetName())
 		}
 	}
 	in.Config = rest.CopyConfig(env.Config)
@@ -81,23 +80,6 @@ func InstallChart(t testing.TB, env *cluster.Env, valuesYAML string) *Install {
 	in.EventuallyCan(t, "update", "", "configmaps", ns, in.State)
 	in.EventuallyCan(t, "list", "", "namespaces", "", "")
 	return in
-}
-
-// DeleteAtEnd deletes the ClusterRole or ClusterRoleBinding name when the
-// test ends: namespaces do not take them along.
-func DeleteAtEnd(t testing.TB, env *cluster.Env, kind, name string) {
-	t.Cleanup(func() {
-		ctx := context.Background()
-		var err error
-		if kind == "ClusterRole" {
-			err = env.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
-		} else {
-			err = env.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		}
-		if err != nil {
-			t.Errorf("delete %s %s: %v", kind, name, err)
-		}
-	})
 }
 
 // Grant gives the ServiceAccount rules: with ns, a Role and RoleBinding
@@ -117,11 +99,11 @@ func (in *Install) Grant(t testing.TB, ns, name string, rules ...rbacv1.PolicyRu
 		}
 	} else {
 		if _, err = rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err == nil {
-			DeleteAtEnd(t, in.env, "ClusterRole", meta.Name)
+			in.env.DeleteRBACAtEnd(t, "ClusterRole", meta.Name)
 			_, err = rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, Subjects: subjects,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: meta.Name}}, metav1.CreateOptions{})
 			if err == nil {
-				DeleteAtEnd(t, in.env, "ClusterRoleBinding", meta.Name)
+				in.env.DeleteRBACAtEnd(t, "ClusterRoleBinding", meta.Name)
 			}
 		}
 	}
@@ -153,7 +135,7 @@ func (in *Install) BindClusterRole(t testing.TB, ns, role string) {
 	} else {
 		_, err = rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, Subjects: subjects, RoleRef: ref}, metav1.CreateOptions{})
 		if err == nil {
-			DeleteAtEnd(t, in.env, "ClusterRoleBinding", meta.Name)
+			in.env.DeleteRBACAtEnd(t, "ClusterRoleBinding", meta.Name)
 		}
 	}
 	if err != nil {
