@@ -32,6 +32,9 @@ type junitSuite struct {
 	Timestamp  string           `xml:"timestamp,attr"`
 	Properties *junitProperties `xml:"properties"`
 	Cases      []junitCase      `xml:"testcase"`
+	// SystemOut lists the warnings that concern the suite's app (or, in
+	// the "(scan)" suite, the whole scan): they fail nothing.
+	SystemOut *junitCDATA `xml:"system-out"`
 }
 
 type junitProperties struct {
@@ -115,10 +118,12 @@ func writeJUnit(w io.Writer, r *Report, opts WriteOptions) error {
 			}
 			s.Cases = append(s.Cases, c)
 		}
+		s.SystemOut = junitWarnings(r.Warnings, app.Name)
 		doc.Suites = append(doc.Suites, s)
 	}
-	if len(r.Errors) > 0 {
-		s := junitSuite{Name: "(scan)", Timestamp: stamp}
+	scanWarnings := junitWarnings(r.Warnings, "")
+	if len(r.Errors) > 0 || scanWarnings != nil {
+		s := junitSuite{Name: "(scan)", Timestamp: stamp, SystemOut: scanWarnings}
 		for i, e := range r.Errors {
 			s.Cases = append(s.Cases, junitCase{
 				ClassName: "(scan)",
@@ -157,6 +162,22 @@ func writeJUnit(w io.Writer, r *Report, opts WriteOptions) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitWarnings lists the warnings of app ("" for the scan's own), one a
+// line; nil when there are none.
+func junitWarnings(ws []Warning, app string) *junitCDATA {
+	var lines []string
+	for _, w := range ws {
+		if w.App == app {
+			w.App = ""
+			lines = append(lines, "warning: "+warningText(w))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &junitCDATA{Body: xmlSafe(strings.Join(lines, "\n"))}
 }
 
 // junitFindingLine is one finding on one line:

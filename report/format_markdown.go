@@ -86,6 +86,21 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 		p("\n")
 	}
 
+	if len(r.Warnings) > 0 {
+		p("### Warnings\n\nThe scan could not read these, and some findings say less than they could.\n\n")
+		for _, w := range r.Warnings {
+			where := ""
+			if w.App != "" {
+				where = "**" + mdText(w.App) + "**: "
+			}
+			if w.Object != "" {
+				where += mdCode(w.Object, 0) + ": "
+			}
+			p("- %s%s (%s)\n", where, mdText(w.Message), mdCode(string(w.Code), 0))
+		}
+		p("\n")
+	}
+
 	if len(r.Debts) > 0 {
 		p("### Ignore-rule debt\n\n")
 		p("| Kind | Owner | Rule | Why |\n| --- | --- | --- | --- |\n")

@@ -127,6 +127,17 @@ func writeSARIF(w io.Writer, r *Report, opts WriteOptions) error {
 	for _, e := range r.Errors {
 		notes = append(notes, sarifNotification(e, nil))
 	}
+	for _, w := range r.Warnings {
+		n := &sarif.Notification{Level: "warning", Message: sarif.NewTextMessage(warningText(w))}
+		n.Properties = sarif.Properties{"code": string(w.Code)}
+		if w.App != "" {
+			n.Properties["app"] = w.App
+		}
+		if w.Object != "" {
+			n.Properties["object"] = w.Object
+		}
+		notes = append(notes, n)
+	}
 	run.Invocations = []*sarif.Invocation{{
 		ExecutionSuccessful:        ptr(!r.HasErrors()),
 		ToolExecutionNotifications: notes,
@@ -183,7 +194,7 @@ func sarifFindingResult(r *Report, app App, o Object, f Finding, loc *sarif.Loca
 		WithPartialFingerPrints(map[string]interface{}{sarifFingerprintKey: sarifFingerprint(r.Cluster, app.Name, o.Ref(), f.Path)})
 	props := sarif.Properties{
 		"cluster": r.Cluster, "app": app.Name, "object": o.Ref(), "apiVersion": o.APIVersion,
-		"path": f.Path, "type": string(f.Type), "class": string(f.Class),
+		"path": f.Path, "pointer": f.Pointer, "type": string(f.Type), "class": string(f.Class),
 		"manager": f.Manager, "operation": f.Operation, "subresource": f.Subresource, "time": f.Time,
 		"git": f.Git, "live": f.Live,
 	}

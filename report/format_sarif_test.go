@@ -235,8 +235,21 @@ func TestSARIFRulesResultsAndLocations(t *testing.T) {
 		}
 	}
 
-	if inv := run.Invocations; len(inv) != 1 || inv[0].ExecutionSuccessful || len(inv[0].ToolExecutionNotifications) != 3 {
-		t.Errorf("invocations = %+v, want one, unsuccessful, with the 3 errors as notifications", inv)
+	inv := run.Invocations
+	if len(inv) != 1 || inv[0].ExecutionSuccessful || len(inv[0].ToolExecutionNotifications) != 5 {
+		t.Fatalf("invocations = %+v, want one, unsuccessful, with the 3 errors and 2 warnings as notifications", inv)
+	}
+	byLevel := map[string][]string{}
+	for _, n := range inv[0].ToolExecutionNotifications {
+		m, _ := n.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		code, _ := props["code"].(string)
+		level, _ := m["level"].(string)
+		byLevel[level] = append(byLevel[level], code)
+	}
+	wantCodes := map[string][]string{"error": {"", "", ""}, "warning": {"WebhooksUnreadable", "AutoscalersUnreadable"}}
+	if diff := cmp.Diff(wantCodes, byLevel); diff != "" {
+		t.Errorf("notification levels and codes (-want +got):\n%s", diff)
 	}
 }
 

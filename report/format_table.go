@@ -183,6 +183,13 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		}
 	}
 
+	if len(r.Warnings) > 0 {
+		text("")
+		for _, w := range r.Warnings {
+			text("%s %s", paint(color, ansiYellow, "warning:"), warningText(w))
+		}
+	}
+
 	if len(r.Debts) > 0 {
 		text("")
 		text("%s", paint(color, ansiBold, "IGNORE-RULE DEBTS"))

@@ -66,8 +66,11 @@ type Report struct {
 	// Debts lists ignore rules that are expired or matched nothing.
 	Debts []Debt `json:"debts"`
 	// Errors holds scan-wide errors that belong to no app (discovery, listing).
-	Errors  []string `json:"errors,omitempty"`
-	Summary Summary  `json:"summary"`
+	Errors []string `json:"errors,omitempty"`
+	// Warnings lists the fidelity the scan lost without failing: what it
+	// could not read and went on without (see Warning).
+	Warnings []Warning `json:"warnings"`
+	Summary  Summary   `json:"summary"`
 	// Stats says what the scan cost the API server.
 	Stats *Stats `json:"stats,omitempty"`
 }
@@ -156,10 +159,25 @@ type Object struct {
 // Finding is one field that differs between Git and live.
 type Finding struct {
 	// Path is the structured-merge-diff path string, for example
-	// .spec.template.spec.containers[name="app"].image.
-	Path  string `json:"path"`
-	Type  Type   `json:"type"`
-	Class Class  `json:"class"`
+	// .spec.template.spec.containers[name="app"].image. It is for people:
+	// field names are joined with dots unescaped, so a map key holding dots
+	// (an annotation) cannot be told from nested fields by reading it.
+	Path string `json:"path"`
+	// Pointer is the field's RFC 6901 JSON pointer, the form ignore rules'
+	// jsonPointers match (and Argo CD's): map keys escaped ("~0" for "~",
+	// "~1" for "/"), list items by their index in the live object, or in
+	// Git's rendered object for a Removed finding, which live lacks. An index
+	// holds only in that one object: Git may list the same items in another
+	// order. PathElements names list items by key.
+	Pointer string `json:"pointer"`
+	// PathElements is Path one step at a time, as structured-merge-diff
+	// serializes steps in managedFields (FieldsV1): "f:<field or map key>",
+	// "k:<the item's key fields as a JSON object>", "v:<a set item as
+	// JSON>", "i:<index of an atomic list's item>". Keys name the same item
+	// in Git and live; fieldpath.DeserializePathElement reads each step.
+	PathElements []string `json:"pathElements"`
+	Type         Type     `json:"type"`
+	Class        Class    `json:"class"`
 	// Manager, Operation, Subresource and Time come from the live object's
 	// managedFields entry that owns Path; all empty when no manager owns it.
 	Manager     string `json:"manager"`
@@ -168,8 +186,18 @@ type Finding struct {
 	Time        string `json:"time"`
 	// Git and Live are the two values as text: scalars as written, structures
 	// as compact JSON, "" when absent. Secret values are masked.
-	Git        string      `json:"git"`
-	Live       string      `json:"live"`
+	Git  string `json:"git"`
+	Live string `json:"live"`
+	// GitValue and LiveValue are the two values as JSON values, typed as the
+	// objects hold them (the number 80 and the string "80" stay apart, a
+	// structure is an object or array); absent when that side has none, and
+	// both absent when Masked.
+	GitValue  any `json:"gitValue,omitempty"`
+	LiveValue any `json:"liveValue,omitempty"`
+	// Masked says the values are Secret data or match a redaction rule: Git
+	// and Live show only "***" (and "*** (differs)" on the live side of a
+	// change), and GitValue and LiveValue are left out.
+	Masked     bool        `json:"masked"`
 	Ignored    bool        `json:"ignored"`
 	IgnoreRule *IgnoreRule `json:"ignoreRule"`
 	Hint       string      `json:"hint"`
@@ -212,7 +240,7 @@ type Debt struct {
 }
 
 // Summary counts what the scan found. Findings and ByClass count findings
-// that are not ignored.
+// that are not ignored; Warnings counts Report.Warnings.
 type Summary struct {
 	Apps     int           `json:"apps"`
 	Objects  int           `json:"objects"`
@@ -220,6 +248,7 @@ type Summary struct {
 	Missing  int           `json:"missing"`
 	Extra    int           `json:"extra"`
 	Errors   int           `json:"errors"`
+	Warnings int           `json:"warnings"`
 	Findings int           `json:"findings"`
 	Ignored  int           `json:"ignored"`
 	ByClass  map[Class]int `json:"byClass"`
@@ -234,6 +263,7 @@ func New(scannedAt time.Time, cluster string) *Report {
 		Cluster:    cluster,
 		Apps:       []App{},
 		Debts:      []Debt{},
+		Warnings:   []Warning{},
 	}
 }
 
@@ -259,9 +289,9 @@ func (o Object) Ref() string {
 	return o.Kind + "/" + o.Namespace + "/" + o.Name
 }
 
-// Finalize sorts apps, objects and findings into a stable order, sets each
-// object's status from its findings and recomputes the summary. Call it once
-// the report is complete.
+// Finalize sorts apps, objects, findings and warnings into a stable order,
+// sets each object's status from its findings and recomputes the summary.
+// Call it once the report is complete.
 func (r *Report) Finalize() {
 	sort.SliceStable(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
 	s := Summary{ByClass: map[Class]int{}}
@@ -287,6 +317,11 @@ func (r *Report) Finalize() {
 		s.add(app.Summary())
 	}
 	s.Errors += len(r.Errors)
+	if r.Warnings == nil {
+		r.Warnings = []Warning{}
+	}
+	r.Warnings = sortWarnings(r.Warnings)
+	s.Warnings = len(r.Warnings)
 	r.Summary = s
 }
 
@@ -298,6 +333,7 @@ func (s *Summary) add(o Summary) {
 	s.Missing += o.Missing
 	s.Extra += o.Extra
 	s.Errors += o.Errors
+	s.Warnings += o.Warnings
 	s.Findings += o.Findings
 	s.Ignored += o.Ignored
 	for c, n := range o.ByClass {
@@ -320,48 +356,3 @@ func objectLess(a, b Object) bool {
 
 // HasErrors reports whether any part of the scan failed to finish.
 func (r *Report) HasErrors() bool { return r.Summary.Errors > 0 }
-
-// Exit codes shared by every command that reports drift.
-const (
-	ExitOK    = 0 // no drift that is not ignored (among the classes that fail)
-	ExitDrift = 1 // drift
-	ExitError = 2 // an error kept part of the scan from finishing
-)
-
-// ExitCode returns the process exit code for the report: ExitError when part
-// of the scan failed, ExitDrift when a finding that is not ignored has one of
-// the failOn classes (or an object is Missing or Extra and failOn is not
-// empty), ExitOK otherwise. A nil failOn means every class; an empty one
-// (--fail-on none) never fails on drift.
-func (r *Report) ExitCode(failOn []Class) int {
-	if r.HasErrors() {
-		return ExitError
-	}
-	if failOn != nil && len(failOn) == 0 {
-		return ExitOK
-	}
-	fails := func(c Class) bool {
-		if failOn == nil {
-			return true
-		}
-		for _, f := range failOn {
-			if f == c {
-				return true
-			}
-		}
-		return false
-	}
-	for _, app := range r.Apps {
-		for _, o := range app.Objects {
-			if o.Status == Missing || o.Status == Extra {
-				return ExitDrift
-			}
-			for _, f := range o.ActiveFindings() {
-				if fails(f.Class) {
-					return ExitDrift
-				}
-			}
-		}
-	}
-	return ExitOK
-}

@@ -1,8 +1,11 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestExitCode(t *testing.T) {
@@ -56,5 +59,72 @@ func TestExitCode(t *testing.T) {
 				t.Errorf("ExitCode(%v) = %d, want %d", tt.failOn, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestFailOnWarningFailsADegradedScan(t *testing.T) {
+	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	build := func(warnings ...Warning) *Report {
+		r := New(at, "prod")
+		r.Apps = []App{{Name: "web", Objects: []Object{{Kind: "Deployment", Namespace: "web", Name: "frontend"}}}}
+		r.Warnings = warnings
+		r.Finalize()
+		return r
+	}
+	degraded := build(Warning{Code: WarnWebhooksUnreadable, Message: "cannot list MutatingWebhookConfigurations"})
+	if degraded.Summary.Warnings != 1 {
+		t.Errorf("summary counts %d warnings, want 1", degraded.Summary.Warnings)
+	}
+	tests := []struct {
+		name   string
+		r      *Report
+		failOn string
+		want   int
+	}{
+		{"warnings alone do not fail by default", degraded, "all", ExitOK},
+		{"all,warning fails a degraded scan", degraded, "all,warning", ExitDrift},
+		{"warning alone fails a degraded scan", degraded, "warning", ExitDrift},
+		{"none,warning fails a degraded scan", degraded, "none,warning", ExitDrift},
+		{"human,warning fails a degraded scan", degraded, "human,warning", ExitDrift},
+		{"warning passes a scan without warnings", build(), "warning", ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ParseFailOn(tt.failOn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.r.ExitCodeFor(f); got != tt.want {
+				t.Errorf("--fail-on %s: exit %d, want %d", tt.failOn, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFailOn(t *testing.T) {
+	tests := []struct {
+		in   string
+		want FailOn
+	}{
+		{"", FailOn{}},
+		{"all", FailOn{}},
+		{"none", FailOn{Classes: []Class{}}},
+		{"human, pipeline", FailOn{Classes: []Class{ClassHuman, ClassPipeline}}},
+		{"all,warning", FailOn{Warnings: true}},
+		{"warning", FailOn{Classes: []Class{}, Warnings: true}},
+		{"unknown,warning", FailOn{Classes: []Class{ClassUnknown}, Warnings: true}},
+	}
+	for _, tt := range tests {
+		got, err := ParseFailOn(tt.in)
+		if err != nil {
+			t.Errorf("ParseFailOn(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseFailOn(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	if _, err := ParseFailOn("human,robots"); err == nil || !strings.Contains(err.Error(), `unknown class "robots"`) || !strings.Contains(err.Error(), "warning") {
+		t.Errorf("ParseFailOn(human,robots) error = %v; want one naming robots and listing warning", err)
 	}
 }

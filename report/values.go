@@ -64,7 +64,7 @@ func byClassText(byClass map[Class]int) string {
 
 // summaryText is the one-line count of a Summary, shared by the table and
 // Markdown: "5 objects, 1 drifted, 2 findings (1 human, 1 webhook), 1 ignored".
-// Missing, extra, errors and ignored appear only when not zero.
+// Missing, extra, errors, warnings and ignored appear only when not zero.
 func summaryText(s Summary) string {
 	parts := []string{plural(s.Objects, "object"), fmt.Sprintf("%d drifted", s.Drifted)}
 	if s.Missing > 0 {
@@ -75,6 +75,9 @@ func summaryText(s Summary) string {
 	}
 	if s.Errors > 0 {
 		parts = append(parts, plural(s.Errors, "error"))
+	}
+	if s.Warnings > 0 {
+		parts = append(parts, plural(s.Warnings, "warning"))
 	}
 	findings := plural(s.Findings, "finding")
 	if by := byClassText(s.ByClass); by != "" {
@@ -102,6 +105,19 @@ func ignoredText(f Finding) string {
 		parts = append(parts, "until "+r.Expires)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// warningText is a warning on one line, after "warning:": the app it
+// concerns, the message and the code, "app web: cannot list … (SchemaNotPublished)".
+func warningText(w Warning) string {
+	s := oneLine(w.Message) + " (" + string(w.Code) + ")"
+	if w.Object != "" {
+		s = w.Object + ": " + s
+	}
+	if w.App != "" {
+		s = "app " + w.App + ": " + s
+	}
+	return s
 }
 
 // statusText is what an object header says after the status: why it needs

@@ -98,6 +98,9 @@ func TestFixtureIsAFinalizedReportThatCoversTheContract(t *testing.T) {
 							t.Errorf("Secret %s finding %s has an unmasked value %q", o.Ref(), f.Path, v)
 						}
 					}
+					if !f.Masked || f.GitValue != nil || f.LiveValue != nil {
+						t.Errorf("Secret %s finding %s: masked %v, typed values %v and %v; want masked and none", o.Ref(), f.Path, f.Masked, f.GitValue, f.LiveValue)
+					}
 				}
 			}
 		}
@@ -124,11 +127,21 @@ func TestFixtureIsAFinalizedReportThatCoversTheContract(t *testing.T) {
 	for what, ok := range map[string]bool{
 		"an app error": appError, "an ignored finding with its rule": ignored, "a hint": hint, "a Secret": secret,
 		"an expired-rule debt": debts[DebtExpired], "an unused-rule debt": debts[DebtUnused],
+		"a scan-wide warning": hasWarning(r, ""), "an app's warning": hasWarning(r, "billing"),
 	} {
 		if !ok {
 			t.Errorf("fixture has no %s", what)
 		}
 	}
+}
+
+func hasWarning(r *Report, app string) bool {
+	for _, w := range r.Warnings {
+		if w.App == app {
+			return true
+		}
+	}
+	return false
 }
 
 func TestNoOutputCarriesSecretPlaintext(t *testing.T) {

@@ -98,10 +98,10 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64) (*api, error
 
 // apiVersions lists the group/versions the cluster serves, for Helm's
 // .Capabilities.APIVersions.
-func (c *api) apiVersions() []string {
+func (c *api) apiVersions() ([]string, error) {
 	groups, err := c.discovery.ServerGroups()
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("discover API groups: %w", err)
 	}
 	var out []string
 	for _, g := range groups.Groups {
@@ -110,7 +110,7 @@ func (c *api) apiVersions() []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // mapping finds the resource of a kind, refreshing discovery once for kinds
@@ -202,22 +202,28 @@ func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingW
 }
 
 // namespaceLabels returns the labels of the namespaces, by name, listing
-// them once, or getting each when listing is forbidden.
-func (c *api) namespaceLabels(ctx context.Context, names []string) map[string]map[string]string {
-	out := map[string]map[string]string{}
+// them once, or getting each when listing is forbidden; failed holds why a
+// namespace that exists could not be read.
+func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error) {
+	labels, failed = map[string]map[string]string{}, map[string]error{}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	items, err := c.list(ctx, gvr, "")
-	if err == nil {
+	items, listErr := c.list(ctx, gvr, "")
+	if listErr == nil {
 		for _, ns := range items {
-			out[ns.GetName()] = ns.GetLabels()
+			labels[ns.GetName()] = ns.GetLabels()
 		}
-		return out
+		return labels, failed
 	}
 	for _, n := range names {
 		ns, err := c.dynamic.Resource(gvr).Get(ctx, n, metav1.GetOptions{})
-		if err == nil {
-			out[n] = ns.GetLabels()
+		switch {
+		case err == nil:
+			labels[n] = ns.GetLabels()
+		case apierrors.IsNotFound(err):
+			// Nothing of it is live to match webhooks against.
+		default:
+			failed[n] = fmt.Errorf("%w; get namespace %s: %w", listErr, n, err)
 		}
 	}
-	return out
+	return labels, failed
 }

@@ -28,7 +28,7 @@ func (s *scan) gather(ctx context.Context) classifyContext {
 	cc := classifyContext{scalers: map[objectKey][]classify.Scaler{}}
 	var err error
 	if cc.webhooks, err = s.c.webhooks(ctx); err != nil {
-		s.opts.Logger.Warn("cannot name the webhooks behind injected fields", "err", err)
+		s.warn(report.Warning{Code: report.WarnWebhooksUnreadable, Message: fmt.Sprintf("cannot list MutatingWebhookConfigurations, so injected fields do not name the webhook behind them and hints cannot say which webhook matches: %v", err)})
 	}
 	nss := map[string]bool{}
 	for _, d := range s.objects {
@@ -40,7 +40,9 @@ func (s *scan) gather(ctx context.Context) classifyContext {
 	for ns := range nss {
 		names = append(names, ns)
 	}
-	cc.nsLabels = s.c.namespaceLabels(ctx, names)
+	var failed map[string]error
+	cc.nsLabels, failed = s.c.namespaceLabels(ctx, names)
+	s.warnNamespaces(failed, selectsNamespaces(cc.webhooks))
 	s.gatherScalers(ctx, cc.scalers, nss)
 	return cc
 }
@@ -84,7 +86,8 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 		}
 		m, err := s.c.mapper.RESTMapping(sk.gvk.GroupKind())
 		if err != nil {
-			continue // not served here
+			s.warnScalerMapping(sk.gvk, err)
+			continue
 		}
 		// Like the kinds the apps declare: one LIST cluster-wide when the
 		// apps span many namespaces, else one per namespace.
@@ -105,7 +108,7 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 		for _, ns := range lists {
 			items, err := s.c.list(ctx, m.Resource, ns)
 			if err != nil {
-				s.opts.Logger.Warn("cannot list autoscalers: replica-war hints may be missing", "gvk", sk.gvk.String(), "ns", ns, "err", err)
+				s.warnAppsIn(ns, report.WarnAutoscalersUnreadable, fmt.Sprintf("cannot list %s in namespace %s, so a fight over replicas or resources with one of them gets no hint: %v", sk.gvk.Kind, ns, err))
 				continue
 			}
 			for i := range items {
@@ -177,9 +180,6 @@ func (s *scan) compareOne(d desired, live *liveState, cc classifyContext) {
 
 func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classifyContext, ro *report.Object) error {
 	gvk := d.obj.GroupVersionKind()
-	if s.c.typer.unpublished[gvk.GroupVersion()] {
-		s.opts.Logger.Debug("the server publishes no schema: typing by deduction", "gvk", gvk.String())
-	}
 	if k := s.opts.OwnerLabel; k != "" {
 		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {
 			ro.Owner = l.GetAnnotations()[k]
@@ -214,6 +214,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			continue
 		}
 		f := res.Finding
+		ch.record(&f)
 		if g := s.r.Apps[d.app].GitOps; g != nil && g.SelfHeal && !g.Suspended && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman) {
 			f.Hint = joinHint(f.Hint, fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object))
 		}

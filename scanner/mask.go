@@ -42,8 +42,9 @@ func secretPath(path string) bool {
 	return false
 }
 
-// mask replaces the finding's values when they must not leave: it shows only
-// whether they differ.
+// mask replaces the finding's values when they must not leave: the texts
+// show only whether they differ, the typed values are dropped and the
+// finding is marked Masked.
 func (m *masker) mask(group, kind string, f *report.Finding) {
 	hide := group == "" && kind == "Secret" && secretPath(f.Path)
 	for _, re := range m.redact {
@@ -54,6 +55,8 @@ func (m *masker) mask(group, kind string, f *report.Finding) {
 	if !hide {
 		return
 	}
+	f.Masked = true
+	f.GitValue, f.LiveValue = nil, nil
 	if f.Git != "" {
 		f.Git = masked
 	}

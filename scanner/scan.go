@@ -152,6 +152,7 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 	if err := s.loadSchemas(); err != nil {
 		return nil, err
 	}
+	s.warnUnpublished()
 	live := s.read(ctx)
 	s.compare(ctx, live)
 	if opts.Extra {
@@ -178,6 +179,7 @@ type scan struct {
 	ignorer     *classify.Ignorer
 	ignoreMu    sync.Mutex // the ignorer counts what each rule matched
 	masker      *masker
+	warnMu      sync.Mutex // the report's warnings
 	objects     []desired
 	declared    map[objectKey]string // object -> app that declares it
 }
@@ -190,7 +192,10 @@ func (s *scan) progress(stage string, done, total int) {
 
 // render renders every app and maps its objects to resources.
 func (s *scan) render(ctx context.Context) error {
-	apiVersions := s.c.apiVersions()
+	apiVersions, err := s.c.apiVersions()
+	if err != nil {
+		s.warn(report.Warning{Code: report.WarnAPIVersionsUnreadable, Message: fmt.Sprintf("cannot discover the cluster's API versions, so Helm charts rendered without .Capabilities.APIVersions and may differ from what they render on this cluster: %v", err)})
+	}
 	// Fetch and render the apps a few at a time (rendering is most of the
 	// scan's CPU), then add their objects in config order.
 	type rendered struct {

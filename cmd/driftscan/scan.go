@@ -58,7 +58,7 @@ type scanOptions struct {
 	cfg     *scanner.Config
 	scan    scanner.Options
 	outs    []report.Output
-	fail    []report.Class
+	fail    report.FailOn
 	logger  *slog.Logger
 	outTerm bool
 	errTerm bool
@@ -99,7 +99,7 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	f.StringArrayVarP(&o.outputs, "output", "o", nil, "output FORMAT or FORMAT=FILE, repeatable: "+formatNames()+" (default: table on a terminal, json otherwise)")
-	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'")
+	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'; add 'warning' to exit 1 also when the scan lost fidelity (report warnings)")
 	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
@@ -230,7 +230,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 	if o.outs, err = report.ParseOutputs(specs); err != nil {
 		return err
 	}
-	o.fail, err = parseFailOn(o.failOn)
+	o.fail, err = report.ParseFailOn(o.failOn)
 	return err
 }
 
@@ -272,37 +272,6 @@ func (o *scanOptions) selectApps() error {
 	}
 	o.cfg.Apps = kept
 	return nil
-}
-
-// parseFailOn turns --fail-on into classes: nil for all, empty for none.
-func parseFailOn(s string) ([]report.Class, error) {
-	switch strings.TrimSpace(s) {
-	case "", "all":
-		return nil, nil
-	case "none":
-		return []report.Class{}, nil
-	}
-	out := []report.Class{}
-	for _, part := range strings.Split(s, ",") {
-		c := report.Class(strings.TrimSpace(part))
-		valid := false
-		for _, k := range report.Classes {
-			valid = valid || k == c
-		}
-		if !valid {
-			return nil, fmt.Errorf("--fail-on: unknown class %q (want %s, all or none)", c, classNames())
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-func classNames() string {
-	names := make([]string, len(report.Classes))
-	for i, c := range report.Classes {
-		names[i] = string(c)
-	}
-	return strings.Join(names, ", ")
 }
 
 // Validate checks the options against each other.
@@ -354,7 +323,7 @@ func (o *scanOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.streams.Err, "error: %v\n", err)
 		failed = append(failed, err)
 	}
-	code := r.ExitCode(o.fail)
+	code := r.ExitCodeFor(o.fail)
 	if len(failed) > 0 {
 		code = report.ExitError
 	}

@@ -106,6 +106,9 @@ func TestFailOnDecidesTheExitCode(t *testing.T) {
 		{"human", 1},
 		{"webhook,operator", 0},
 		{"none", 0},
+		// The scan read everything: warning adds no failure of its own.
+		{"warning", 0},
+		{"human,warning", 1},
 	}
 	for _, c := range cases {
 		res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns, "-o", "json", "--fail-on", c.failOn)

@@ -1,0 +1,71 @@
+package report
+
+import "sort"
+
+// WarningCode names a kind of fidelity a scan lost.
+type WarningCode string
+
+// The warning codes. Each is something the scan could not read and went on
+// without: no object failed, but some findings say less than they could.
+const (
+	// WarnWebhooksUnreadable: the MutatingWebhookConfigurations could not
+	// be listed, so no injected field names the webhook behind it, and
+	// hints may wrongly say that no webhook matches.
+	WarnWebhooksUnreadable WarningCode = "WebhooksUnreadable"
+	// WarnNamespaceUnreadable: a namespace's labels could not be read, so
+	// webhooks that select namespaces by label are not matched to its
+	// objects.
+	WarnNamespaceUnreadable WarningCode = "NamespaceUnreadable"
+	// WarnAutoscalersUnreadable: a kind of autoscaler could not be listed
+	// (or its kind not looked up), so a replica war with it gets no hint.
+	WarnAutoscalersUnreadable WarningCode = "AutoscalersUnreadable"
+	// WarnSchemaNotPublished: the server publishes no OpenAPI schema for a
+	// group/version, so its objects were compared by deduction: lists as
+	// whole values, without merge keys or defaults.
+	WarnSchemaNotPublished WarningCode = "SchemaNotPublished"
+	// WarnAPIVersionsUnreadable: the cluster's API group/versions could not
+	// be discovered, so Helm charts rendered without
+	// .Capabilities.APIVersions and may have rendered other objects than
+	// they do on this cluster.
+	WarnAPIVersionsUnreadable WarningCode = "APIVersionsUnreadable"
+)
+
+// Warning is fidelity the scan lost without failing: something it could
+// not read, which made part of the report less precise than it could be. A
+// warning is not an error (Report.HasErrors ignores it); `--fail-on
+// warning` makes it fail a run.
+type Warning struct {
+	Code WarningCode `json:"code"`
+	// App and Object (kind/namespace/name) name what the warning concerns;
+	// both are empty for one that concerns the whole scan.
+	App    string `json:"app,omitempty"`
+	Object string `json:"object,omitempty"`
+	// Message says what could not be read, why, and what it costs.
+	Message string `json:"message"`
+}
+
+// sortWarnings orders warnings by app, object, code and message, and
+// removes repeats.
+func sortWarnings(ws []Warning) []Warning {
+	sort.SliceStable(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.App != b.App {
+			return a.App < b.App
+		}
+		if a.Object != b.Object {
+			return a.Object < b.Object
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		return a.Message < b.Message
+	})
+	out := ws[:0]
+	for i, w := range ws {
+		if i > 0 && w == ws[i-1] {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
