@@ -53,7 +53,7 @@ test: testbin lint
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 # The fuzz targets, as package:target.
-FUZZ_TARGETS := scanner:FuzzParseConfig scanner:FuzzRenderYAML classify:FuzzIgnoreRule report:FuzzWriteFinding
+FUZZ_TARGETS := config:FuzzParseConfig render:FuzzRenderYAML classify:FuzzIgnoreRule report:FuzzWriteFinding
 FUZZTIME     ?= 2m
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 2m); crashers land in testdata/fuzz
@@ -73,7 +73,7 @@ demo: testbin build
 BENCHFLAGS ?=
 bench: testbin build
 	$(GO) run ./bench -driftscan $(BIN)/driftscan -out bench/results/latest.json $(BENCHFLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem ./scanner/ ./classify/
+	$(GO) test -run '^$$' -bench . -benchmem ./scanner/ ./render/ ./classify/
 
 ## image: the container image (needs a Docker engine, which these machines lack)
 image:

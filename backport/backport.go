@@ -34,8 +34,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // Options say where backport writes, how the source renders and why.
@@ -45,11 +46,11 @@ type Options struct {
 	// SourceDir is the app's source folder, inside Repo.
 	SourceDir string
 	// Namespace, Helm and Kustomize render the source as the scan did
-	// (scanner.App's Namespace and Source.Helm, Source.Kustomize);
+	// (config.App's Namespace and Source.Helm, Source.Kustomize);
 	// KubeVersion and APIVersions are the cluster's, for Helm.
 	Namespace   string
-	Helm        *scanner.HelmSource
-	Kustomize   *scanner.KustomizeSource
+	Helm        *config.HelmSource
+	Kustomize   *config.KustomizeSource
 	KubeVersion string
 	APIVersions []string
 	// Branch is the branch to create; default hotfix/<app>-<UTC time>.
@@ -151,7 +152,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the scan read commit %s, the working tree is at %s: the branch starts from the working tree", short(app.Source.Commit), short(res.Base)))
 	}
 
-	before, err := scanner.Render(ctx, renderOptions(opts))
+	before, err := render.Manifests(ctx, renderOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("app %s: render %s before writing: %w", app.Name, src, err)
 	}
@@ -182,7 +183,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		if err := fs.write(ws.files); err != nil {
 			return undo(err)
 		}
-		after, err := scanner.Render(ctx, renderOptions(opts))
+		after, err := render.Manifests(ctx, renderOptions(opts))
 		if err != nil {
 			return undo(fmt.Errorf("app %s: the edited source no longer renders, so nothing was committed: %w", app.Name, err))
 		}
@@ -260,11 +261,11 @@ func short(sha string) string {
 	return sha
 }
 
-func renderOptions(opts Options) scanner.RenderOptions {
-	return scanner.RenderOptions{Dir: opts.SourceDir, Namespace: opts.Namespace, Helm: opts.Helm, Kustomize: opts.Kustomize, KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions}
+func renderOptions(opts Options) render.Options {
+	return render.Options{Dir: opts.SourceDir, Namespace: opts.Namespace, Helm: opts.Helm, Kustomize: opts.Kustomize, KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions}
 }
 
-// sourceKind detects the renderer the way scanner.Render does.
+// sourceKind detects the renderer the way render.Manifests does.
 func sourceKind(opts Options) string {
 	switch {
 	case opts.Helm != nil:
@@ -298,7 +299,7 @@ func kustomizationFile(dir string) string {
 type target struct {
 	ref      ObjectRef
 	edits    []*Edit
-	manifest scanner.Manifest
+	manifest render.Manifest
 	// fallback asks the writer for its second way, after the first did not
 	// render as expected: a kustomize patch with whole lists.
 	fallback bool
@@ -308,7 +309,7 @@ type target struct {
 func (t *target) before() map[string]any { return t.manifest.Object.Object }
 
 // match finds each edit's object among the rendered manifests.
-func match(edits []Edit, manifests []scanner.Manifest) ([]*target, []Skip) {
+func match(edits []Edit, manifests []render.Manifest) ([]*target, []Skip) {
 	var targets []*target
 	byRef := map[ObjectRef]*target{}
 	var skipped []Skip
@@ -332,13 +333,13 @@ func match(edits []Edit, manifests []scanner.Manifest) ([]*target, []Skip) {
 
 // findManifest finds the manifest of ref. A manifest without a namespace
 // matches any: the scanner gives namespaced objects the app's namespace.
-func findManifest(manifests []scanner.Manifest, ref ObjectRef) (scanner.Manifest, bool) {
+func findManifest(manifests []render.Manifest, ref ObjectRef) (render.Manifest, bool) {
 	for _, m := range manifests {
 		if sameObject(m.Object.GetAPIVersion(), m.Object.GetKind(), m.Object.GetNamespace(), m.Object.GetName(), ref) {
 			return m, true
 		}
 	}
-	return scanner.Manifest{}, false
+	return render.Manifest{}, false
 }
 
 func sameObject(apiVersion, kind, ns, name string, ref ObjectRef) bool {
@@ -375,7 +376,7 @@ type writer interface {
 	write(ctx context.Context, targets []*target) (*writeSet, error)
 }
 
-func newWriter(kind string, opts Options, root string, before []scanner.Manifest) writer {
+func newWriter(kind string, opts Options, root string, before []render.Manifest) writer {
 	switch kind {
 	case SourceHelm:
 		return &helmWriter{opts: opts, root: root, before: before}

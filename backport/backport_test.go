@@ -15,8 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/gitrepo"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
@@ -61,14 +63,14 @@ func worktree(t *testing.T, fixture, sub string) string {
 }
 
 // renderOf is how the scanner renders app.
-func renderOf(app scanner.App) scanner.RenderOptions {
-	return scanner.RenderOptions{Dir: app.Source.Path, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize}
+func renderOf(app config.App) render.Options {
+	return render.Options{Dir: app.Source.Path, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize}
 }
 
 // sync applies every object of app to its namespace as Argo CD would.
-func sync(t *testing.T, app scanner.App) {
+func sync(t *testing.T, app config.App) {
 	t.Helper()
-	manifests, err := scanner.Render(t.Context(), renderOf(app))
+	manifests, err := render.Manifests(t.Context(), renderOf(app))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +80,9 @@ func sync(t *testing.T, app scanner.App) {
 }
 
 // scanApp scans one app whose source is a local folder.
-func scanApp(t *testing.T, app scanner.App) report.App {
+func scanApp(t *testing.T, app config.App) report.App {
 	t.Helper()
-	cfg := &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers, Apps: []scanner.App{app}}
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers, Apps: []config.App{app}}
 	opts := scanner.DefaultOptions()
 	opts.RESTConfig = env.Config
 	r, err := scanner.Scan(t.Context(), cfg, opts)
@@ -94,7 +96,7 @@ func scanApp(t *testing.T, app scanner.App) report.App {
 }
 
 // options are backport's options for app in the working tree at root.
-func options(root string, app scanner.App, reason string) Options {
+func options(root string, app config.App, reason string) Options {
 	opts := DefaultOptions()
 	opts.Repo, opts.SourceDir = root, app.Source.Path
 	opts.Namespace, opts.Helm, opts.Kustomize = app.Namespace, app.Source.Helm, app.Source.Kustomize
@@ -197,11 +199,11 @@ func committed(t *testing.T, root string, res *Result, files ...string) *object.
 
 // plainApp commits the plain fixture, syncs it into a new namespace and
 // returns the app and the working tree's root.
-func plainApp(t *testing.T) (scanner.App, string) {
+func plainApp(t *testing.T) (config.App, string) {
 	t.Helper()
 	ns := env.Namespace(t, nil)
 	root := worktree(t, "../fixtures/backport/plain", "apps/web")
-	app := scanner.App{Name: "web", Namespace: ns, Source: scanner.Source{Path: filepath.Join(root, "apps", "web")}}
+	app := config.App{Name: "web", Namespace: ns, Source: config.Source{Path: filepath.Join(root, "apps", "web")}}
 	sync(t, app)
 	return app, root
 }

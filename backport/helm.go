@@ -13,8 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // helmWriter changes chart values that map to a field one to one, and
@@ -32,7 +33,7 @@ import (
 type helmWriter struct {
 	opts   Options
 	root   string // the repository's
-	before []scanner.Manifest
+	before []render.Manifest
 }
 
 // leaf is one scalar (or empty collection) of the chart's values.
@@ -76,7 +77,7 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 	ws := &writeSet{files: map[string][]byte{}}
 	src := w.opts.Helm
 	if src == nil {
-		src = &scanner.HelmSource{}
+		src = &config.HelmSource{}
 	}
 	merged, err := w.values(src)
 	if err != nil {
@@ -106,7 +107,7 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 
 // probeAll probes each candidate leaf once, for all the fields it may map
 // to, and returns the mappings found for each edit.
-func (w *helmWriter) probeAll(ctx context.Context, src *scanner.HelmSource, merged map[string]any, jobs []job) (map[*Edit][]mapping, error) {
+func (w *helmWriter) probeAll(ctx context.Context, src *config.HelmSource, merged map[string]any, jobs []job) (map[*Edit][]mapping, error) {
 	leaves := collectLeaves(merged, nil, src.Set)
 	candidates := map[string][]job{}
 	var order []leaf
@@ -152,7 +153,7 @@ func (w *helmWriter) probeAll(ctx context.Context, src *scanner.HelmSource, merg
 // writeValues writes the mapped values into the values file: the app's
 // last values file, else the chart's values.yaml. It returns the jobs it
 // could not write.
-func (w *helmWriter) writeValues(ws *writeSet, src *scanner.HelmSource, merged map[string]any, jobs []job, found map[*Edit][]mapping) []job {
+func (w *helmWriter) writeValues(ws *writeSet, src *config.HelmSource, merged map[string]any, jobs []job, found map[*Edit][]mapping) []job {
 	path := filepath.Join(w.opts.SourceDir, "values.yaml")
 	if n := len(src.ValuesFiles); n > 0 {
 		path = src.ValuesFiles[n-1]
@@ -271,7 +272,7 @@ func (w *helmWriter) suggest(ws *writeSet, unmapped []job) error {
 
 // values merges the chart's values.yaml and the app's values files as Helm
 // does: the files override the chart's defaults, and a null removes one.
-func (w *helmWriter) values(src *scanner.HelmSource) (map[string]any, error) {
+func (w *helmWriter) values(src *config.HelmSource) (map[string]any, error) {
 	read := func(path string) (map[string]any, error) {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -389,7 +390,7 @@ func probeValue(v any, n int) any {
 }
 
 // probe renders the chart with l set to probe through an extra values file.
-func (w *helmWriter) probe(ctx context.Context, src *scanner.HelmSource, tmp string, merged map[string]any, l leaf, probe any) ([]scanner.Manifest, error) {
+func (w *helmWriter) probe(ctx context.Context, src *config.HelmSource, tmp string, merged map[string]any, l leaf, probe any) ([]render.Manifest, error) {
 	overlay, err := overlayFor(merged, l.path, probe)
 	if err != nil {
 		return nil, err
@@ -406,7 +407,7 @@ func (w *helmWriter) probe(ctx context.Context, src *scanner.HelmSource, tmp str
 	hs.ValuesFiles = append(slices.Clone(src.ValuesFiles), file)
 	ro := renderOptions(w.opts)
 	ro.Helm = &hs
-	return scanner.Render(ctx, ro)
+	return render.Manifests(ctx, ro)
 }
 
 // overlayFor is a values map that sets path to v when merged over the
@@ -441,7 +442,7 @@ func overlayFor(merged map[string]any, path Path, v any) (map[string]any, error)
 
 // maps reports whether the probe rendering shows l mapping to the field at
 // p of t, one to one.
-func (w *helmWriter) maps(rendered []scanner.Manifest, t *target, p Path, l leaf, probe any) (mapping, bool) {
+func (w *helmWriter) maps(rendered []render.Manifest, t *target, p Path, l leaf, probe any) (mapping, bool) {
 	m, ok := findManifest(rendered, t.ref)
 	if !ok || len(rendered) != len(w.before) {
 		return mapping{}, false

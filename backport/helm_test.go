@@ -8,18 +8,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/golden"
-	"github.com/calricon/driftscan/scanner"
 )
 
 func TestHelmValueThatMapsOneToOneIsChangedAndTheRestSuggested(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	root := worktree(t, "../fixtures/backport/helm/web", "charts/web")
 	chart := filepath.Join(root, "charts", "web")
-	app := scanner.App{Name: "web", Namespace: ns, Source: scanner.Source{
+	app := config.App{Name: "web", Namespace: ns, Source: config.Source{
 		Path: chart,
-		Helm: &scanner.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values-prod.yaml"}},
+		Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values-prod.yaml"}},
 	}}
 	sync(t, app)
 	// The ConfigMap's level is config.logLevel; the image's tag is

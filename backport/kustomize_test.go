@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/golden"
-	"github.com/calricon/driftscan/scanner"
 )
 
 func TestKustomizeOverlayGetsAPatchAndTheBaseStays(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	root := worktree(t, "../fixtures/backport/kustomize", "deploy/web")
 	overlay := filepath.Join(root, "deploy", "web", "overlays", "prod")
-	app := scanner.App{Name: "web", Namespace: ns, Source: scanner.Source{Path: overlay}}
+	app := config.App{Name: "web", Namespace: ns, Source: config.Source{Path: overlay}}
 	sync(t, app)
 	env.Patch(t, "kubectl-set", cluster.Deployment, ns, "prod-web", types.StrategicMergePatchType,
 		`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.26"}]}}}}`)
@@ -87,7 +87,7 @@ func TestKustomizeWritesWholeListsWhenItCannotMergeByKey(t *testing.T) {
 	env.InstallCRDs(t, "crd-installer", "../fixtures/backport/crds/frontends.backport.example.com.yaml")
 	ns := env.Namespace(t, nil)
 	root := worktree(t, "../fixtures/backport/kustomize-crd", "frontend")
-	app := scanner.App{Name: "frontend", Namespace: ns, Source: scanner.Source{Path: filepath.Join(root, "frontend")}}
+	app := config.App{Name: "frontend", Namespace: ns, Source: config.Source{Path: filepath.Join(root, "frontend")}}
 	sync(t, app)
 	frontend := schema.GroupVersionKind{Group: "backport.example.com", Version: "v1", Kind: "Frontend"}
 	env.Patch(t, "kubectl-edit", frontend, ns, "shop", types.MergePatchType,

@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // plainWriter edits the manifests of a folder of plain YAML in place.
@@ -88,12 +88,12 @@ func editNode(obj *yaml.Node, t *target, e *Edit) (applied, error) {
 // yamlFile is a YAML file cut into documents at its "---" lines, each
 // parsed when first edited.
 type yamlFile struct {
-	chunks []scanner.YAMLDocument
+	chunks []render.YAMLDocument
 	docs   map[int]*doc
 }
 
 func splitFile(data []byte) *yamlFile {
-	return &yamlFile{chunks: scanner.SplitYAMLDocuments(data), docs: map[int]*doc{}}
+	return &yamlFile{chunks: render.SplitYAMLDocuments(data), docs: map[int]*doc{}}
 }
 
 // object finds the node of the object whose document (or List item)

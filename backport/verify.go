@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/scanner"
 )
 
 // verify checks a write by its rendering: each target must render as Git's
 // object with its applied edits made, and every other object as before. It
 // returns why each failing target failed.
-func verify(before, after []scanner.Manifest, targets []*target, done []applied) map[*target]string {
+func verify(before, after []render.Manifest, targets []*target, done []applied) map[*target]string {
 	failed := map[*target]string{}
 	for _, t := range targets {
 		want := deepCopy(t.before())

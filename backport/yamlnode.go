@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/render"
 	"gopkg.in/yaml.v3"
 )
 
@@ -136,7 +136,7 @@ func nodeItem(n *yaml.Node, e Element) int {
 }
 
 // nodeValue decodes a node into JSON types, as the scanner's renderer does.
-func nodeValue(n *yaml.Node) (any, error) { return scanner.YAMLNodeValue(n) }
+func nodeValue(n *yaml.Node) (any, error) { return render.YAMLNodeValue(n) }
 
 // replaceNode puts val in *slot.
 func replaceNode(slot **yaml.Node, val any) {

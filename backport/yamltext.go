@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/render"
 	"gopkg.in/yaml.v3"
 )
 
@@ -143,7 +143,7 @@ func (d *doc) reencode() ([]byte, error) {
 		return nil, err
 	}
 	var head []byte
-	if scanner.IsYAMLDocumentMarker(bytes.TrimRight(d.text[:d.lineEnd(1)], "\r\n")) {
+	if render.IsYAMLDocumentMarker(bytes.TrimRight(d.text[:d.lineEnd(1)], "\r\n")) {
 		head = slices.Clone(d.text[:d.lineEnd(1)])
 	}
 	return d.newlines(append(head, b.Bytes()...)), nil

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/scanner"
 )
 
@@ -80,7 +81,7 @@ const profileScans = 5
 // stage took. When cpuprofile is set it then scans profileScans more times
 // under the CPU profiler and writes the profile there.
 func scanInProcess(ctx context.Context, b *bed, cpuprofile string) (Requests, error) {
-	cfg, err := scanner.LoadConfig(b.est.Config)
+	cfg, err := config.Load(b.est.Config)
 	if err != nil {
 		return Requests{}, err
 	}
@@ -135,7 +136,7 @@ func scanInProcess(ctx context.Context, b *bed, cpuprofile string) (Requests, er
 }
 
 // scanOnce scans and fails on any error the report holds.
-func scanOnce(ctx context.Context, cfg *scanner.Config, opts scanner.Options) (time.Duration, error) {
+func scanOnce(ctx context.Context, cfg *config.Config, opts scanner.Options) (time.Duration, error) {
 	start := time.Now()
 	r, err := scanner.Scan(ctx, cfg, opts)
 	if err != nil {

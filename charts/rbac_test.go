@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
@@ -363,7 +364,7 @@ config:
 			if err := os.WriteFile(path, []byte(scanYAML), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := scanner.LoadConfig(path)
+			cfg, err := config.Load(path)
 			if err != nil {
 				t.Fatalf("the chart's scan.yaml: %v\n%s", err, scanYAML)
 			}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // argoApplier is the field manager Argo CD applies with.
@@ -210,7 +210,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		first = false
 		src, problems := d.argoSource(u.GetName(), s, refs)
 		g := gitops
-		d.res.Apps = append(d.res.Apps, scanner.App{
+		d.res.Apps = append(d.res.Apps, config.App{
 			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
 			Appliers: []string{argoApplier}, GitOps: &g,
 		})
@@ -240,11 +240,11 @@ func anyIfStar(s string) string {
 
 // argoSource turns one Application source into a scanner source, and says
 // what of it driftscan does not apply.
-func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (scanner.Source, []string) {
-	src := scanner.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), Auth: d.opts.Auth}
+func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (config.Source, []string) {
+	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), Auth: d.opts.Auth}
 	var problems []string
 	if h := s.Helm; h != nil {
-		hs := &scanner.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
+		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
 		if hs.ReleaseName == "" {
 			hs.ReleaseName = appName
 		}
@@ -298,7 +298,7 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		src.Helm = hs
 	}
 	if s.Kustomize != nil {
-		src.Kustomize = &scanner.KustomizeSource{}
+		src.Kustomize = &config.KustomizeSource{}
 		if set := setKeys(s.Kustomize, kustomizeOverrides, "version"); len(set) > 0 {
 			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(set, ", "))
 		}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 const deployRepo = "https://git.example.com/shop/deploy.git"
@@ -19,7 +19,7 @@ var argoAppliers = []string{"argocd-controller"}
 type argoCase struct {
 	name         string
 	applications []string
-	apps         []scanner.App
+	apps         []config.App
 	rules        []classify.IgnoreRule
 	skipped      []string
 	errors       []string
@@ -84,9 +84,9 @@ spec:
   syncPolicy:
     automated: {selfHeal: true, prune: true}
 `},
-		apps: []scanner.App{{
+		apps: []config.App{{
 			Name: "web", Owner: "team-web", Namespace: "shop",
-			Source: scanner.Source{Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &scanner.HelmSource{
+			Source: config.Source{Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"},
 				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there", "db.host": "db.prod", "db.port": "5432", `podAnnotations.prometheus\.io/scrape`: "yes"},
 			}},
@@ -121,10 +121,10 @@ spec:
     path: apps/config
     ref: config
 `},
-		apps: []scanner.App{
+		apps: []config.App{
 			{
 				Name: "shop", Owner: "team-shop", Namespace: "shop",
-				Source: scanner.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &scanner.HelmSource{
+				Source: config.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{
 					ReleaseName: "shop", ValuesFiles: []string{"../../envs/prod/values.yaml", "values.yaml"},
 				}},
 				Appliers: argoAppliers,
@@ -132,13 +132,13 @@ spec:
 			},
 			{
 				Name: "shop-2", Owner: "team-shop", Namespace: "shop",
-				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 			},
 			{
 				Name: "shop-config", Owner: "team-shop", Namespace: "shop",
-				Source:   scanner.Source{Repo: "https://git.example.com/shop/config.git", Path: "apps/config"},
+				Source:   config.Source{Repo: "https://git.example.com/shop/config.git", Path: "apps/config"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 			},
@@ -162,9 +162,9 @@ spec:
     helm:
       valueFiles: [$values/envs/prod/values.yaml, $old/envs/prod/values.yaml, $missing/values.yaml, values.yaml]
 `},
-		apps: []scanner.App{{
+		apps: []config.App{{
 			Name: "web", Owner: "shop", Namespace: "shop",
-			Source:   scanner.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &scanner.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
+			Source:   config.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
@@ -213,10 +213,10 @@ spec:
       - {name: flag, value: "true", forceString: true}
       - {name: count, value: "3"}
 `},
-		apps: []scanner.App{
+		apps: []config.App{
 			{
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
-				Source: scanner.Source{Repo: deployRepo, Path: "charts/web", Helm: &scanner.HelmSource{
+				Source: config.Source{Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
 					ReleaseName: "web-helm", Set: map[string]string{"replicas": "3", "nested.ok": "fine", "count": "3"},
 				}},
 				Appliers: argoAppliers,
@@ -224,7 +224,7 @@ spec:
 			},
 			{
 				Name: "web-kustomize", Owner: "shop", Namespace: "shop",
-				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &scanner.KustomizeSource{}},
+				Source:   config.Source{Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-kustomize", Suspended: true},
 			},
@@ -266,16 +266,16 @@ spec:
     path: apps/web
     directory: {recurse: true, include: '*'}
 `},
-		apps: []scanner.App{
+		apps: []config.App{
 			{
 				Name: "filtered", Owner: "shop", Namespace: "shop",
-				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/filtered", Suspended: true},
 			},
 			{
 				Name: "plain", Owner: "shop", Namespace: "shop",
-				Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/plain", Suspended: true},
 			},
@@ -309,9 +309,9 @@ spec:
   - kind: Secret
     jqPathExpressions: ['.data[']
 `},
-		apps: []scanner.App{{
+		apps: []config.App{{
 			Name: "web", Owner: "shop", Namespace: "shop",
-			Source:   scanner.Source{Repo: deployRepo, Path: "apps/web"},
+			Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
@@ -354,12 +354,12 @@ spec:
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
   syncPolicy: {automated: {enabled: false, selfHeal: true, prune: true}, syncOptions: [ServerSideApply=true]}
 `},
-		apps: []scanner.App{
-			{Name: "healing", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+		apps: []config.App{
+			{Name: "healing", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/healing", SelfHeal: true}},
-			{Name: "pruning", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "pruning", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/pruning", Prune: true}},
-			{Name: "switched-off", Owner: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "switched-off", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/switched-off", Suspended: true}},
 		},
 	},
@@ -398,10 +398,10 @@ spec:
   destination: {name: prod-eu, namespace: shop}
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
 `},
-		apps: []scanner.App{
-			{Name: "by-name", Owner: "shop", Namespace: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+		apps: []config.App{
+			{Name: "by-name", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-name", Suspended: true}},
-			{Name: "by-url", Owner: "shop", Namespace: "shop", Source: scanner.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "by-url", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-url", Suspended: true}},
 		},
 		skipped: []string{
@@ -430,9 +430,9 @@ spec:
   - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web, plugin: {name: sops}}
   - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web-kustomize}
 `},
-		apps: []scanner.App{{
+		apps: []config.App{{
 			Name: "mixed", Owner: "infra", Namespace: "infra",
-			Source: scanner.Source{Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
+			Source: config.Source{Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
 			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/mixed", Suspended: true},
 		}},
 		skipped: []string{

@@ -1,6 +1,6 @@
 // Package discover reads the apps that Argo CD Applications and Flux
 // Kustomizations and HelmReleases describe, and turns each into a
-// scanner.App, and their ignore settings (Argo CD's ignoreDifferences, a
+// config.App, and their ignore settings (Argo CD's ignoreDifferences, a
 // HelmRelease's driftDetection.ignore) into classify.IgnoreRules that are
 // debts like any other: an owner, a reason and a review date.
 //
@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/scanner"
 )
 
@@ -89,7 +90,7 @@ type Options struct {
 	// IgnoreExpiry is the review date given to imported ignore rules.
 	IgnoreExpiry time.Time
 	// Auth are the Git credentials every discovered source is cloned with.
-	Auth scanner.GitAuth
+	Auth config.GitAuth
 	// Getenv checks up front that the variables Auth names are set, so a
 	// missing token is one error rather than one per app; nil is os.Getenv.
 	Getenv func(string) string
@@ -114,7 +115,7 @@ func DefaultOptions() Options {
 type Result struct {
 	// Apps are the discovered apps, in the order the objects were listed.
 	// Each has its GitOps info and the reconciler's applier.
-	Apps []scanner.App
+	Apps []config.App
 	// Ignore are the imported ignore rules; each passes Validate.
 	Ignore []classify.IgnoreRule
 	// Skipped says, per object or source, why it gave no app: another

@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // The field managers Flux applies with.
@@ -91,7 +91,7 @@ func (d *discovery) flux(ctx context.Context) error {
 			continue
 		}
 		name := names[ref(o.u)]
-		var app scanner.App
+		var app config.App
 		var problems []string
 		if o.ks != nil {
 			app, problems = d.kustomizationApp(o.u, o.ks, src)
@@ -200,8 +200,8 @@ func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map
 // gitSource is the scanner source of a GitRepository: its URL, and the
 // commit of its artifact when source-controller has fetched one, else its
 // spec.ref (commit, name, tag, branch, or Flux's default branch master).
-func (d *discovery) gitSource(g *gitRepository) (scanner.Source, error) {
-	src := scanner.Source{Repo: g.Spec.URL, Auth: d.opts.Auth}
+func (d *discovery) gitSource(g *gitRepository) (config.Source, error) {
+	src := config.Source{Repo: g.Spec.URL, Auth: d.opts.Auth}
 	if a := g.Status.Artifact; a != nil {
 		if sha := artifactCommit(a.Revision); sha != "" {
 			src.Revision = sha

@@ -13,7 +13,7 @@ import (
 	"helm.sh/helm/v4/pkg/strvals"
 
 	"github.com/calricon/driftscan/classify"
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/config"
 )
 
 // helmRelease holds the fields of a Flux HelmRelease that discovery reads.
@@ -121,10 +121,10 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 // helm-controller reverts live changes only with driftDetection.mode
 // enabled: that is when GitOps.SelfHeal is set. A Helm upgrade deletes what
 // left the chart, so Prune is always set.
-func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, src scanner.Source, cache map[string]cached) (scanner.App, []string) {
+func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, src config.Source, cache map[string]cached) (config.App, []string) {
 	chart := hr.Spec.Chart.Spec
 	src.Path = cleanPath(chart.Chart)
-	hs := &scanner.HelmSource{ReleaseName: hr.Spec.ReleaseName, Set: map[string]string{}}
+	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName, Set: map[string]string{}}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()
 		if hr.Spec.TargetNamespace != "" {
@@ -154,7 +154,7 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		ns = u.GetNamespace()
 	}
 	dd := hr.Spec.DriftDetection
-	app := scanner.App{
+	app := config.App{
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ns, Source: src,
 		Appliers: []string{helmApplier},
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
@@ -269,7 +269,7 @@ func escapeSetValue(v string) string {
 // driftIgnores imports a HelmRelease's driftDetection.ignore entries. A
 // target with a label or annotation selector cannot be expressed as an
 // ignore rule: it is not imported, which hides less, and gets an error.
-func (d *discovery) driftIgnores(u *unstructured.Unstructured, hr *helmRelease, app scanner.App) {
+func (d *discovery) driftIgnores(u *unstructured.Unstructured, hr *helmRelease, app config.App) {
 	dd := hr.Spec.DriftDetection
 	if dd == nil {
 		return

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/calricon/driftscan/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/calricon/driftscan/scanner"
 )
 
 // kustomization holds the fields of a Flux Kustomization that discovery
@@ -79,9 +78,9 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 // namespace objects name, and post-build substitutions replace ${var}s:
 // the scanner does neither yet, so a Kustomization with postBuild gets an
 // error that lists the substitutions, and the objects are still scanned.
-func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomization, src scanner.Source) (scanner.App, []string) {
+func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomization, src config.Source) (config.App, []string) {
 	src.Path = cleanPath(ks.Spec.Path)
-	app := scanner.App{
+	app := config.App{
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ks.Spec.TargetNamespace, Source: src,
 		Appliers: []string{kustomizeApplier},
 		// kustomize-controller re-applies every interval, so live changes

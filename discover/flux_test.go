@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/source"
 )
 
 // secretValues are the values of the Secrets the HelmRelease reads: none
@@ -180,22 +182,22 @@ func TestFluxObjects(t *testing.T) {
 	res := discover(t, options(FromFlux, ns))
 	normalize(res.Apps, res.Ignore, ns)
 
-	wantApps := []scanner.App{
+	wantApps := []config.App{
 		{
 			Name: "shop", Owner: "team-shop", Namespace: "shop",
-			Source:   scanner.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize"},
+			Source:   config.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize"},
 			Appliers: []string{"kustomize-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
 		},
 		{
 			Name: "Kustomization/NS/web", Owner: "NS",
-			Source:   scanner.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web"},
+			Source:   config.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web"},
 			Appliers: []string{"kustomize-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
 		},
 		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
-			Source: scanner.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &scanner.HelmSource{
+			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "shop-web",
 				ValuesFiles: []string{"../../envs/prod/values.yaml"},
 				Set:         map[string]string{"replicas": "3", "db.host": "db.prod", "db.port": "6543", "greeting": "hi", "token": "s3cr3t-token-do-not-leak"},
@@ -250,11 +252,11 @@ func TestFluxObjects(t *testing.T) {
 	t.Run("the chart renders with the HelmRelease's values", func(t *testing.T) {
 		app := res.Apps[2]
 		app.Source.Repo = repo
-		co, err := scanner.FetchGit(t.Context(), scanner.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, CacheDir: t.TempDir()})
+		co, err := source.FetchGit(t.Context(), source.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests, err := scanner.Render(t.Context(), scanner.RenderOptions{Dir: filepath.Join(co.Dir, app.Source.Path), Namespace: app.Namespace, Helm: app.Source.Helm})
+		manifests, err := render.Manifests(t.Context(), render.Options{Dir: filepath.Join(co.Dir, app.Source.Path), Namespace: app.Namespace, Helm: app.Source.Helm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +281,7 @@ func TestFluxObjects(t *testing.T) {
 
 // normalize writes the test's namespace NS in app names, owners, GitOps
 // objects and rules' apps.
-func normalize(apps []scanner.App, rules []classify.IgnoreRule, ns string) {
+func normalize(apps []config.App, rules []classify.IgnoreRule, ns string) {
 	for i := range apps {
 		apps[i].Name = strings.ReplaceAll(apps[i].Name, ns, "NS")
 		apps[i].Owner = strings.ReplaceAll(apps[i].Owner, ns, "NS")

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/config"
 )
 
 // Merge returns the config file's apps followed by the discovered ones. An
@@ -12,11 +12,11 @@ import (
 // the config file and discovered from Application/argocd/web"); the
 // discovered app of that name is left out and the others are returned with
 // the error.
-func Merge(configApps, discovered []scanner.App) ([]scanner.App, error) {
-	out := make([]scanner.App, 0, len(configApps)+len(discovered))
-	seen := map[string]scanner.App{}
+func Merge(configApps, discovered []config.App) ([]config.App, error) {
+	out := make([]config.App, 0, len(configApps)+len(discovered))
+	seen := map[string]config.App{}
 	var errs []error
-	for _, list := range [][]scanner.App{configApps, discovered} {
+	for _, list := range [][]config.App{configApps, discovered} {
 		for _, app := range list {
 			if other, dup := seen[app.Name]; dup {
 				a, b := origin(other), origin(app)
@@ -35,7 +35,7 @@ func Merge(configApps, discovered []scanner.App) ([]scanner.App, error) {
 }
 
 // origin says where an app comes from.
-func origin(app scanner.App) string {
+func origin(app config.App) string {
 	if app.GitOps != nil {
 		return "discovered from " + app.GitOps.Object
 	}

@@ -3,44 +3,44 @@ package discover
 import (
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 func TestMerge(t *testing.T) {
-	fromFile := func(name string) scanner.App { return scanner.App{Name: name} }
-	discovered := func(name, object string) scanner.App {
-		return scanner.App{Name: name, GitOps: &report.GitOps{Tool: "argocd", Object: object}}
+	fromFile := func(name string) config.App { return config.App{Name: name} }
+	discovered := func(name, object string) config.App {
+		return config.App{Name: name, GitOps: &report.GitOps{Tool: "argocd", Object: object}}
 	}
 	tests := []struct {
 		name       string
-		config     []scanner.App
-		discovered []scanner.App
+		config     []config.App
+		discovered []config.App
 		want       []string
 		err        string
 	}{
 		{
 			name:       "the config file's apps come first, then the discovered ones",
-			config:     []scanner.App{fromFile("legacy")},
-			discovered: []scanner.App{discovered("web", "Application/argocd/web"), discovered("api", "Application/argocd/api")},
+			config:     []config.App{fromFile("legacy")},
+			discovered: []config.App{discovered("web", "Application/argocd/web"), discovered("api", "Application/argocd/api")},
 			want:       []string{"legacy", "web", "api"},
 		},
 		{
 			name:       "a name in both is an error that names both; the config file's app is kept",
-			config:     []scanner.App{fromFile("web"), fromFile("legacy")},
-			discovered: []scanner.App{discovered("web", "Application/argocd/web"), discovered("api", "Application/argocd/api")},
+			config:     []config.App{fromFile("web"), fromFile("legacy")},
+			discovered: []config.App{discovered("web", "Application/argocd/web"), discovered("api", "Application/argocd/api")},
 			want:       []string{"web", "legacy", "api"},
 			err:        "app web is in the config file and discovered from Application/argocd/web",
 		},
 		{
 			name:       "two discovered apps of one name",
-			discovered: []scanner.App{discovered("web", "Application/argocd/web"), discovered("web", "Kustomization/flux-system/web")},
+			discovered: []config.App{discovered("web", "Application/argocd/web"), discovered("web", "Kustomization/flux-system/web")},
 			want:       []string{"web"},
 			err:        "app web is discovered from Application/argocd/web and discovered from Kustomization/flux-system/web",
 		},
 		{
 			name:   "nothing discovered",
-			config: []scanner.App{fromFile("web")},
+			config: []config.App{fromFile("web")},
 			want:   []string{"web"},
 		},
 	}

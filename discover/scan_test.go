@@ -8,7 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
@@ -21,7 +23,7 @@ func syncAs(t *testing.T, manager, ns, folder string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := scanner.Render(t.Context(), scanner.RenderOptions{Dir: dir, Namespace: ns})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir, Namespace: ns})
 	if err != nil {
 		t.Fatalf("render %s: %v", folder, err)
 	}
@@ -33,7 +35,7 @@ func syncAs(t *testing.T, manager, ns, folder string) {
 // scan scans the discovered apps and rules, as `driftscan scan --from` does.
 func scan(t *testing.T, res Result) *report.Report {
 	t.Helper()
-	cfg := &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Apps: res.Apps, Ignore: res.Ignore}
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Apps: res.Apps, Ignore: res.Ignore}
 	opts := scanner.DefaultOptions()
 	opts.RESTConfig = env.Config
 	opts.GitCacheDir = t.TempDir()

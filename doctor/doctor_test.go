@@ -11,9 +11,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/doctor/doctortest"
 	"github.com/calricon/driftscan/fixtures/cluster"
-	"github.com/calricon/driftscan/scanner"
 )
 
 var env *cluster.Env
@@ -22,13 +22,13 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
 
 // webConfig is a config with the app web (fixtures/apps/web: a ConfigMap,
 // a Deployment, a Secret and a Service) in namespace ns.
-func webConfig(t *testing.T, ns string) *scanner.Config {
+func webConfig(t *testing.T, ns string) *config.Config {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "fixtures", "apps", "web"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &scanner.Config{Apps: []scanner.App{{Name: "web", Namespace: ns, Source: scanner.Source{Path: dir}}}}
+	return &config.Config{Apps: []config.App{{Name: "web", Namespace: ns, Source: config.Source{Path: dir}}}}
 }
 
 // webResources are the resources app web declares in ns.

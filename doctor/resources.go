@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
+	"github.com/calricon/driftscan/source"
 )
 
 // AppOptions say how to render the apps of a config. Start from
@@ -22,19 +23,22 @@ type AppOptions struct {
 	// discovery does.
 	Mapper meta.RESTMapper
 	// KubeVersion and APIVersions are the cluster's, for Helm's
-	// .Capabilities (scanner.RenderOptions).
+	// .Capabilities (render.Options).
 	KubeVersion string
 	APIVersions []string
 	// GitCacheDir is where Git sources are cloned; Getenv reads the
 	// credentials the config names.
 	GitCacheDir string
 	Getenv      func(string) string
+	// GitMaxBytes bounds a checked-out Git tree, as the scan's
+	// --git-max-size does; 0 is no bound.
+	GitMaxBytes int64
 }
 
 // DefaultAppOptions returns the Git cache and environment a scan uses; the
 // caller sets Mapper and the cluster's versions.
 func DefaultAppOptions() AppOptions {
-	return AppOptions{GitCacheDir: scanner.DefaultOptions().GitCacheDir, Getenv: os.Getenv}
+	return AppOptions{GitCacheDir: source.DefaultCacheDir(), Getenv: os.Getenv}
 }
 
 // AppResources renders every app of cfg as the scan does (Git sources are
@@ -47,7 +51,7 @@ func DefaultAppOptions() AppOptions {
 // An app that does not render, and a kind the cluster does not serve, is an
 // error that names the app; the errors are joined, and the resources of
 // everything else are still returned.
-func AppResources(ctx context.Context, cfg *scanner.Config, opts AppOptions) ([]Resource, error) {
+func AppResources(ctx context.Context, cfg *config.Config, opts AppOptions) ([]Resource, error) {
 	if opts.Mapper == nil {
 		return nil, errors.New("app resources: no RESTMapper")
 	}
@@ -61,7 +65,7 @@ func AppResources(ctx context.Context, cfg *scanner.Config, opts AppOptions) ([]
 	byKey := map[key]*Resource{}
 	var errs []error
 	for _, app := range cfg.Apps {
-		manifests, err := render(ctx, cfg, app, opts)
+		manifests, err := renderApp(ctx, cfg, app, opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", app.Name, err))
 		}
@@ -110,23 +114,15 @@ func AppResources(ctx context.Context, cfg *scanner.Config, opts AppOptions) ([]
 	return out, errors.Join(errs...)
 }
 
-// render renders one app's source, fetching it from Git when it has a repo.
-func render(ctx context.Context, cfg *scanner.Config, app scanner.App, opts AppOptions) ([]scanner.Manifest, error) {
-	dir := app.Source.Path
-	if app.Source.Repo != "" {
-		co, err := scanner.FetchGit(ctx, scanner.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Auth: app.Source.Auth, CacheDir: opts.GitCacheDir, Getenv: opts.Getenv})
-		if err != nil {
-			return nil, err
-		}
-		dir = filepath.Join(co.Dir, filepath.FromSlash(app.Source.Path))
-	} else if !filepath.IsAbs(dir) {
-		dir = filepath.Join(cfg.Dir, dir)
+// renderApp renders one app's source as the scan does: source.Resolve
+// fetches it from Git when it has a repo (within opts.GitMaxBytes).
+func renderApp(ctx context.Context, cfg *config.Config, app config.App, opts AppOptions) ([]render.Manifest, error) {
+	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{CacheDir: opts.GitCacheDir, MaxBytes: opts.GitMaxBytes, Getenv: opts.Getenv})
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("source folder: %w", err)
-	}
-	return scanner.Render(ctx, scanner.RenderOptions{
-		Dir: dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize,
+	return render.Manifests(ctx, render.Options{
+		Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize,
 		KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions,
 	})
 }

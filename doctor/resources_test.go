@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/calricon/driftscan/scanner"
 )
 
 func TestAppResourcesAreTheKindsEachAppDeclaresByNamespace(t *testing.T) {
@@ -19,11 +18,11 @@ func TestAppResourcesAreTheKindsEachAppDeclaresByNamespace(t *testing.T) {
 		}
 		return dir
 	}
-	cfg := &scanner.Config{Apps: []scanner.App{
-		{Name: "web", Namespace: "shop", Source: scanner.Source{Path: abs("web")}},
-		{Name: "web-copy", Namespace: "shop", Source: scanner.Source{Path: abs("web")}},
-		{Name: "gadgets", Source: scanner.Source{Path: abs("needs-crd")}},
-		{Name: "gone", Source: scanner.Source{Path: abs("does-not-exist")}},
+	cfg := &config.Config{Apps: []config.App{
+		{Name: "web", Namespace: "shop", Source: config.Source{Path: abs("web")}},
+		{Name: "web-copy", Namespace: "shop", Source: config.Source{Path: abs("web")}},
+		{Name: "gadgets", Source: config.Source{Path: abs("needs-crd")}},
+		{Name: "gone", Source: config.Source{Path: abs("does-not-exist")}},
 	}}
 	opts := DefaultAppOptions()
 	opts.Mapper = env.Mapper

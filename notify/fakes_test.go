@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/calricon/driftscan/config"
 )
 
 // fakeAPI is an httptest server that speaks the Slack Web API
@@ -323,7 +325,7 @@ func (f *fakeAPI) checkEvent(r *http.Request, body []byte) map[string]any {
 		if summary == "" || len(summary) > pdMaxSummary {
 			t.Errorf("events: summary of %d bytes, want 1 to %d", len(summary), pdMaxSummary)
 		}
-		if sev, _ := p["severity"].(string); !slices.Contains(Severities, sev) {
+		if sev, _ := p["severity"].(string); !slices.Contains(config.Severities, sev) {
 			t.Errorf("events: severity %q", sev)
 		}
 		if p["source"] == "" {

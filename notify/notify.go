@@ -1,3 +1,12 @@
+// Package notify tells each app's owner about drift: a Slack message per app
+// and a PagerDuty incident per object, once per new or changed drift, and a
+// resolve when the drift is gone. What was already sent is kept in a Store
+// (a ConfigMap in the cluster or a file in CI) between scans.
+//
+// The package is a library: it takes a *report.Report, injected clients,
+// clock and logger, and returns a Result; it reads no flags and no globals.
+// Its configuration types (config.Notify, config.Owners) live in package
+// config, with the rest of the ScanConfig schema.
 package notify
 
 import (
@@ -6,19 +15,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
 // Options configure Notify. Start from DefaultOptions.
 type Options struct {
-	Config Config
-	Owners Owners
+	Config config.Notify
+	Owners config.Owners
 	// Cluster names the cluster in messages, state keys and dedup keys;
 	// default the report's Cluster.
 	Cluster string
@@ -97,18 +105,7 @@ func (o Options) complete() Options {
 // Validate checks the config, the owners and that they fit together; it
 // reads no secret.
 func (o Options) Validate() error {
-	errs := []error{o.Config.Validate(), o.Owners.Validate()}
-	mode := o.Config.Slack.mode()
-	for _, name := range slices.Sorted(maps.Keys(o.Owners)) {
-		s := o.Owners[name].Slack
-		switch {
-		case s == nil:
-		case mode == slackOff:
-			errs = append(errs, fmt.Errorf("owner %q: has a slack route but notify.slack names no token or webhook", name))
-		case mode == slackToken && s.Channel == "":
-			errs = append(errs, fmt.Errorf("owner %q: slack: a bot token needs a channel", name))
-		}
-	}
+	errs := []error{config.ValidateNotify(o.Config, o.Owners)}
 	if o.RenotifyAfter < 0 {
 		errs = append(errs, fmt.Errorf("renotify after %s: must not be negative", o.RenotifyAfter))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/report"
 )
@@ -177,8 +178,8 @@ func TestNotifyRetryAfterLongerThanMaxWaitFailsAtOnce(t *testing.T) {
 	f := newFakeAPI(t)
 	f.fail(pathSlackAPI, answer{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "3600"}})
 	opts := f.options()
-	opts.Config.PagerDuty = PagerDutyConfig{}
-	opts.Owners = Owners{"team-web": {Slack: &SlackRoute{Channel: "#web-oncall"}}, "team-billing": {Slack: &SlackRoute{Channel: "#billing"}}}
+	opts.Config.PagerDuty = config.PagerDuty{}
+	opts.Owners = config.Owners{"team-web": {Slack: &config.SlackRoute{Channel: "#web-oncall"}}, "team-billing": {Slack: &config.SlackRoute{Channel: "#billing"}}}
 	res, err := Notify(t.Context(), testReport(), &FileStore{Path: filepath.Join(t.TempDir(), "state.json")}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func TestNotifyRetriesStopWithTheContext(t *testing.T) {
 	f := newFakeAPI(t)
 	f.fail(pathSlackAPI, answer{status: http.StatusServiceUnavailable}, answer{status: http.StatusServiceUnavailable})
 	opts := f.options()
-	opts.Owners = Owners{"team-web": {Slack: &SlackRoute{Channel: "#web-oncall"}}}
+	opts.Owners = config.Owners{"team-web": {Slack: &config.SlackRoute{Channel: "#web-oncall"}}}
 	ctx, cancel := context.WithCancel(t.Context())
 	opts.Sleep = func(ctx context.Context, d time.Duration) error {
 		cancel()
@@ -279,7 +280,7 @@ func TestNotifySlackFailureDoesNotRepeatThePage(t *testing.T) {
 func TestNotifyIncomingWebhook(t *testing.T) {
 	f := newFakeAPI(t)
 	opts := f.options()
-	opts.Config.Slack = SlackConfig{WebhookURLEnv: "SLACK_WEBHOOK_URL"}
+	opts.Config.Slack = config.Slack{WebhookURLEnv: "SLACK_WEBHOOK_URL"}
 	opts.Config.Route.PagerDuty = []report.Class{}
 	res, err := Notify(t.Context(), testReport(), &FileStore{Path: filepath.Join(t.TempDir(), "state.json")}, opts)
 	if err != nil {
@@ -305,7 +306,7 @@ func TestNotifySecretsNeverLeak(t *testing.T) {
 
 	// A webhook whose server is gone: the client's error names the URL.
 	opts := f.options()
-	opts.Config.Slack = SlackConfig{WebhookURLEnv: "SLACK_WEBHOOK_URL"}
+	opts.Config.Slack = config.Slack{WebhookURLEnv: "SLACK_WEBHOOK_URL"}
 	gone := newFakeAPI(t)
 	gone.srv.Close()
 	opts.Getenv = func(name string) string {
@@ -401,8 +402,8 @@ func TestNotifyObjectOwnerRoutesPerObject(t *testing.T) {
 
 func TestNotifyRejectsInvalidOptions(t *testing.T) {
 	opts := DefaultOptions()
-	opts.Config.Slack = SlackConfig{TokenEnv: "A", WebhookURLEnv: "B"}
-	opts.Owners = Owners{"x": {PagerDuty: &PagerDutyRoute{}}}
+	opts.Config.Slack = config.Slack{TokenEnv: "A", WebhookURLEnv: "B"}
+	opts.Owners = config.Owners{"x": {PagerDuty: &config.PagerDutyRoute{}}}
 	_, err := Notify(t.Context(), testReport(), &FileStore{Path: filepath.Join(t.TempDir(), "s.json")}, opts)
 	if err == nil {
 		t.Fatal("want an error")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/PagerDuty/go-pagerduty"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -23,10 +24,10 @@ type PagerDuty struct {
 
 // NewPagerDuty returns a sender for cfg; hc carries every request (retries
 // live in its transport).
-func NewPagerDuty(cfg PagerDutyConfig, hc *http.Client) *PagerDuty {
+func NewPagerDuty(cfg config.PagerDuty, hc *http.Client) *PagerDuty {
 	base := strings.TrimSuffix(strings.TrimSuffix(cfg.EventsURL, "/"), "/v2/enqueue")
 	if base == "" {
-		base = DefaultEventsURL
+		base = config.DefaultEventsURL
 	}
 	c := pagerduty.NewClient("", pagerduty.WithV2EventsAPIEndpoint(base))
 	c.HTTPClient = hc

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -51,7 +52,7 @@ func TestDedupKey(t *testing.T) {
 }
 
 func TestSeverityFromTiers(t *testing.T) {
-	cfg := Config{Tiers: []Tier{
+	cfg := config.Notify{Tiers: []config.Tier{
 		{Namespaces: []string{"prod-*"}, PagerDutySeverity: "critical"},
 		{Apps: []string{"billing"}, PagerDutySeverity: "warning"},
 		{Namespaces: []string{"staging"}, Apps: []string{"web"}, PagerDutySeverity: "info"},
@@ -63,12 +64,12 @@ func TestSeverityFromTiers(t *testing.T) {
 		{"the first matching tier wins", "billing", "prod-billing", "critical"},
 		{"an app tier matches in any namespace", "billing", "staging", "warning"},
 		{"a tier with both lists needs both", "web", "staging", "info"},
-		{"the same namespace for another app falls through", "search", "staging", DefaultSeverity},
-		{"a cluster-scoped object matches no namespace glob", "web", "", DefaultSeverity},
+		{"the same namespace for another app falls through", "search", "staging", config.DefaultSeverity},
+		{"a cluster-scoped object matches no namespace glob", "web", "", config.DefaultSeverity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := cfg.severity(tt.app, tt.ns); got != tt.want {
+			if got := cfg.Severity(tt.app, tt.ns); got != tt.want {
 				t.Errorf("severity(%q, %q) = %q, want %q", tt.app, tt.ns, got, tt.want)
 			}
 		})
@@ -79,7 +80,7 @@ func TestEventsURLForms(t *testing.T) {
 	for _, u := range []string{"", "/", "/v2/enqueue"} {
 		t.Run("eventsURL server"+u, func(t *testing.T) {
 			f := newFakeAPI(t)
-			cfg := PagerDutyConfig{EventsURL: f.srv.URL + u}
+			cfg := config.PagerDuty{EventsURL: f.srv.URL + u}
 			ev := resolveEvent(item{dedupKey: "driftscan/x"}, testSecrets["PD_KEY_WEB"])
 			if err := NewPagerDuty(cfg, f.srv.Client()).Send(t.Context(), ev); err != nil {
 				t.Fatal(err)

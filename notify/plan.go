@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -49,8 +50,8 @@ type plan struct {
 // planner compares a report with the state.
 type planner struct {
 	cluster string
-	cfg     Config
-	owners  Owners
+	cfg     config.Notify
+	owners  config.Owners
 	now     time.Time
 	renew   time.Duration
 	ownerOf func(report.App, report.Object) string
@@ -60,13 +61,13 @@ type planner struct {
 const noTarget = ""
 
 // targetOf is where owner is told on ch, noTarget when nowhere.
-func (p *planner) targetOf(ch Channel, owner Owner) string {
+func (p *planner) targetOf(ch Channel, owner config.Owner) string {
 	switch ch {
 	case ChannelSlack:
-		switch p.cfg.Slack.mode() {
-		case slackWebhook:
+		switch p.cfg.Slack.Mode() {
+		case config.SlackWebhook:
 			return "webhook"
-		case slackToken:
+		case config.SlackToken:
 			if owner.Slack != nil && owner.Slack.Channel != "" {
 				return owner.Slack.Channel
 			}
@@ -189,7 +190,7 @@ func (p *planner) resolve(key Key, obj report.Object, prev *Delivery, why string
 func (p *planner) routed(ch Channel, drift []report.Finding) []report.Finding {
 	var out []report.Finding
 	for _, f := range drift {
-		if p.cfg.Route.routes(ch, f.Class) {
+		if p.cfg.Route.Sends(ch == ChannelPagerDuty, f.Class) {
 			out = append(out, f)
 		}
 	}

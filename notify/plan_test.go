@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -20,7 +21,7 @@ func oneObject(findings ...report.Finding) *report.Report {
 	return r
 }
 
-func testPlanner(route Route) *planner {
+func testPlanner(route config.Route) *planner {
 	cfg := testConfig()
 	cfg.Route = route
 	return &planner{cluster: "prod-eu-1", cfg: cfg, owners: testOwners(), now: testNow, renew: 24 * time.Hour}
@@ -44,17 +45,17 @@ func TestRouteByClass(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		route Route
+		route config.Route
 		class report.Class
 		want  []string
 	}{
-		{"human drift pages by default", Route{}, report.ClassHuman, []string{"slack:new", "pagerduty:new"}},
-		{"unknown drift pages by default", Route{}, report.ClassUnknown, []string{"slack:new", "pagerduty:new"}},
-		{"webhook drift goes only to Slack by default", Route{}, report.ClassWebhook, []string{"slack:new"}},
-		{"operator drift goes only to Slack by default", Route{}, report.ClassOperator, []string{"slack:new"}},
-		{"pipeline drift goes only to Slack by default", Route{}, report.ClassPipeline, []string{"slack:new"}},
-		{"an empty route sends nothing there", Route{Slack: []report.Class{}}, report.ClassHuman, []string{"pagerduty:new"}},
-		{"a route can page for operators", Route{PagerDuty: []report.Class{report.ClassOperator}}, report.ClassOperator, []string{"slack:new", "pagerduty:new"}},
+		{"human drift pages by default", config.Route{}, report.ClassHuman, []string{"slack:new", "pagerduty:new"}},
+		{"unknown drift pages by default", config.Route{}, report.ClassUnknown, []string{"slack:new", "pagerduty:new"}},
+		{"webhook drift goes only to Slack by default", config.Route{}, report.ClassWebhook, []string{"slack:new"}},
+		{"operator drift goes only to Slack by default", config.Route{}, report.ClassOperator, []string{"slack:new"}},
+		{"pipeline drift goes only to Slack by default", config.Route{}, report.ClassPipeline, []string{"slack:new"}},
+		{"an empty route sends nothing there", config.Route{Slack: []report.Class{}}, report.ClassHuman, []string{"pagerduty:new"}},
+		{"a route can page for operators", config.Route{PagerDuty: []report.Class{report.ClassOperator}}, report.ClassOperator, []string{"slack:new", "pagerduty:new"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +122,7 @@ func TestPlanAgainstState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := testPlanner(Route{})
+			pl := testPlanner(config.Route{})
 			pl.now = tt.now
 			p := pl.plan(tt.report, sentState(human))
 			if diff := cmp.Diff(tt.want, channels(p)); diff != "" {
@@ -138,8 +139,8 @@ func TestPlanAgainstState(t *testing.T) {
 
 func TestPlanResolvesToWhereItWasSent(t *testing.T) {
 	st := sentState(imageFinding("x"))
-	pl := testPlanner(Route{})
-	pl.owners = Owners{} // the owner's routes are gone from the config
+	pl := testPlanner(config.Route{})
+	pl.owners = config.Owners{} // the owner's routes are gone from the config
 	p := pl.plan(oneObject(), st)
 	got := []string{}
 	for _, it := range append(p.slack, p.pagerduty...) {

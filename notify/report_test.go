@@ -3,6 +3,7 @@ package notify
 import (
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -21,23 +22,23 @@ var (
 	testNow   = scannedAt.Add(30 * time.Second)
 )
 
-func testOwners() Owners {
-	return Owners{
+func testOwners() config.Owners {
+	return config.Owners{
 		"team-web": {
-			Slack:     &SlackRoute{Channel: "#web-oncall", Mention: "<!subteam^S0123>"},
-			PagerDuty: &PagerDutyRoute{RoutingKeyEnv: "PD_KEY_WEB"},
+			Slack:     &config.SlackRoute{Channel: "#web-oncall", Mention: "<!subteam^S0123>"},
+			PagerDuty: &config.PagerDutyRoute{RoutingKeyEnv: "PD_KEY_WEB"},
 		},
 		"team-billing": {
-			Slack:     &SlackRoute{Channel: "#billing"},
-			PagerDuty: &PagerDutyRoute{RoutingKeyEnv: "PD_KEY_BILLING"},
+			Slack:     &config.SlackRoute{Channel: "#billing"},
+			PagerDuty: &config.PagerDutyRoute{RoutingKeyEnv: "PD_KEY_BILLING"},
 		},
 	}
 }
 
-func testConfig() Config {
-	return Config{
-		Slack: SlackConfig{TokenEnv: "SLACK_BOT_TOKEN"},
-		Tiers: []Tier{{Namespaces: []string{"prod-*"}, PagerDutySeverity: "critical"}},
+func testConfig() config.Notify {
+	return config.Notify{
+		Slack: config.Slack{TokenEnv: "SLACK_BOT_TOKEN"},
+		Tiers: []config.Tier{{Namespaces: []string{"prod-*"}, PagerDutySeverity: "critical"}},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/calricon/driftscan/config"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -43,7 +45,7 @@ func TestRetryWaitIsNotCountedInTheTimeout(t *testing.T) {
 	rt := &retryTransport{base: hc.Transport, retry: DefaultRetry(), timeout: hc.Timeout, now: time.Now, sleep: sleepContext, log: slog.New(slog.DiscardHandler)}
 	hc.Transport, hc.Timeout = rt, 0
 	ev := resolveEvent(item{dedupKey: "driftscan/x"}, testSecrets["PD_KEY_WEB"])
-	if err := NewPagerDuty(PagerDutyConfig{EventsURL: f.srv.URL}, hc).Send(t.Context(), ev); err != nil {
+	if err := NewPagerDuty(config.PagerDuty{EventsURL: f.srv.URL}, hc).Send(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
 	if reqs := f.take(); len(reqs) != 2 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -67,7 +68,7 @@ func (r *run) stopped(ctx context.Context, left int, what string) bool {
 // slackRef is where the Slack token or webhook URL is kept.
 func (r *run) slackRef() (string, secretRef) {
 	s := r.o.Config.Slack
-	if s.mode() == slackWebhook {
+	if s.Mode() == config.SlackWebhook {
 		return "slack webhook URL", secretRef{Env: s.WebhookURLEnv, File: s.WebhookURLFile}
 	}
 	return "slack bot token", secretRef{Env: s.TokenEnv, File: s.TokenFile}
@@ -78,7 +79,7 @@ func (r *run) slackRef() (string, secretRef) {
 // With Slack turned off in the config, nothing is sent, and what was told
 // before stays in the state.
 func (r *run) sendSlack(ctx context.Context, items []item) {
-	if len(items) == 0 || r.o.Config.Slack.mode() == slackOff {
+	if len(items) == 0 || r.o.Config.Slack.Mode() == config.SlackOff {
 		return
 	}
 	what, ref := r.slackRef()
@@ -130,8 +131,8 @@ func (r *run) sendSlack(ctx context.Context, items []item) {
 	}
 }
 
-func slackMethod(c SlackConfig) string {
-	if c.mode() == slackWebhook {
+func slackMethod(c config.Slack) string {
+	if c.Mode() == config.SlackWebhook {
 		return "incoming webhook"
 	}
 	return "chat.postMessage"
@@ -139,7 +140,7 @@ func slackMethod(c SlackConfig) string {
 
 // groupSlack puts items into messages: per app, owner and channel, drift
 // apart from resolves, in that order.
-func groupSlack(items []item, owners Owners) []slackGroup {
+func groupSlack(items []item, owners config.Owners) []slackGroup {
 	type gk struct {
 		app, owner, target string
 		resolved           bool
@@ -225,7 +226,7 @@ func (r *run) sendPagerDuty(ctx context.Context, items []item) {
 		resolved := it.change == ChangeResolved
 		ev := resolveEvent(it, key)
 		if !resolved {
-			ev = triggerEvent(it, key, r.o.Config.severity(it.app, it.key.Namespace), r.mc, r.scannedAt)
+			ev = triggerEvent(it, key, r.o.Config.Severity(it.app, it.key.Namespace), r.mc, r.scannedAt)
 		}
 		if r.o.DryRun {
 			r.dryRun(fmt.Sprintf("pagerduty %s %s (routing key from %s)", ev.Action, ev.DedupKey, ref), ev)

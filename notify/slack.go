@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/slack-go/slack"
 )
 
@@ -20,13 +21,13 @@ type Slack struct {
 // NewSlack returns a sender for cfg. secret is the bot token when cfg names
 // a token, else the incoming webhook URL; hc carries every request (retries
 // live in its transport).
-func NewSlack(cfg SlackConfig, secret string, hc *http.Client) *Slack {
-	if cfg.mode() == slackWebhook {
+func NewSlack(cfg config.Slack, secret string, hc *http.Client) *Slack {
+	if cfg.Mode() == config.SlackWebhook {
 		return &Slack{webhook: secret, http: hc}
 	}
 	apiURL := cfg.APIURL
 	if apiURL == "" {
-		apiURL = DefaultSlackAPIURL
+		apiURL = config.DefaultSlackAPIURL
 	}
 	// slack-go sends chat.postMessage's token as a form field; the header is
 	// what Slack recommends and what proxies check.

@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -58,7 +60,7 @@ func argodiffBinary(t *testing.T) string {
 func runArgoDiff(t *testing.T, bin, dir, ns string) map[string]argoResult {
 	t.Helper()
 	abs, _ := filepath.Abs(dir)
-	manifests, err := Render(t.Context(), RenderOptions{Dir: abs, Namespace: ns})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns})
 	if err != nil {
 		t.Fatalf("render %s: %v", dir, err)
 	}
@@ -187,7 +189,7 @@ func TestArgoDiffAgreesWithDriftscan(t *testing.T) {
 			if tc.git != nil {
 				src = editedCopy(t, web, tc.git)
 			}
-			r := runScan(t, scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: src}}))
+			r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}}))
 			argo := runArgoDiff(t, bin, src, ns)
 
 			var modified []string

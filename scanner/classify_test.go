@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 )
@@ -16,8 +17,8 @@ import (
 // These tests make each actor's drift the way it happens in a real cluster
 // and check the class the scan gives it.
 
-func webApp(ns string) *Config {
-	return scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: fixture("apps", "web")}})
+func webApp(ns string) *config.Config {
+	return scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}})
 }
 
 func TestAWebhooksSidecarAndAnnotationAreWebhookDrift(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
@@ -24,7 +23,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/source"
 )
 
 // Options configure a scan. Start from DefaultOptions.
@@ -71,12 +73,8 @@ type Progress struct {
 
 // DefaultOptions returns the options a scan uses unless told otherwise.
 func DefaultOptions() Options {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
 	return Options{
-		GitCacheDir:      filepath.Join(cache, "driftscan", "git"),
+		GitCacheDir:      source.DefaultCacheDir(),
 		PageSize:         500,
 		ClusterWideAbove: 3,
 		Now:              time.Now,
@@ -111,7 +109,7 @@ func keyOf(u *unstructured.Unstructured) objectKey {
 // start (the cluster is unreachable, a rule is invalid). Everything that
 // fails for one app or object is recorded in the report, where it makes
 // Report.HasErrors true, and the rest of the scan goes on.
-func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error) {
+func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -172,7 +170,7 @@ func Scan(ctx context.Context, cfg *Config, opts Options) (*report.Report, error
 // scan is one run's state.
 type scan struct {
 	opts        Options
-	cfg         *Config
+	cfg         *config.Config
 	c           *api
 	r           *report.Report
 	classifiers []*classify.Classifier // by app, in report order
@@ -199,7 +197,7 @@ func (s *scan) render(ctx context.Context) error {
 	// Fetch and render the apps a few at a time (rendering is most of the
 	// scan's CPU), then add their objects in config order.
 	type rendered struct {
-		manifests []Manifest
+		manifests []render.Manifest
 		commit    string
 		err       error
 	}
@@ -213,14 +211,14 @@ func (s *scan) render(ctx context.Context) error {
 	for i, app := range s.cfg.Apps {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(i int, app App) {
+		go func(i int, app config.App) {
 			defer func() { <-sem; wg.Done() }()
-			dir, commit, err := s.sourceDir(ctx, app)
-			var manifests []Manifest
+			loc, err := source.Resolve(ctx, s.cfg.Dir, app.Source, source.Options{CacheDir: s.opts.GitCacheDir, MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv})
+			var manifests []render.Manifest
 			if err == nil {
-				manifests, err = Render(ctx, RenderOptions{Dir: dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
+				manifests, err = render.Manifests(ctx, render.Options{Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
 			}
-			results[i] = rendered{manifests: manifests, commit: commit, err: err}
+			results[i] = rendered{manifests: manifests, commit: loc.Commit, err: err}
 			mu.Lock()
 			done++
 			s.progress("render", done, len(s.cfg.Apps))
@@ -236,7 +234,7 @@ func (s *scan) render(ctx context.Context) error {
 		s.classifiers = append(s.classifiers, cl)
 		res := results[i]
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
-			Source: report.Source{Repo: scrubURL(app.Source.Repo, nil), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
+			Source: report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
 		if res.err != nil {
 			ra.Error = fmt.Sprintf("app %s: %v", app.Name, res.err)
 			s.opts.Logger.Warn("render failed", "app", app.Name, "err", res.err)
@@ -252,27 +250,7 @@ func (s *scan) render(ctx context.Context) error {
 // renderWorkers is how many apps are fetched and rendered at once.
 var renderWorkers = max(2, runtime.GOMAXPROCS(0))
 
-// sourceDir fetches an app's Git source when it has one and returns the
-// folder to render and the commit.
-func (s *scan) sourceDir(ctx context.Context, app App) (dir, commit string, err error) {
-	if app.Source.Repo == "" {
-		dir = app.Source.Path
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(s.cfg.Dir, dir)
-		}
-		if _, err := os.Stat(dir); err != nil {
-			return "", "", fmt.Errorf("source folder: %w", err)
-		}
-		return dir, "", nil
-	}
-	co, err := FetchGit(ctx, GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Auth: app.Source.Auth, CacheDir: s.opts.GitCacheDir, Getenv: s.opts.Getenv, MaxBytes: s.opts.GitMaxBytes})
-	if err != nil {
-		return "", "", err
-	}
-	return filepath.Join(co.Dir, filepath.FromSlash(app.Source.Path)), co.Commit, nil
-}
-
-func (s *scan) addDesired(ai int, app App, mf Manifest) {
+func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
 	obj := mf.Object
 	gvk := obj.GroupVersionKind()
 	ro := report.Object{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), File: mf.File, Line: mf.Line}

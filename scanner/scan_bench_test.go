@@ -2,7 +2,6 @@ package scanner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -10,49 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/estate"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
-
-// writeEstate writes apps*perApp objects (half Deployments, half ConfigMaps)
-// as plain YAML, one folder per app, and returns the config that scans them.
-func writeEstate(b *testing.B, dir, ns string, apps, perApp int) *Config {
-	b.Helper()
-	cfg := &Config{APIVersion: ConfigAPIVersion, Kind: ConfigKind, Appliers: []string{"argocd-controller"}, Dir: dir}
-	for a := 0; a < apps; a++ {
-		name := fmt.Sprintf("app-%02d", a)
-		appDir := filepath.Join(dir, name)
-		if err := os.MkdirAll(appDir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for i := 0; i < perApp/2; i++ {
-			obj := fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s-%[2]d, labels: {app: %[1]s}}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: %[1]s, i: "%[2]d"}}
-  template:
-    metadata: {labels: {app: %[1]s, i: "%[2]d"}}
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.25
-        ports: [{containerPort: 80}]
-        resources: {requests: {cpu: "0.1", memory: 64Mi}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: %[1]s-%[2]d}
-data: {LOG_LEVEL: info, INDEX: "%[2]d"}
-`, name, i)
-			if err := os.WriteFile(filepath.Join(appDir, fmt.Sprintf("obj-%d.yaml", i)), []byte(obj), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cfg.Apps = append(cfg.Apps, App{Name: name, Owner: "team-" + name, Namespace: ns, Source: Source{Path: name}})
-	}
-	return cfg
-}
 
 // BenchmarkScan1000Objects scans 1,000 objects in 20 apps on the test API
 // server, 5% of them drifted, and reports API requests per scan and the
@@ -60,9 +20,9 @@ data: {LOG_LEVEL: info, INDEX: "%[2]d"}
 func BenchmarkScan1000Objects(b *testing.B) {
 	env.Need(b)
 	ns := env.Namespace(b, nil)
-	cfg := writeEstate(b, b.TempDir(), ns, 20, 50)
+	cfg := estate.Write(b, b.TempDir(), ns, 20, 50)
 	for _, app := range cfg.Apps {
-		manifests, err := Render(b.Context(), RenderOptions{Dir: filepath.Join(cfg.Dir, app.Source.Path)})
+		manifests, err := render.Manifests(b.Context(), render.Options{Dir: filepath.Join(cfg.Dir, app.Source.Path)})
 		if err != nil {
 			b.Fatal(err)
 		}

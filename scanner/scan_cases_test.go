@@ -15,8 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/gitrepo"
 	"github.com/calricon/driftscan/fixtures/golden"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -56,7 +59,7 @@ func TestEveryFindingTypeAndObjectStatus(t *testing.T) {
 	env.Delete(t, cluster.Service, ns, "web")
 	env.Create(t, "kubectl-create", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"left-behind","labels":{"app.kubernetes.io/instance":"web"}},"data":{"k":"v"}}`))
 
-	r := runScan(t, scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: fixture("apps", "web")}}), func(o *Options) { o.Extra = true })
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}}), func(o *Options) { o.Extra = true })
 	want := map[string]report.Status{
 		"Deployment/web": report.Drifted, "ConfigMap/web-config": report.Drifted, "Service/web": report.Missing,
 		"Secret/web-db": report.InSync, "ConfigMap/left-behind": report.Extra,
@@ -89,7 +92,7 @@ func TestScaleWithoutReplicasInGitIsNotDrift(t *testing.T) {
 	applyDir(t, dir, ns)
 	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 9)
 
-	r := runScan(t, scanConfig(ns, App{Name: "web", Source: Source{Path: dir}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: dir}}))
 	if got := rows(r); len(got) != 0 {
 		t.Errorf("an autoscaler's replicas that Git leaves out are drift:\n%s", dump(got))
 	}
@@ -109,14 +112,14 @@ func writeManifest(t *testing.T, path string, obj *unstructured.Unstructured) {
 func TestClientSideApplierOwnsItsDefaults(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	abs, _ := filepath.Abs(fixture("apps", "web"))
-	manifests, err := Render(t.Context(), RenderOptions{Dir: abs})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range manifests {
 		env.Create(t, "kubectl-client-side-apply", ns, mf.Object)
 	}
-	cfg := scanConfig(ns, App{Name: "web", Source: Source{Path: fixture("apps", "web")}})
+	cfg := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}})
 	cfg.Appliers = []string{"kubectl-client-side-apply"}
 	r := runScan(t, cfg)
 	if got := rows(r); len(got) != 0 {
@@ -136,7 +139,7 @@ func TestAMapListDiffsByItsKeys(t *testing.T) {
 			map[string]any{"name": "checkout-v1", "port": int64(8080), "weight": int64(90)},
 		}, "spec", "backends")
 	})
-	r := runScan(t, scanConfig(ns, App{Name: "routes", Source: Source{Path: fixture("apps", "routes")}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "routes", Source: config.Source{Path: fixture("apps", "routes")}}))
 	want := []row{{Object: "Route/checkout", Path: `.spec.backends[name="checkout-v2",port=8080].weight`, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "10", Live: "50"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -146,9 +149,9 @@ func TestAMapListDiffsByItsKeys(t *testing.T) {
 func TestKustomizeOverlayAndHelmChartRenderAndScan(t *testing.T) {
 	env.InstallCRDs(t, "argocd-controller", fixture("render", "helm", "web", "crds"))
 	ns := env.Namespace(t, nil)
-	apps := []App{
-		{Name: "overlay", Source: Source{Path: fixture("render", "kustomize", "overlays", "prod")}},
-		{Name: "chart", Source: Source{Path: fixture("render", "helm", "web"), Helm: &HelmSource{ReleaseName: "shop", ValuesFiles: []string{"values-prod.yaml"}, Set: map[string]string{"image.tag": "1.26.1"}}}},
+	apps := []config.App{
+		{Name: "overlay", Source: config.Source{Path: fixture("render", "kustomize", "overlays", "prod")}},
+		{Name: "chart", Source: config.Source{Path: fixture("render", "helm", "web"), Helm: &config.HelmSource{ReleaseName: "shop", ValuesFiles: []string{"values-prod.yaml"}, Set: map[string]string{"image.tag": "1.26.1"}}}},
 	}
 	// Sync both as Argo CD would, from the same renders the scan makes: with
 	// the cluster's version and API versions as Helm capabilities.
@@ -168,7 +171,7 @@ func TestKustomizeOverlayAndHelmChartRenderAndScan(t *testing.T) {
 	}
 	for _, a := range apps {
 		abs, _ := filepath.Abs(a.Source.Path)
-		manifests, err := Render(t.Context(), RenderOptions{Dir: abs, Namespace: ns, Helm: a.Source.Helm, KubeVersion: version.GitVersion, APIVersions: apiVersions})
+		manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns, Helm: a.Source.Helm, KubeVersion: version.GitVersion, APIVersions: apiVersions})
 		if err != nil {
 			t.Fatalf("render %s: %v", a.Name, err)
 		}
@@ -197,20 +200,20 @@ func TestGitSourceAtATag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, shas := bareRepo(t, "v1.0.0",
+	repo, shas := gitrepo.Bare(t, "v1.0.0",
 		map[string]string{"apps/web/deployment.yaml": string(deploy)},
 		map[string]string{"apps/web/deployment.yaml": strings.Replace(string(deploy), "nginx:1.25", "nginx:1.27", 1)},
 	)
 	applyDir(t, fixture("apps", "web"), ns) // the cluster runs v1.0.0
 	url := "file://" + repo
-	r := runScan(t, scanConfig(ns, App{Name: "web", Source: Source{Repo: url, Revision: "v1.0.0", Path: "apps/web"}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Repo: url, Revision: "v1.0.0", Path: "apps/web"}}))
 	if got := rows(r); len(got) != 0 || r.Summary.Errors != 0 {
 		t.Fatalf("scan at the deployed tag: findings %s, errors %v %v", dump(got), r.Apps[0].Error, r.Errors)
 	}
 	if got := r.Apps[0].Source; got.Commit != shas[0] || got.Revision != "v1.0.0" || got.Path != "apps/web" {
 		t.Errorf("source = %+v, want commit %s", got, shas[0])
 	}
-	r = runScan(t, scanConfig(ns, App{Name: "web", Source: Source{Repo: url, Revision: "main", Path: "apps/web"}}))
+	r = runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Repo: url, Revision: "main", Path: "apps/web"}}))
 	want := []row{{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassUnknown, Manager: "argocd-controller", Git: "nginx:1.27", Live: "nginx:1.25"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings at main (-want +got):\n%s", diff)
@@ -227,12 +230,12 @@ func TestBadInputIsNamedAndTheRestOfTheScanGoesOn(t *testing.T) {
 	}
 	env.Apply(t, "argocd-controller", ns, cluster.ObjectFile(t, fixture("apps", "needs-crd", "configmap.yaml")))
 	cfg := scanConfig(ns,
-		App{Name: "broken", Source: Source{Path: fixture("apps", "broken")}},
-		App{Name: "needs-crd", Source: Source{Path: fixture("apps", "needs-crd")}},
-		App{Name: "bad-kustomize", Source: Source{Path: fixture("apps", "bad-kustomize")}},
-		App{Name: "unclonable", Source: Source{Repo: "file:///nonexistent/repo.git", Path: "."}},
-		App{Name: "web", Source: Source{Path: fixture("apps", "web")}},
-		App{Name: "web-copy", Source: Source{Path: fixture("apps", "web")}},
+		config.App{Name: "broken", Source: config.Source{Path: fixture("apps", "broken")}},
+		config.App{Name: "needs-crd", Source: config.Source{Path: fixture("apps", "needs-crd")}},
+		config.App{Name: "bad-kustomize", Source: config.Source{Path: fixture("apps", "bad-kustomize")}},
+		config.App{Name: "unclonable", Source: config.Source{Repo: "file:///nonexistent/repo.git", Path: "."}},
+		config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}},
+		config.App{Name: "web-copy", Source: config.Source{Path: fixture("apps", "web")}},
 	)
 	r := runScan(t, cfg)
 	apps := map[string]report.App{}
@@ -304,7 +307,7 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runScan(t, scanConfig(ns, App{Name: "web", Source: Source{Path: fixture("apps", "web")}}), func(o *Options) {
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}}), func(o *Options) {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 		o.RESTConfig = cfg

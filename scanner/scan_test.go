@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -29,7 +31,7 @@ func fixture(parts ...string) string {
 func applyDir(t *testing.T, dir, ns string) {
 	t.Helper()
 	abs, _ := filepath.Abs(dir)
-	manifests, err := Render(t.Context(), RenderOptions{Dir: abs, Namespace: ns})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns})
 	if err != nil {
 		t.Fatalf("render %s: %v", dir, err)
 	}
@@ -39,8 +41,8 @@ func applyDir(t *testing.T, dir, ns string) {
 }
 
 // scanConfig is a config with one app per folder, all in namespace ns.
-func scanConfig(ns string, apps ...App) *Config {
-	cfg := &Config{APIVersion: ConfigAPIVersion, Kind: ConfigKind, Appliers: []string{"argocd-controller"}, Dir: "."}
+func scanConfig(ns string, apps ...config.App) *config.Config {
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: []string{"argocd-controller"}, Dir: "."}
 	for _, a := range apps {
 		if a.Namespace == "" {
 			a.Namespace = ns
@@ -51,7 +53,7 @@ func scanConfig(ns string, apps ...App) *Config {
 }
 
 // runScan scans cfg against the test control plane.
-func runScan(t *testing.T, cfg *Config, mutate ...func(*Options)) *report.Report {
+func runScan(t *testing.T, cfg *config.Config, mutate ...func(*Options)) *report.Report {
 	t.Helper()
 	env.Need(t)
 	opts := DefaultOptions()
@@ -104,7 +106,7 @@ func statuses(r *report.Report) map[string]report.Status {
 func TestAnAppJustSyncedIsInSync(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	applyDir(t, fixture("apps", "web"), ns)
-	r := runScan(t, scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: fixture("apps", "web")}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}}))
 	if got := rows(r); len(got) != 0 {
 		t.Errorf("findings right after sync (quantities, empty lists, defaults must not be drift):\n%s", dump(got))
 	}
@@ -130,7 +132,7 @@ func TestEachActorsDriftIsFoundAndClassified(t *testing.T) {
 	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
 	env.Patch(t, "kubectl-label", cluster.Deployment, ns, "web", types.MergePatchType, `{"metadata":{"labels":{"oncall":"alice"}}}`)
 
-	r := runScan(t, scanConfig(ns, App{Name: "web", Owner: "team-web", Source: Source{Path: fixture("apps", "web")}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}}))
 	want := []row{
 		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug"},
 		{Object: "Deployment/web", Path: ".metadata.labels.oncall", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label", Live: "alice"},
@@ -155,7 +157,7 @@ func TestSecretValuesNeverLeaveTheScan(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	applyDir(t, fixture("apps", "web"), ns)
 	env.Patch(t, "kubectl-edit", cluster.Secret, ns, "web-db", types.MergePatchType, `{"stringData":{"password":"live-password-do-not-leak","extra":"another-secret-value"}}`)
-	r := runScan(t, scanConfig(ns, App{Name: "web", Source: Source{Path: fixture("apps", "web")}}))
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}}))
 	data, _ := json.Marshal(r)
 	for _, secret := range []string{"git-password-do-not-leak", "live-password-do-not-leak", "another-secret-value", "Z2l0LXBhc3N3b3Jk", "bGl2ZS1wYXNzd29yZC"} {
 		if strings.Contains(string(data), secret) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -15,8 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/backport"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/source"
 )
 
 // backportOptions are the flags of `driftscan backport`; Complete and
@@ -38,7 +39,7 @@ type backportOptions struct {
 
 	// Filled by Complete.
 	app     string
-	cfg     *scanner.Config
+	cfg     *config.Config
 	scan    scanner.Options
 	restCfg *rest.Config
 	opts    backport.Options
@@ -72,7 +73,7 @@ written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.app = args[0]
-			if err := o.Complete(); err != nil {
+			if err := o.Complete(cmd.Context()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -98,7 +99,7 @@ written.`,
 
 // Complete loads the config and the kubeconfig and finds APP's source
 // folder in the working tree.
-func (o *backportOptions) Complete() error {
+func (o *backportOptions) Complete(ctx context.Context) error {
 	switch {
 	case o.configPath != "" && o.path != "":
 		return errors.New("--config and --path cannot be used together")
@@ -114,7 +115,7 @@ func (o *backportOptions) Complete() error {
 	restCfg.UserAgent = "driftscan/" + version
 	o.restCfg = restCfg
 	if o.configPath != "" {
-		if o.cfg, err = scanner.LoadConfig(o.configPath); err != nil {
+		if o.cfg, err = config.Load(o.configPath); err != nil {
 			return err
 		}
 	} else {
@@ -123,12 +124,12 @@ func (o *backportOptions) Complete() error {
 		}
 		o.cfg.Apps[0].Name = o.app
 	}
-	i := slices.IndexFunc(o.cfg.Apps, func(a scanner.App) bool { return a.Name == o.app })
+	i := slices.IndexFunc(o.cfg.Apps, func(a config.App) bool { return a.Name == o.app })
 	if i < 0 {
 		return fmt.Errorf("app %s: not in the config %s", o.app, o.configPath)
 	}
 	app := o.cfg.Apps[i]
-	o.cfg.Apps = []scanner.App{app}
+	o.cfg.Apps = []config.App{app}
 
 	o.scan = scanner.DefaultOptions()
 	o.scan.RESTConfig = restCfg
@@ -138,17 +139,14 @@ func (o *backportOptions) Complete() error {
 		o.scan.GitCacheDir = o.gitCache
 	}
 
-	src := app.Source.Path
-	switch {
-	case app.Source.Repo != "":
-		// The scan reads the remote; backport writes the same path in the
-		// local working tree, which must be a clone of it.
-		src = filepath.Join(o.repo, filepath.FromSlash(src))
-	case !filepath.IsAbs(src):
-		src = filepath.Join(o.cfg.Dir, src)
+	// The scan reads the remote; backport writes the same path in the local
+	// working tree, which must be a clone of it.
+	loc, err := source.Resolve(ctx, o.cfg.Dir, app.Source, source.Options{WorkTree: o.repo})
+	if err != nil {
+		return fmt.Errorf("app %s: %w", o.app, err)
 	}
 	o.opts = backport.DefaultOptions()
-	o.opts.Repo, o.opts.SourceDir = o.repo, src
+	o.opts.Repo, o.opts.SourceDir = o.repo, loc.Dir
 	o.opts.Namespace, o.opts.Helm, o.opts.Kustomize = app.Namespace, app.Source.Helm, app.Source.Kustomize
 	o.opts.Branch, o.opts.Reason, o.opts.Now = o.branch, o.reason, o.now
 	return nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/scanner"
 )
@@ -132,7 +133,7 @@ func (o *breakglassOptions) unbackported(ctx context.Context, app string) ([]str
 	if err != nil {
 		return nil, err
 	}
-	cfg := &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers}
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
 	for _, a := range res.Apps {
 		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
 			cfg.Apps = append(cfg.Apps, a)

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/doctor"
 	"github.com/calricon/driftscan/notify"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // doctorOptions are the flags of `driftscan doctor`; Complete turns them
@@ -38,6 +38,7 @@ type doctorOptions struct {
 	lease      string
 	output     string
 	gitCache   string
+	gitMaxSize string
 	timeout    time.Duration
 	as         string
 	asGroups   []string
@@ -101,6 +102,7 @@ Exit codes: 0 nothing the scan needs is missing, 1 something is missing,
 	f.StringVar(&o.as, "as", "", "check this user (system:serviceaccount:NAMESPACE:NAME for a ServiceAccount) instead, by impersonation")
 	f.StringArrayVar(&o.asGroups, "as-group", nil, "with --as: a group to impersonate too (repeatable)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	addGitMaxSize(f, &o.gitMaxSize)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	o.discover.add(f)
 	return cmd
@@ -183,10 +185,10 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 		o.check = opts
 		return nil
 	}
-	var cfg *scanner.Config
+	var cfg *config.Config
 	switch {
 	case o.configPath != "":
-		if cfg, err = scanner.LoadConfig(o.configPath); err != nil {
+		if cfg, err = config.Load(o.configPath); err != nil {
 			return err
 		}
 	case o.path != "":
@@ -194,7 +196,7 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 			return err
 		}
 	default:
-		cfg = &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers}
+		cfg = &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
 	}
 	if o.discover.from != "" {
 		if _, err := o.discover.apply(ctx, restCfg, "", cfg); err != nil {
@@ -226,6 +228,9 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 	aopts.APIVersions = apiVersions(cached)
 	if o.gitCache != "" {
 		aopts.GitCacheDir = o.gitCache
+	}
+	if aopts.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize); err != nil {
+		return err
 	}
 	opts.Resources, err = doctor.AppResources(ctx, cfg, aopts)
 	o.problems = append(o.problems, unjoin(err)...)

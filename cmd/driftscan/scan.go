@@ -13,18 +13,20 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 	"github.com/calricon/driftscan/shard"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
-// them into a scanner.Config and scanner.Options.
+// them into a config.Config and scanner.Options.
 type scanOptions struct {
 	streams    streams
 	kubeconfig kubeconfig
@@ -55,7 +57,7 @@ type scanOptions struct {
 	metrics    metricsFlags
 
 	// Filled by Complete.
-	cfg     *scanner.Config
+	cfg     *config.Config
 	scan    scanner.Options
 	outs    []report.Output
 	fail    report.FailOn
@@ -108,7 +110,7 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the scan after this long (what finished is still reported)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
-	f.StringVar(&o.gitMaxSize, "git-max-size", "1Gi", "largest checked-out Git tree to scan (the sum of its files), as a quantity: 200Mi, 2Gi; 0 for no limit")
+	addGitMaxSize(f, &o.gitMaxSize)
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.StringVar(&o.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, json otherwise)")
@@ -162,7 +164,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 
 	switch {
 	case o.configPath != "":
-		if o.cfg, err = scanner.LoadConfig(o.configPath); err != nil {
+		if o.cfg, err = config.Load(o.configPath); err != nil {
 			return err
 		}
 	case o.path != "":
@@ -170,7 +172,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 			return err
 		}
 	default:
-		o.cfg = &scanner.Config{APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind, Appliers: scanner.DefaultAppliers}
+		o.cfg = &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
 	}
 	if o.discover.from != "" || o.discover.importArgo {
 		ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -189,7 +191,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 			return fmt.Errorf("--shard: %w", err)
 		}
 		o.shard = &sh
-		var kept []scanner.App
+		var kept []config.App
 		for _, a := range o.cfg.Apps {
 			if sh.Owns(a.Name) {
 				kept = append(kept, a)
@@ -213,11 +215,9 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 	if o.gitCache != "" {
 		o.scan.GitCacheDir = o.gitCache
 	}
-	max, err := resource.ParseQuantity(o.gitMaxSize)
-	if err != nil {
-		return fmt.Errorf("--git-max-size %q: want a size like 500Mi or 2Gi", o.gitMaxSize)
+	if o.scan.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize); err != nil {
+		return err
 	}
-	o.scan.GitMaxBytes = max.Value()
 
 	specs := o.outputs
 	if len(specs) == 0 {
@@ -235,7 +235,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 }
 
 // pathConfig is the config of `--path DIR`: one app named after the folder.
-func pathConfig(dir, namespace, ctxNamespace string) (*scanner.Config, error) {
+func pathConfig(dir, namespace, ctxNamespace string) (*config.Config, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -246,10 +246,10 @@ func pathConfig(dir, namespace, ctxNamespace string) (*scanner.Config, error) {
 	if namespace == "" {
 		namespace = ctxNamespace
 	}
-	cfg := &scanner.Config{
-		APIVersion: scanner.ConfigAPIVersion, Kind: scanner.ConfigKind,
-		Appliers: scanner.DefaultAppliers, Dir: abs,
-		Apps: []scanner.App{{Name: filepath.Base(abs), Namespace: namespace, Source: scanner.Source{Path: "."}}},
+	cfg := &config.Config{
+		APIVersion: config.APIVersion, Kind: config.Kind,
+		Appliers: config.DefaultAppliers, Dir: abs,
+		Apps: []config.App{{Name: filepath.Base(abs), Namespace: namespace, Source: config.Source{Path: "."}}},
 	}
 	return cfg, nil
 }
@@ -260,7 +260,7 @@ func (o *scanOptions) selectApps() error {
 	for _, a := range o.apps {
 		want[a] = true
 	}
-	var kept []scanner.App
+	var kept []config.App
 	for _, a := range o.cfg.Apps {
 		if want[a.Name] {
 			kept = append(kept, a)
@@ -459,4 +459,19 @@ func (o *scanOptions) checkSuspensions(ctx context.Context, r *report.Report) er
 	}
 	r.Finalize()
 	return errors.Join(errs...)
+}
+
+// addGitMaxSize adds --git-max-size, which scan and doctor share: both fetch
+// the apps' Git sources.
+func addGitMaxSize(f *pflag.FlagSet, v *string) {
+	f.StringVar(v, "git-max-size", "1Gi", "largest checked-out Git tree to scan (the sum of its files), as a quantity: 200Mi, 2Gi; 0 for no limit")
+}
+
+// parseGitMaxSize reads --git-max-size.
+func parseGitMaxSize(v string) (int64, error) {
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return 0, fmt.Errorf("--git-max-size %q: want a size like 500Mi or 2Gi", v)
+	}
+	return q.Value(), nil
 }

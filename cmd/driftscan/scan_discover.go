@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // discoverFlags are the flags that read apps from Argo CD or Flux objects.
@@ -47,7 +47,7 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 // apply discovers apps and merges them and their imported ignore rules into
 // cfg; with --import-argocd alone it imports only the rules. Errors that
 // concern one object are kept for the report.
-func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLabel string, cfg *scanner.Config) ([]string, error) {
+func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLabel string, cfg *config.Config) ([]string, error) {
 	rulesOnly := d.from == "" && d.importArgo
 	opts := discover.DefaultOptions()
 	opts.From = d.from
@@ -60,7 +60,7 @@ func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLa
 		opts.OwnerLabel = ownerLabel
 	}
 	opts.ServerURL = restCfg.Host
-	opts.Auth = scanner.GitAuth{TokenEnv: d.gitTokenEnv, Username: d.gitUsername, SSHKeyFile: d.gitSSHKeyFile, SSHKeyEnv: d.gitSSHKeyEnv}
+	opts.Auth = config.GitAuth{TokenEnv: d.gitTokenEnv, Username: d.gitUsername, SSHKeyFile: d.gitSSHKeyFile, SSHKeyEnv: d.gitSSHKeyEnv}
 	switch opts.From {
 	case discover.FromArgoCD:
 		opts.Namespace = d.argoNamespace

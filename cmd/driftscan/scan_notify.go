@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/lease"
 	"github.com/calricon/driftscan/notify"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // notifyFlags are the flags that tell owners about drift.
@@ -38,7 +38,7 @@ func (n *notifyFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&n.lease, "lease", "", "a Lease (NAMESPACE/NAME) held while notifying, so two runs never notify twice (default: the state ConfigMap's namespace and name)")
 }
 
-func (n *notifyFlags) validate(cfg *scanner.Config) error {
+func (n *notifyFlags) validate(cfg *config.Config) error {
 	if n.errors != "fail" && n.errors != "warn" {
 		return fmt.Errorf("--notify-errors %q: want fail or warn", n.errors)
 	}
@@ -82,7 +82,7 @@ func (n *notifyFlags) leaseRef() (ns, name string, err error) {
 
 // run notifies the owners about r and returns the errors to report, which
 // fail the scan unless --notify-errors=warn.
-func (n *notifyFlags) run(ctx context.Context, r *report.Report, cfg *scanner.Config, restCfg *rest.Config, out io.Writer, logger *slog.Logger) []error {
+func (n *notifyFlags) run(ctx context.Context, r *report.Report, cfg *config.Config, restCfg *rest.Config, out io.Writer, logger *slog.Logger) []error {
 	if cfg.Notify == nil {
 		return nil
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/golden"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 var env *cluster.Env
@@ -42,7 +42,7 @@ func driftedWeb(t *testing.T) string {
 	t.Helper()
 	ns := env.Namespace(t, nil)
 	abs, _ := filepath.Abs("../../fixtures/apps/web")
-	manifests, err := scanner.Render(t.Context(), scanner.RenderOptions{Dir: abs})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // TestNoSecretValueLeavesInAnyOutput scans a Secret, a ConfigMap a
@@ -21,7 +21,7 @@ import (
 func TestNoSecretValueLeavesInAnyOutput(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	dir, _ := filepath.Abs("../../fixtures/apps/secrets")
-	manifests, err := scanner.Render(t.Context(), scanner.RenderOptions{Dir: dir})
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,4 @@
-// Package notify tells each app's owner about drift: a Slack message per app
-// and a PagerDuty incident per object, once per new or changed drift, and a
-// resolve when the drift is gone. What was already sent is kept in a Store
-// (a ConfigMap in the cluster or a file in CI) between scans.
-//
-// The package is a library: it takes a *report.Report, injected clients,
-// clock and logger, and returns a Result; it reads no flags and no globals.
-package notify
+package config
 
 import (
 	"errors"
@@ -48,7 +41,8 @@ type PagerDutyRoute struct {
 	RoutingKeyFile string `yaml:"routingKeyFile,omitempty" json:"routingKeyFile,omitempty"`
 }
 
-// Config is the notify section of the scan configuration.
+// Notify is the notify section of the scan configuration, read by package
+// notify.
 //
 //	notify:
 //	  slack: {tokenEnv: SLACK_BOT_TOKEN}
@@ -59,19 +53,19 @@ type PagerDutyRoute struct {
 //	  tiers:
 //	  - namespaces: [prod-*]
 //	    pagerdutySeverity: critical
-type Config struct {
-	Slack     SlackConfig     `yaml:"slack" json:"slack"`
-	PagerDuty PagerDutyConfig `yaml:"pagerduty" json:"pagerduty"`
-	Route     Route           `yaml:"route" json:"route"`
+type Notify struct {
+	Slack     Slack     `yaml:"slack" json:"slack"`
+	PagerDuty PagerDuty `yaml:"pagerduty" json:"pagerduty"`
+	Route     Route     `yaml:"route" json:"route"`
 	// Tiers set the PagerDuty severity by namespace or app; the first tier
 	// that matches wins, and DefaultSeverity applies when none does.
 	Tiers []Tier `yaml:"tiers,omitempty" json:"tiers,omitempty"`
 }
 
-// SlackConfig says how to reach Slack: a bot token (chat.postMessage to each
+// Slack says how to reach Slack: a bot token (chat.postMessage to each
 // owner's channel) or an incoming webhook URL, each from an environment
 // variable or a file. When none is set, Slack is off.
-type SlackConfig struct {
+type Slack struct {
 	TokenEnv       string `yaml:"tokenEnv,omitempty" json:"tokenEnv,omitempty"`
 	TokenFile      string `yaml:"tokenFile,omitempty" json:"tokenFile,omitempty"`
 	WebhookURLEnv  string `yaml:"webhookURLEnv,omitempty" json:"webhookURLEnv,omitempty"`
@@ -81,8 +75,8 @@ type SlackConfig struct {
 	APIURL string `yaml:"apiURL,omitempty" json:"apiURL,omitempty"`
 }
 
-// PagerDutyConfig says where the Events API v2 is.
-type PagerDutyConfig struct {
+// PagerDuty says where the Events API v2 is.
+type PagerDuty struct {
 	// EventsURL is the Events API v2 base ("https://events.eu.pagerduty.com")
 	// or its enqueue URL; default DefaultEventsURL.
 	EventsURL string `yaml:"eventsURL,omitempty" json:"eventsURL,omitempty"`
@@ -124,43 +118,42 @@ func DefaultRoute() Route {
 	}
 }
 
-// routes reports whether class c goes to channel ch, with defaults applied.
-func (r Route) routes(ch Channel, c report.Class) bool {
+// Sends reports whether drift of class c goes to Slack (pagerDuty false) or
+// to PagerDuty, with the defaults applied to a nil list.
+func (r Route) Sends(pagerDuty bool, c report.Class) bool {
 	def := DefaultRoute()
-	list := r.Slack
-	if ch == ChannelPagerDuty {
-		list = r.PagerDuty
+	list, fallback := r.Slack, def.Slack
+	if pagerDuty {
+		list, fallback = r.PagerDuty, def.PagerDuty
 	}
 	if list == nil {
-		list = def.Slack
-		if ch == ChannelPagerDuty {
-			list = def.PagerDuty
-		}
+		list = fallback
 	}
 	return slices.Contains(list, c)
 }
 
-// slackMode is how Slack is reached.
-type slackMode int
+// SlackMode is how Slack is reached.
+type SlackMode string
 
 const (
-	slackOff slackMode = iota
-	slackToken
-	slackWebhook
+	SlackOff     SlackMode = "off"
+	SlackToken   SlackMode = "token"
+	SlackWebhook SlackMode = "webhook"
 )
 
-func (c SlackConfig) mode() slackMode {
+// Mode is how c reaches Slack: a bot token wins over a webhook.
+func (c Slack) Mode() SlackMode {
 	switch {
 	case c.TokenEnv != "" || c.TokenFile != "":
-		return slackToken
+		return SlackToken
 	case c.WebhookURLEnv != "" || c.WebhookURLFile != "":
-		return slackWebhook
+		return SlackWebhook
 	}
-	return slackOff
+	return SlackOff
 }
 
-// severity is the PagerDuty severity for an object of app in namespace ns.
-func (c Config) severity(app, ns string) string {
+// Severity is the PagerDuty severity for an object of app in namespace ns.
+func (c Notify) Severity(app, ns string) string {
 	for _, t := range c.Tiers {
 		if (len(t.Namespaces) == 0 || matchAny(t.Namespaces, ns)) && (len(t.Apps) == 0 || matchAny(t.Apps, app)) {
 			return t.PagerDutySeverity
@@ -178,8 +171,8 @@ func matchAny(patterns []string, s string) bool {
 	return false
 }
 
-// Validate checks the config on its own; it reads no secret.
-func (c Config) Validate() error {
+// Validate checks the notify section on its own; it reads no secret.
+func (c Notify) Validate() error {
 	var errs []error
 	s := c.Slack
 	if s.TokenEnv != "" && s.TokenFile != "" {
@@ -236,6 +229,24 @@ func (o Owners) Validate() error {
 		}
 		if ow.Slack != nil && ow.Slack.Channel == "" && ow.Slack.Mention == "" {
 			errs = append(errs, fmt.Errorf("owner %q: slack: set a channel", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateNotify checks the notify section, the owners, and that they fit
+// together; it reads no secret.
+func ValidateNotify(c Notify, owners Owners) error {
+	errs := []error{c.Validate(), owners.Validate()}
+	mode := c.Slack.Mode()
+	for _, name := range slices.Sorted(maps.Keys(owners)) {
+		s := owners[name].Slack
+		switch {
+		case s == nil:
+		case mode == SlackOff:
+			errs = append(errs, fmt.Errorf("owner %q: has a slack route but notify.slack names no token or webhook", name))
+		case mode == SlackToken && s.Channel == "":
+			errs = append(errs, fmt.Errorf("owner %q: slack: a bot token needs a channel", name))
 		}
 	}
 	return errors.Join(errs...)

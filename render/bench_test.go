@@ -1,9 +1,12 @@
-package scanner
+package render
 
 import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/estate"
 )
 
 // BenchmarkRenderPlainPerObject renders a generated plain-YAML folder of
@@ -12,8 +15,8 @@ import (
 func BenchmarkRenderPlainPerObject(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
-			cfg := writeEstate(b, b.TempDir(), "bench", 1, n)
-			opts := RenderOptions{Dir: filepath.Join(cfg.Dir, cfg.Apps[0].Source.Path)}
+			cfg := estate.Write(b, b.TempDir(), "bench", 1, n)
+			opts := Options{Dir: filepath.Join(cfg.Dir, cfg.Apps[0].Source.Path)}
 			benchmarkRender(b, opts, n)
 		})
 	}
@@ -22,10 +25,10 @@ func BenchmarkRenderPlainPerObject(b *testing.B) {
 // BenchmarkRenderHelm renders the web fixture chart in process with prod
 // values, as a scan does for a Helm app.
 func BenchmarkRenderHelm(b *testing.B) {
-	benchmarkRender(b, RenderOptions{
+	benchmarkRender(b, Options{
 		Dir:         benchFixture(b, "render", "helm", "web"),
 		Namespace:   "shop",
-		Helm:        &HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
+		Helm:        &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
 		KubeVersion: "v1.37.2",
 		APIVersions: []string{"example.com/v1"},
 	}, 0)
@@ -34,16 +37,16 @@ func BenchmarkRenderHelm(b *testing.B) {
 // BenchmarkRenderKustomize builds the prod overlay of the kustomize fixture
 // with krusty, as a scan does for a Kustomize app.
 func BenchmarkRenderKustomize(b *testing.B) {
-	benchmarkRender(b, RenderOptions{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Namespace: "shop"}, 0)
+	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Namespace: "shop"}, 0)
 }
 
 // benchmarkRender renders opts b.N times and reports ns/object; want is the
 // number of objects expected, 0 for any.
-func benchmarkRender(b *testing.B, opts RenderOptions, want int) {
+func benchmarkRender(b *testing.B, opts Options, want int) {
 	b.Helper()
 	var objects int
 	for b.Loop() {
-		ms, err := Render(b.Context(), opts)
+		ms, err := Manifests(b.Context(), opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,7 +62,7 @@ func benchmarkRender(b *testing.B, opts RenderOptions, want int) {
 // benchFixture returns the absolute path of a shared fixture folder.
 func benchFixture(b *testing.B, parts ...string) string {
 	b.Helper()
-	dir, err := filepath.Abs(fixture(parts...))
+	dir, err := filepath.Abs(filepath.Join(append([]string{"..", "fixtures"}, parts...)...))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package scanner
+// Package config is the ScanConfig file: which apps to scan, where their
+// sources live, how findings are judged, and who is told about them. It
+// decodes and validates; it fetches, renders and reads nothing else.
+package config
 
 import (
 	"bytes"
@@ -12,14 +15,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/calricon/driftscan/classify"
-	"github.com/calricon/driftscan/notify"
 	"github.com/calricon/driftscan/report"
 )
 
-// ConfigAPIVersion and ConfigKind identify a scan configuration file.
+// APIVersion and Kind identify a scan configuration file.
 const (
-	ConfigAPIVersion = "driftscan.dev/v1alpha1"
-	ConfigKind       = "ScanConfig"
+	APIVersion = "driftscan.dev/v1alpha1"
+	Kind       = "ScanConfig"
 )
 
 // DefaultAppliers are the field managers of the usual GitOps appliers: what
@@ -42,8 +44,8 @@ type Config struct {
 	Redact []string `yaml:"redact"`
 	// Owners say where each owner is told about drift; Notify configures
 	// the channels. Both are read by package notify.
-	Owners notify.Owners  `yaml:"owners"`
-	Notify *notify.Config `yaml:"notify"`
+	Owners Owners  `yaml:"owners"`
+	Notify *Notify `yaml:"notify"`
 
 	// Dir is the folder of the config file; relative source paths start there.
 	Dir string `yaml:"-"`
@@ -101,14 +103,14 @@ type HelmSource struct {
 // KustomizeSource renders a kustomization with krusty.
 type KustomizeSource struct{}
 
-// LoadConfig reads a ScanConfig file. Unknown fields are an error that names
+// Load reads a ScanConfig file. Unknown fields are an error that names
 // the field and its line.
-func LoadConfig(path string) (*Config, error) {
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -120,16 +122,16 @@ func LoadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// ParseConfig decodes and validates a ScanConfig document.
-func ParseConfig(data []byte) (*Config, error) {
+// Parse decodes and validates a ScanConfig document.
+func Parse(data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if cfg.APIVersion != ConfigAPIVersion || cfg.Kind != ConfigKind {
-		return nil, fmt.Errorf("want apiVersion %s and kind %s, got %q and %q", ConfigAPIVersion, ConfigKind, cfg.APIVersion, cfg.Kind)
+	if cfg.APIVersion != APIVersion || cfg.Kind != Kind {
+		return nil, fmt.Errorf("want apiVersion %s and kind %s, got %q and %q", APIVersion, Kind, cfg.APIVersion, cfg.Kind)
 	}
 	if len(cfg.Appliers) == 0 {
 		cfg.Appliers = DefaultAppliers
@@ -167,11 +169,11 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	}
 	if cfg.Notify != nil || len(cfg.Owners) > 0 {
-		var nc notify.Config
+		var nc Notify
 		if cfg.Notify != nil {
 			nc = *cfg.Notify
 		}
-		if err := (notify.Options{Config: nc, Owners: cfg.Owners}).Validate(); err != nil {
+		if err := ValidateNotify(nc, cfg.Owners); err != nil {
 			errs = append(errs, fmt.Errorf("notify: %w", err))
 		}
 	}

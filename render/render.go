@@ -1,4 +1,8 @@
-package scanner
+// Package render turns an app's source folder into the objects it declares,
+// in process and without a cluster: a Helm chart with the Helm SDK, a
+// kustomization with krusty, or plain YAML and JSON manifests. It also holds
+// the YAML helpers backport edits files with, so both read YAML alike.
+package render
 
 import (
 	"context"
@@ -6,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/calricon/driftscan/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -20,8 +25,8 @@ type Manifest struct {
 	Line int
 }
 
-// RenderOptions say how to render one source folder.
-type RenderOptions struct {
+// Options say how to render one source folder.
+type Options struct {
 	// Dir is the absolute source folder.
 	Dir string
 	// Namespace is the release namespace for Helm and the namespace Helm and
@@ -32,8 +37,8 @@ type RenderOptions struct {
 	// are nil the renderer is detected: Chart.yaml means Helm,
 	// kustomization.yaml (or .yml, or Kustomization) means Kustomize, else
 	// every YAML/JSON file under Dir.
-	Helm      *HelmSource
-	Kustomize *KustomizeSource
+	Helm      *config.HelmSource
+	Kustomize *config.KustomizeSource
 	// KubeVersion is the cluster's version (for example v1.37.2), given to
 	// Helm as .Capabilities.KubeVersion.
 	KubeVersion string
@@ -42,7 +47,7 @@ type RenderOptions struct {
 	APIVersions []string
 }
 
-// Render renders a source folder into manifests. Errors that concern one
+// Manifests renders a source folder into manifests. Errors that concern one
 // file or document (malformed YAML, an object with no kind or name) are
 // joined into the returned error, which names the file and line; the
 // manifests from every other file are still returned. A render error of a
@@ -50,7 +55,7 @@ type RenderOptions struct {
 //
 // See renderHelm, renderKustomize and renderYAML for what each renderer
 // keeps and leaves out.
-func Render(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
+func Manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -62,12 +67,12 @@ func Render(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
 	case opts.Kustomize != nil:
 		return renderKustomize(ctx, opts)
 	case exists(filepath.Join(opts.Dir, "Chart.yaml")):
-		opts.Helm = &HelmSource{}
+		opts.Helm = &config.HelmSource{}
 		return renderHelm(ctx, opts)
 	case exists(filepath.Join(opts.Dir, "kustomization.yaml")),
 		exists(filepath.Join(opts.Dir, "kustomization.yml")),
 		exists(filepath.Join(opts.Dir, "Kustomization")):
-		opts.Kustomize = &KustomizeSource{}
+		opts.Kustomize = &config.KustomizeSource{}
 		return renderKustomize(ctx, opts)
 	default:
 		return renderYAML(ctx, opts.Dir)

@@ -1,10 +1,11 @@
-package scanner
+package render
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -45,7 +46,7 @@ func TestRenderKustomize(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, tt.dir), Kustomize: &KustomizeSource{}})
+			got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, tt.dir), Kustomize: &config.KustomizeSource{}})
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -68,14 +69,14 @@ func TestRenderKustomize(t *testing.T) {
 
 func TestRenderKustomizeErrorNamesTheFolder(t *testing.T) {
 	dir := renderFixture(t, "kustomize/broken")
-	ms, err := Render(context.Background(), RenderOptions{Dir: dir})
+	ms, err := Manifests(context.Background(), Options{Dir: dir})
 	if err == nil {
-		t.Fatalf("Render() = %d manifests, want an error", len(ms))
+		t.Fatalf("Manifests() = %d manifests, want an error", len(ms))
 	}
 	if want := "kustomize " + dir + ": "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Errorf("Render() error = %q, want it to start with %q and name missing.yaml", err, want)
+		t.Errorf("Manifests() error = %q, want it to start with %q and name missing.yaml", err, want)
 	}
 	if len(ms) != 0 {
-		t.Errorf("Render() returned %d manifests with the error, want none", len(ms))
+		t.Errorf("Manifests() returned %d manifests with the error, want none", len(ms))
 	}
 }

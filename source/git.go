@@ -1,4 +1,8 @@
-package scanner
+// Package source finds where an app's desired state lives: a folder next to
+// the config file, or a commit of a Git repository fetched into a local
+// cache. Resolve is the one answer every caller uses; FetchGit is the Git
+// part of it.
+package source
 
 import (
 	"context"
@@ -15,7 +19,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
+	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -23,6 +27,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/calricon/driftscan/config"
 )
 
 // ErrRevisionNotFound is returned (wrapped) by FetchGit when the remote has
@@ -39,7 +45,7 @@ type GitOptions struct {
 	// remote's HEAD. A name that is both a branch and a tag means the branch,
 	// as with `git clone --branch`.
 	Revision string
-	Auth     GitAuth
+	Auth     config.GitAuth
 	// CacheDir holds one folder per repository URL; it is created when
 	// missing and reused across calls.
 	CacheDir string
@@ -55,8 +61,8 @@ type GitOptions struct {
 	MaxBytes int64
 }
 
-// GitCheckout is the tree of one commit, checked out.
-type GitCheckout struct {
+// Checkout is the tree of one commit, checked out.
+type Checkout struct {
 	// Dir is the root of the checked-out tree.
 	Dir string
 	// Commit is the full SHA of the commit.
@@ -90,7 +96,7 @@ type GitCheckout struct {
 // The errors still match what they wrap with errors.Is (context.Canceled,
 // ErrRevisionNotFound, transport.ErrAuthenticationRequired, ...), but do not
 // unwrap to the original, unmasked error.
-func FetchGit(ctx context.Context, opts GitOptions) (GitCheckout, error) {
+func FetchGit(ctx context.Context, opts GitOptions) (Checkout, error) {
 	rev := opts.Revision
 	if rev == "" {
 		rev = "HEAD"
@@ -103,7 +109,7 @@ func FetchGit(ctx context.Context, opts GitOptions) (GitCheckout, error) {
 	co, err := f.run(ctx, getenv)
 	if err != nil {
 		err = scrubError(err, f.secrets)
-		return GitCheckout{}, fmt.Errorf("git %s@%s: %w", scrubURL(opts.Repo, f.secrets), rev, err)
+		return Checkout{}, fmt.Errorf("git %s@%s: %w", scrubURL(opts.Repo, f.secrets), rev, err)
 	}
 	return co, nil
 }
@@ -121,16 +127,16 @@ type gitFetch struct {
 // repoLocks serialize FetchGit calls that share a repository folder.
 var repoLocks sync.Map // folder -> *sync.Mutex
 
-func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (GitCheckout, error) {
+func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkout, error) {
 	if f.opts.Repo == "" {
-		return GitCheckout{}, errors.New("no repository URL")
+		return Checkout{}, errors.New("no repository URL")
 	}
 	if f.opts.CacheDir == "" {
-		return GitCheckout{}, errors.New("no cache folder")
+		return Checkout{}, errors.New("no cache folder")
 	}
 	ep, err := transport.NewEndpoint(f.opts.Repo)
 	if err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
 	f.url = f.opts.Repo
 	f.secrets = append(f.secrets, ep.Password)
@@ -142,16 +148,16 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (GitChec
 	bare.User, bare.Password = "", ""
 	f.key = bare.String()
 	if f.auth, err = f.gitAuth(ep, getenv); err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
 
 	refs, err := f.listRefs(ctx)
 	if err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
 	want, err := resolveRevision(refs, f.opts.Revision)
 	if err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
 
 	sum := sha256.Sum256([]byte(f.key))
@@ -162,13 +168,13 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (GitChec
 
 	commit, err := f.fetch(ctx, filepath.Join(dir, "repo.git"), want)
 	if err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
 	tree := filepath.Join(dir, commit.Hash.String())
 	if err := writeTree(ctx, commit, tree, f.opts.MaxBytes); err != nil {
-		return GitCheckout{}, err
+		return Checkout{}, err
 	}
-	return GitCheckout{Dir: tree, Commit: commit.Hash.String()}, nil
+	return Checkout{Dir: tree, Commit: commit.Hash.String()}, nil
 }
 
 // gitAuth picks the credentials for ep; nil leaves them to go-git (the URL's
@@ -223,7 +229,7 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 // listRefs lists the remote's refs, annotated tags both as the tag and as
 // the commit it points at (refs/tags/v1^{}).
 func (f *gitFetch) listRefs(ctx context.Context) ([]*plumbing.Reference, error) {
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.url}})
+	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.url}})
 	return remote.ListContext(ctx, &git.ListOptions{Auth: f.auth, PeelingOption: git.AppendPeeled})
 }
 
@@ -347,7 +353,7 @@ func (f *gitFetch) openRepo(dir string) (*git.Repository, error) {
 		return nil, fmt.Errorf("create cache %s: %w", dir, err)
 	}
 	// The URL kept on disk has no credentials; fetches give the full one.
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.key}}); err != nil {
+	if _, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.key}}); err != nil {
 		return nil, fmt.Errorf("create cache %s: %w", dir, err)
 	}
 	return repo, nil
@@ -356,12 +362,12 @@ func (f *gitFetch) openRepo(dir string) (*git.Repository, error) {
 // fetchInto fetches the wanted ref, or for a commit SHA all branches and
 // tags, with the given depth (0: all history).
 func (f *gitFetch) fetchInto(ctx context.Context, repo *git.Repository, w wanted, depth int) error {
-	specs := []config.RefSpec{
+	specs := []gitconfig.RefSpec{
 		"+refs/heads/*:refs/remotes/origin/*",
 		"+refs/tags/*:refs/tags/*",
 	}
 	if w.ref != "" {
-		specs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", w.ref, localRef(w.ref)))}
+		specs = []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", w.ref, localRef(w.ref)))}
 	}
 	err := repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: git.DefaultRemoteName,

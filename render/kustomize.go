@@ -1,4 +1,4 @@
-package scanner
+package render
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var kustomizeMu sync.Mutex
 //
 // Every object is one Manifest with File "." and Line 0. A build error
 // returns no manifests.
-func renderKustomize(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
+func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package scanner
+package render
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -56,7 +57,7 @@ func renderFixture(t *testing.T, name string) string {
 }
 
 func TestRenderPlainFolder(t *testing.T) {
-	got, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, "plain")})
+	got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, "plain")})
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
@@ -75,7 +76,7 @@ func TestRenderPlainFolder(t *testing.T) {
 }
 
 func TestRenderPlainValues(t *testing.T) {
-	got, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, "plain")})
+	got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, "plain")})
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestRenderPlainValues(t *testing.T) {
 }
 
 func TestRenderBrokenFolderKeepsGoodObjects(t *testing.T) {
-	got, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, "broken")})
+	got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, "broken")})
 	want := []renderedObject{
 		{File: "good.yaml", Line: 1, ID: "v1 ConfigMap good"},
 		{File: "malformed.yaml", Line: 1, ID: "v1 ConfigMap before-malformed"},
@@ -199,7 +200,7 @@ func TestRenderDocuments(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Render(context.Background(), RenderOptions{Dir: dir})
+			got, err := Manifests(context.Background(), Options{Dir: dir})
 			if diff := cmp.Diff(tt.want, renderSummary(got), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("rendered objects (-want +got):\n%s", diff)
 			}
@@ -213,29 +214,29 @@ func TestRenderDocuments(t *testing.T) {
 func TestRenderDetectsTheRenderer(t *testing.T) {
 	tests := []struct {
 		name string
-		opts RenderOptions
+		opts Options
 		// want are the kinds and names rendered, sorted.
 		want []string
 	}{{
 		name: "a folder with Chart.yaml is a Helm chart",
-		opts: RenderOptions{Dir: renderFixture(t, "helm/web"), Namespace: "shop"},
+		opts: Options{Dir: renderFixture(t, "helm/web"), Namespace: "shop"},
 		want: []string{"ConfigMap web-cluster", "CustomResourceDefinition widgets.example.com", "Deployment web", "Service web"},
 	}, {
 		name: "a folder with kustomization.yaml is a kustomization",
-		opts: RenderOptions{Dir: renderFixture(t, "kustomize/overlays/prod")},
+		opts: Options{Dir: renderFixture(t, "kustomize/overlays/prod")},
 		want: []string{"Deployment prod-web", "Service prod-web"},
 	}, {
 		name: "a folder with neither is plain files",
-		opts: RenderOptions{Dir: renderFixture(t, "kustomize/base")},
+		opts: Options{Dir: renderFixture(t, "kustomize/base")},
 		want: []string{"Deployment web", "Service web"},
 	}, {
 		name: "Kustomize set explicitly wins over detection",
-		opts: RenderOptions{Dir: renderFixture(t, "kustomize/base"), Kustomize: &KustomizeSource{}},
+		opts: Options{Dir: renderFixture(t, "kustomize/base"), Kustomize: &config.KustomizeSource{}},
 		want: []string{"Deployment web", "Service web"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ms, err := Render(context.Background(), tt.opts)
+			ms, err := Manifests(context.Background(), tt.opts)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -254,25 +255,25 @@ func TestRenderDetectsTheRenderer(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		opts RenderOptions
+		opts Options
 		want string
 	}{{
 		name: "a folder that does not exist",
-		opts: RenderOptions{Dir: "/nonexistent/driftscan"},
+		opts: Options{Dir: "/nonexistent/driftscan"},
 		want: "read /nonexistent/driftscan: lstat /nonexistent/driftscan: no such file or directory",
 	}, {
 		name: "both Helm and Kustomize",
-		opts: RenderOptions{Dir: "/tmp", Helm: &HelmSource{}, Kustomize: &KustomizeSource{}},
+		opts: Options{Dir: "/tmp", Helm: &config.HelmSource{}, Kustomize: &config.KustomizeSource{}},
 		want: "source has both helm and kustomize",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ms, err := Render(context.Background(), tt.opts)
+			ms, err := Manifests(context.Background(), tt.opts)
 			if err == nil || err.Error() != tt.want {
-				t.Errorf("Render() error = %v, want %s", err, tt.want)
+				t.Errorf("Manifests() error = %v, want %s", err, tt.want)
 			}
 			if len(ms) != 0 {
-				t.Errorf("Render() returned %d manifests with the error, want none", len(ms))
+				t.Errorf("Manifests() returned %d manifests with the error, want none", len(ms))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package scanner
+package source
 
 import (
 	"net/http"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/calricon/driftscan/fixtures/gitrepo"
+	"github.com/calricon/driftscan/render"
 )
 
 func TestAGitTreeOverTheSizeLimitIsRefused(t *testing.T) {
@@ -58,7 +59,7 @@ func TestACloneCutOffMidwayFailsCleanlyAndTheNextFetchWorks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("git is needed for git http-backend: %v", err)
 	}
-	files := gitrepo.Files(t, fixture("apps", "web"))
+	files := gitrepo.Files(t, filepath.Join("..", "fixtures", "apps", "web"))
 	for i := 0; i < 50; i++ { // enough content that half a pack is not a pack
 		files[filepath.ToSlash(filepath.Join("filler", strconv.Itoa(i)+".txt"))] = strings.Repeat(strconv.Itoa(i*7919), 2000)
 	}
@@ -90,7 +91,7 @@ func TestACloneCutOffMidwayFailsCleanlyAndTheNextFetchWorks(t *testing.T) {
 	if co.Commit != shas[0] {
 		t.Errorf("commit %s, want %s", co.Commit, shas[0])
 	}
-	ms, err := Render(t.Context(), RenderOptions{Dir: co.Dir})
+	ms, err := render.Manifests(t.Context(), render.Options{Dir: co.Dir})
 	if err != nil || len(ms) == 0 {
 		t.Errorf("the checkout after the cut does not render: %v", err)
 	}

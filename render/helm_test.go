@@ -1,24 +1,25 @@
-package scanner
+package render
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestRenderHelm(t *testing.T) {
-	prod := RenderOptions{
+	prod := Options{
 		Namespace:   "shop",
-		Helm:        &HelmSource{ValuesFiles: []string{"values-prod.yaml"}, Set: map[string]string{"image.tag": "1.26.1"}},
+		Helm:        &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}, Set: map[string]string{"image.tag": "1.26.1"}},
 		KubeVersion: "v1.37.2",
 		APIVersions: []string{"example.com/v1"},
 	}
 	tests := []struct {
 		name string
-		opts RenderOptions
+		opts Options
 		want []renderedObject
 		// values are fields of the Deployment, by path.
 		values map[string]any
@@ -43,9 +44,9 @@ func TestRenderHelm(t *testing.T) {
 		info: map[string]any{"kubeVersion": "v1.37.2", "widgets": "true"},
 	}, {
 		name: "chart defaults, a release name and a comma in a set value",
-		opts: RenderOptions{
+		opts: Options{
 			Namespace: "dev",
-			Helm:      &HelmSource{ReleaseName: "shop-web", Set: map[string]string{"env": "dev,eu"}},
+			Helm:      &config.HelmSource{ReleaseName: "shop-web", Set: map[string]string{"env": "dev,eu"}},
 		},
 		want: []renderedObject{
 			{File: "crds/widgets.yaml", ID: "apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com"},
@@ -63,7 +64,7 @@ func TestRenderHelm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Dir = renderFixture(t, "helm/web")
-			got, err := Render(context.Background(), tt.opts)
+			got, err := Manifests(context.Background(), tt.opts)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -128,7 +129,7 @@ func TestRenderHelmErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		dir  string
-		src  *HelmSource
+		src  *config.HelmSource
 		want []string
 	}{{
 		name: "a dependency not vendored in charts/ is an error, not a download",
@@ -137,31 +138,31 @@ func TestRenderHelmErrors(t *testing.T) {
 	}, {
 		name: "a values file that does not exist",
 		dir:  "helm/web",
-		src:  &HelmSource{ValuesFiles: []string{"values-nope.yaml"}},
+		src:  &config.HelmSource{ValuesFiles: []string{"values-nope.yaml"}},
 		want: []string{"values file values-nope.yaml: open ", "no such file or directory"},
 	}, {
 		name: "a set value with a bad path",
 		dir:  "helm/web",
-		src:  &HelmSource{Set: map[string]string{"env[-1]": "x"}},
+		src:  &config.HelmSource{Set: map[string]string{"env[-1]": "x"}},
 		want: []string{"set env[-1]: "},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := tt.src
 			if src == nil {
-				src = &HelmSource{}
+				src = &config.HelmSource{}
 			}
-			ms, err := Render(context.Background(), RenderOptions{Dir: renderFixture(t, tt.dir), Helm: src})
+			ms, err := Manifests(context.Background(), Options{Dir: renderFixture(t, tt.dir), Helm: src})
 			if err == nil {
-				t.Fatalf("Render() = %d manifests, want an error", len(ms))
+				t.Fatalf("Manifests() = %d manifests, want an error", len(ms))
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Render() error = %q, want it to contain %q", err, w)
+					t.Errorf("Manifests() error = %q, want it to contain %q", err, w)
 				}
 			}
 			if len(ms) != 0 {
-				t.Errorf("Render() returned %d manifests with the error, want none", len(ms))
+				t.Errorf("Manifests() returned %d manifests with the error, want none", len(ms))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package scanner
+package render
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/calricon/driftscan/config"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -43,7 +44,7 @@ import (
 // (templates/deploy.yaml, crds/crd.yaml, charts/db/templates/sts.yaml), and
 // its Line is 0. A chart that does not load or render returns no manifests;
 // an object without kind or name in the output is an error of its own.
-func renderHelm(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
+func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
 	ch, err := loader.Load(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
@@ -56,7 +57,7 @@ func renderHelm(ctx context.Context, opts RenderOptions) ([]Manifest, error) {
 }
 
 // helmRelease runs a client-only install of ch.
-func helmRelease(ctx context.Context, ch *chart.Chart, opts RenderOptions) (*release.Release, error) {
+func helmRelease(ctx context.Context, ch *chart.Chart, opts Options) (*release.Release, error) {
 	if t := ch.Metadata.Type; t != "" && t != "application" {
 		return nil, fmt.Errorf("%s charts are not installable", t)
 	}
@@ -71,7 +72,7 @@ func helmRelease(ctx context.Context, ch *chart.Chart, opts RenderOptions) (*rel
 	}
 	src := opts.Helm
 	if src == nil {
-		src = &HelmSource{}
+		src = &config.HelmSource{}
 	}
 	vals, err := helmValues(opts.Dir, src)
 	if err != nil {
@@ -113,7 +114,7 @@ func helmRelease(ctx context.Context, ch *chart.Chart, opts RenderOptions) (*rel
 // helmValues merges the values files and set values of src, as `helm
 // template -f ... --set ...` does. The chart's own values.yaml is merged
 // later by the install.
-func helmValues(dir string, src *HelmSource) (map[string]any, error) {
+func helmValues(dir string, src *config.HelmSource) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, f := range src.ValuesFiles {
 		p := f

@@ -1,4 +1,4 @@
-package scanner
+package render
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func renderBytes(t testing.TB, name string, data []byte) ([]Manifest, error) {
 	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return Render(t.Context(), RenderOptions{Dir: dir})
+	return Manifests(t.Context(), Options{Dir: dir})
 }
 
 func TestHostileManifestsAreRejectedWithinBounds(t *testing.T) {
@@ -59,23 +59,6 @@ func TestHostileManifestsAreRejectedWithinBounds(t *testing.T) {
 			}
 		})
 	}
-}
-
-func FuzzParseConfig(f *testing.F) {
-	for _, seed := range []string{
-		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\napps:\n- name: web\n  source: {path: apps/web}\n",
-		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\nignore:\n- kind: Deployment\n  jsonPointers: [/spec/replicas]\n  owner: a\n  reason: b\n  expires: \"2027-01-01\"\n",
-		"apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\nrules:\n- manager: \"(\"\n  class: human\n",
-		"{}",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
-		if err == nil && (cfg.APIVersion != ConfigAPIVersion || len(cfg.Appliers) == 0) {
-			t.Errorf("accepted an invalid config: %+v", cfg)
-		}
-	})
 }
 
 func FuzzRenderYAML(f *testing.F) {

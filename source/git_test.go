@@ -1,4 +1,4 @@
-package scanner
+package source
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/gitrepo"
 )
 
@@ -185,7 +186,7 @@ func TestFetchGitErrors(t *testing.T) {
 		wantText: []string{"git " + srv.URL + "/apps.git@main: "},
 	}, {
 		name: "a token from the environment is never printed",
-		opts: GitOptions{Repo: srv.URL + "/apps.git", Auth: GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(k string) string {
+		opts: GitOptions{Repo: srv.URL + "/apps.git", Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(k string) string {
 			if k == "GIT_TOKEN" {
 				return token
 			}
@@ -194,7 +195,7 @@ func TestFetchGitErrors(t *testing.T) {
 		wantText: []string{"git " + srv.URL + "/apps.git@HEAD: "},
 	}, {
 		name:     "an empty token variable is named, not guessed around",
-		opts:     GitOptions{Repo: srv.URL + "/apps.git", Auth: GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(string) string { return "" }},
+		opts:     GitOptions{Repo: srv.URL + "/apps.git", Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(string) string { return "" }},
 		wantText: []string{"auth.tokenEnv: environment variable GIT_TOKEN is empty"},
 	}}
 	for _, tt := range tests {

@@ -1,0 +1,87 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/calricon/driftscan/config"
+)
+
+// Options say where Git sources are cached and how they are read. Start
+// from DefaultOptions.
+type Options struct {
+	// CacheDir holds the Git clones (GitOptions.CacheDir).
+	CacheDir string
+	// MaxBytes bounds the size of a checked-out Git tree (GitOptions.MaxBytes,
+	// the --git-max-size flag); 0 is no bound.
+	MaxBytes int64
+	// Getenv reads the credentials a source names; nil means os.Getenv.
+	Getenv func(string) string
+	// WorkTree, when set, is a local clone of the apps' Git repositories:
+	// a Git source resolves to its path in WorkTree and nothing is fetched.
+	// Backport writes there.
+	WorkTree string
+}
+
+// DefaultOptions caches Git clones in the user's cache folder
+// (DefaultCacheDir) and reads credentials from the process environment.
+func DefaultOptions() Options {
+	return Options{CacheDir: DefaultCacheDir(), Getenv: os.Getenv}
+}
+
+// DefaultCacheDir is driftscan/git under the user's cache folder, or under
+// the temporary folder when the user has none.
+func DefaultCacheDir() string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "driftscan", "git")
+}
+
+// Location is where an app's source is on disk.
+type Location struct {
+	// Dir is the folder to render.
+	Dir string
+	// Commit is the full SHA of a fetched Git source; "" for a local folder
+	// and for a source read from Options.WorkTree.
+	Commit string
+}
+
+// Resolve says where src, a source of the config file in folder configDir,
+// lives: a local Path is relative to configDir (unless absolute); a Repo is
+// fetched at its Revision (FetchGit) and Path is relative to the
+// repository's root. The folder must exist; an error says which and wraps
+// what failed (a FetchGit error names the repository and revision).
+func Resolve(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
+	var loc Location
+	switch {
+	case src.Repo == "":
+		loc.Dir = src.Path
+		if !filepath.IsAbs(loc.Dir) {
+			loc.Dir = filepath.Join(configDir, loc.Dir)
+		}
+	case opts.WorkTree != "":
+		loc.Dir = filepath.Join(opts.WorkTree, filepath.FromSlash(src.Path))
+	default:
+		getenv := opts.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		co, err := FetchGit(ctx, GitOptions{Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, CacheDir: opts.CacheDir, Getenv: getenv, MaxBytes: opts.MaxBytes})
+		if err != nil {
+			return Location{}, err
+		}
+		loc = Location{Dir: filepath.Join(co.Dir, filepath.FromSlash(src.Path)), Commit: co.Commit}
+	}
+	if _, err := os.Stat(loc.Dir); err != nil {
+		return Location{}, fmt.Errorf("source folder: %w", err)
+	}
+	return loc, nil
+}
+
+// SafeURL is repo with the user and password of its URL cut out, as a report
+// may show it.
+func SafeURL(repo string) string { return scrubURL(repo, nil) }
