@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 )
@@ -134,7 +135,7 @@ func TestAFindingKeepsItsPointerTypedValuesAndMasking(t *testing.T) {
 	env.Patch(t, "kubectl-edit", cluster.Secret, ns, "web-db", types.MergePatchType, `{"stringData":{"password":"live-password-do-not-leak"}}`)
 	env.Patch(t, "kubectl-edit", cluster.Service, ns, "web", types.JSONPatchType, `[{"op":"replace","path":"/spec/ports/0/targetPort","value":"http"}]`)
 
-	cfg := scanConfig(ns, App{Name: "web", Source: Source{Path: dir}})
+	cfg := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: dir}})
 	r := runScan(t, cfg)
 	container := func(name string, rest ...string) []string {
 		return append([]string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"` + name + `"}`}, rest...)
