@@ -25,14 +25,21 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/driftscan ./cmd/driftscan
 
-## testbin: kube-apiserver and etcd built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/argodiff
+## testbin: kube-apiserver, etcd and kube-controller-manager built from Go modules (once; cached in .cache/testbin)
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
 	@mkdir -p $(TESTBIN)
 	@echo "building kube-apiserver $(K8S_VERSION) and etcd from Go modules (about 8 minutes the first time on 2 cores)..."
 	cd fixtures/controlplane && $(GO) build -trimpath -ldflags '$(CP_LDFLAGS)' -o $(TESTBIN)/ ./kube-apiserver ./etcd
+
+# kube-controller-manager runs the built-in controllers for the test packages
+# that ask for them (cluster.Options.ControllerManager); a few minutes once
+# kube-apiserver's packages are in the build cache.
+$(TESTBIN)/kube-controller-manager: fixtures/controlplane/kube-controller-manager/main.go fixtures/controlplane/go.mod
+	@mkdir -p $(TESTBIN)
+	cd fixtures/controlplane && $(GO) build -trimpath -ldflags '$(CP_LDFLAGS)' -o $(TESTBIN)/ ./kube-controller-manager
 
 # argodiff runs Argo CD's own diff (gitops-engine pkg/diff), as a reference
 # the tests and the benchmark compare driftscan with.
