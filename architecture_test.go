@@ -1,0 +1,171 @@
+package driftscan_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const module = "github.com/calricon/driftscan"
+
+// stage is one row of the table in docs/architecture.md.
+type stage struct {
+	layer int
+	kind  string // "library", "tool" or "test support"
+}
+
+// listed is what `go list -json` says of one package: its non-test imports.
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+// readStages reads the package table of docs/architecture.md: rows of
+// "| layer | package | kind | what it holds |".
+func readStages(r io.Reader) (map[string]stage, error) {
+	stages := map[string]stage{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(sc.Text()), "|"), "|")
+		if len(cells) != 4 {
+			continue
+		}
+		layer, err := strconv.Atoi(strings.TrimSpace(cells[0]))
+		if err != nil {
+			continue // the header and its rule
+		}
+		pkg, kind := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])
+		switch kind {
+		case "library", "tool", "test support":
+		default:
+			return nil, fmt.Errorf("package %s: kind %q is not library, tool or test support", pkg, kind)
+		}
+		if _, dup := stages[pkg]; dup {
+			return nil, fmt.Errorf("package %s is in the table twice", pkg)
+		}
+		stages[pkg] = stage{layer: layer, kind: kind}
+	}
+	if len(stages) == 0 {
+		return nil, errors.New("no package table")
+	}
+	return stages, sc.Err()
+}
+
+// violations lists every import that breaks the order of stages, and every
+// package the table leaves out.
+func violations(stages map[string]stage, pkgs []listed) []string {
+	var out []string
+	for _, p := range pkgs {
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if name == "" {
+			continue // this test
+		}
+		from, ok := stages[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s is not in docs/architecture.md", name))
+			continue
+		}
+		for _, imp := range p.Imports {
+			switch {
+			case imp == "github.com/spf13/cobra" && !strings.HasPrefix(name, "cmd/"):
+				out = append(out, fmt.Sprintf("%s imports cobra: only cmd/ may", name))
+			case name == "classify" && strings.HasPrefix(imp, "k8s.io/client-go"):
+				out = append(out, fmt.Sprintf("classify imports %s: it takes no Kubernetes client", imp))
+			}
+			dep, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			to, ok := stages[dep]
+			switch {
+			case !ok:
+				// Reported as a package of its own.
+			case to.layer >= from.layer:
+				out = append(out, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a package imports only lower layers", name, from.layer, dep, to.layer))
+			case from.kind == "library" && to.kind != "library":
+				out = append(out, fmt.Sprintf("%s is a library and imports %s, a %s", name, dep, to.kind))
+			}
+		}
+	}
+	return out
+}
+
+func TestNoPackageImportsALaterStage(t *testing.T) {
+	f, err := os.Open("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stages, err := readStages(f)
+	if err != nil {
+		t.Fatalf("docs/architecture.md: %v", err)
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	data, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []listed
+	for dec := json.NewDecoder(bytes.NewReader(data)); ; {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < len(stages)/2 {
+		t.Fatalf("go list found %d packages, the table has %d", len(pkgs), len(stages))
+	}
+	for _, v := range violations(stages, pkgs) {
+		t.Error(v)
+	}
+}
+
+func TestTheOrderCheckCatchesEachKindOfViolation(t *testing.T) {
+	stages, err := readStages(strings.NewReader(`
+| layer | package | kind | what it holds |
+|---|---|---|---|
+| 0 | report | library | the contract |
+| 1 | classify | library | rules |
+| 4 | scanner | library | the engine |
+| 5 | notify | library | senders |
+| 0 | fixtures/cluster | test support | a control plane |
+| 8 | cmd/driftscan | tool | flags |
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := []listed{
+		{ImportPath: module + "/scanner", Imports: []string{module + "/report", module + "/notify"}},
+		{ImportPath: module + "/notify", Imports: []string{module + "/report", module + "/fixtures/cluster", "github.com/spf13/cobra"}},
+		{ImportPath: module + "/classify", Imports: []string{module + "/report", "k8s.io/client-go/kubernetes"}},
+		{ImportPath: module + "/report", Imports: []string{module + "/report"}},
+		{ImportPath: module + "/cmd/driftscan", Imports: []string{module + "/scanner", module + "/fixtures/cluster", "github.com/spf13/cobra"}},
+		{ImportPath: module + "/newpkg"},
+	}
+	want := []string{
+		"scanner (layer 4) imports notify (layer 5): a package imports only lower layers",
+		"notify is a library and imports fixtures/cluster, a test support",
+		"notify imports cobra: only cmd/ may",
+		"classify imports k8s.io/client-go/kubernetes: it takes no Kubernetes client",
+		"report (layer 0) imports report (layer 0): a package imports only lower layers",
+		"newpkg is not in docs/architecture.md",
+	}
+	if diff := cmp.Diff(want, violations(stages, pkgs)); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
