@@ -386,24 +386,6 @@ func newWriter(kind string, opts Options, root string, before []render.Manifest)
 	return &plainWriter{opts: opts}
 }
 
-// resolved returns e's path resolved against Git's object and its value
-// typed like Git's value there.
-func resolved(t *target, e *Edit) (Path, any, error) {
-	p, err := ParsePath(e.Path)
-	if err != nil {
-		return nil, nil, err
-	}
-	p = Resolve(p, t.before(), t.ref.Kind)
-	if e.Type == report.Removed {
-		return p, nil, nil
-	}
-	old, has := get(t.before(), p)
-	if !has {
-		return p, textValue(e.Live, nil, false, t.ref.Kind, e.Path), nil
-	}
-	return p, textValue(e.Live, old, true, t.ref.Kind, e.Path), nil
-}
-
 // files writes new contents and can put the old ones back.
 type files struct {
 	orig    map[string][]byte // nil content: the file did not exist

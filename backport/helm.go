@@ -86,15 +86,11 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 	var jobs, unmapped []job
 	for _, t := range targets {
 		for _, e := range t.edits {
-			p, _, err := resolved(t, e)
-			switch {
-			case err != nil:
-				ws.skip(e, err.Error())
-			case e.Type == report.Removed:
-				unmapped = append(unmapped, job{t, e, p, "the field was removed live, and no chart value is probed for a removal"})
-			default:
-				jobs = append(jobs, job{t: t, e: e, p: p})
+			if e.Type == report.Removed {
+				unmapped = append(unmapped, job{t, e, e.At, "the field was removed live, and no chart value is probed for a removal"})
+				continue
 			}
+			jobs = append(jobs, job{t: t, e: e, p: e.At})
 		}
 	}
 	found, err := w.probeAll(ctx, src, merged, jobs)
@@ -190,7 +186,7 @@ func (w *helmWriter) writeValues(ws *writeSet, src *config.HelmSource, merged ma
 		var v any
 		ok := false
 		for _, c := range ms {
-			if v, ok = c.value(j.e.Live); ok {
+			if v, ok = c.value(j.e.Value); ok {
 				m = c
 				break
 			}
@@ -212,9 +208,8 @@ func (w *helmWriter) writeValues(ws *writeSet, src *config.HelmSource, merged ma
 			continue
 		}
 		written[k] = v
-		// The field renders as the live value, typed like Git's.
-		_, val, _ := resolved(j.t, j.e)
-		done = append(done, applied{edit: j.e, target: j.t, path: j.p, value: val, file: path, via: "helm value " + k})
+		// The field renders as the live value.
+		done = append(done, applied{edit: j.e, target: j.t, path: j.p, value: j.e.Value, file: path, via: "helm value " + k})
 	}
 	if len(done) == 0 {
 		return unmapped
@@ -496,16 +491,64 @@ func (w *helmWriter) maps(rendered []render.Manifest, t *target, p Path, l leaf,
 	return mp, true
 }
 
-// value is the leaf's new value for the live text, typed like the leaf.
-func (m mapping) value(live string) (any, bool) {
-	if !strings.HasPrefix(live, m.prefix) || !strings.HasSuffix(live, m.suffix) || len(live) < len(m.prefix)+len(m.suffix) {
+// value is the leaf's new value for the field's live value: the live value
+// itself when the leaf renders the whole field, else the part of the live
+// text between the prefix and the suffix (false when it lacks them); in
+// the leaf's type (see asLeaf).
+func (m mapping) value(live any) (any, bool) {
+	if m.prefix == "" && m.suffix == "" {
+		return asLeaf(live, m.leaf.value), true
+	}
+	text, ok := live.(string)
+	if !ok || !strings.HasPrefix(text, m.prefix) || !strings.HasSuffix(text, m.suffix) || len(text) < len(m.prefix)+len(m.suffix) {
 		return nil, false
 	}
-	text := live[len(m.prefix) : len(live)-len(m.suffix)]
-	if isEmpty(m.leaf.value) || m.leaf.value == "" {
-		return textValue(text, nil, false, "", ""), true
+	return asLeaf(text[len(m.prefix):len(text)-len(m.suffix)], m.leaf.value), true
+}
+
+// asLeaf is v in the type of the chart value it replaces, when v is a
+// scalar that converts to it and prints the same: a template prints both
+// alike, and the values file keeps its author's types (a quoted "3" stays
+// quoted, a tag 1.25 written as a number stays a number). Otherwise v as
+// it is.
+func asLeaf(v, leaf any) any {
+	if !isScalar(v) {
+		return v
 	}
-	return textValue(text, m.leaf.value, true, "", ""), true
+	text := valueText(v)
+	var conv any
+	switch leaf.(type) {
+	case string:
+		conv = text
+	case bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return v
+		}
+		conv = b
+	case int64, int, float64:
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			conv = n
+		} else if f, err := strconv.ParseFloat(text, 64); err == nil {
+			conv = f
+		} else {
+			return v
+		}
+	default:
+		return v
+	}
+	if valueText(conv) != text {
+		return v
+	}
+	return conv
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case string, bool, int, int64, float64:
+		return true
+	}
+	return false
 }
 
 // valueText writes a value as the report does: scalars as written,

@@ -156,11 +156,8 @@ func writePatch(pd *doc, t *target, ws *writeSet) []applied {
 	want := deepCopy(t.before())
 	var done []applied
 	for _, e := range t.edits {
-		p, v, err := resolved(t, e)
-		if err != nil {
-			ws.skip(e, err.Error())
-			continue
-		}
+		p, v := e.At, e.Value
+		var err error
 		a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.Removed}
 		if a.remove {
 			del(want, p)

@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// Path is a finding's path, parsed from the form the report writes
-// (fieldpath.Path.String(), for example
-// .spec.template.spec.containers[name="app"].image).
-//
-// That form joins field names with dots without escaping them, so a map key
-// holding dots (.metadata.annotations.sidecar.istio.io/status) parses into
-// several Field elements; Resolve joins them again against an object.
+// Path addresses a field in an object: read from a finding's pathElements
+// (see PathOf), so field names are whole and list items are named by their
+// keys, which hold in Git's object as in live, whatever order each lists
+// them in.
 type Path []Element
 
 // Element is one step of a Path: exactly one of Field, Key, HasValue and
@@ -81,219 +77,67 @@ func (e Element) pathElement() (fieldpath.PathElement, error) {
 	}
 }
 
-// ParsePath parses a finding's path. Field names are split at every dot;
-// see Resolve. The parse is checked by writing the path back with
-// structured-merge-diff's own formatter.
-func ParsePath(s string) (Path, error) {
-	var p Path
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '.':
-			j := i + 1
-			for j < len(s) && s[j] != '.' && s[j] != '[' {
-				j++
-			}
-			if j == i+1 {
-				return nil, fmt.Errorf("path %q: empty field name at %d", s, i)
-			}
-			p = append(p, Element{Field: s[i+1 : j]})
-			i = j
-		case '[':
-			e, n, err := parseBracket(s[i:])
-			if err != nil {
-				return nil, fmt.Errorf("path %q: %w", s, err)
-			}
-			p = append(p, e)
-			i += n
-		default:
-			return nil, fmt.Errorf("path %q: want '.' or '[' at %d", s, i)
+// PathOf reads a finding's pathElements, the steps structured-merge-diff
+// serializes in managedFields ("f:spec", `k:{"name":"app"}`, `v:"x"`,
+// "i:0"), with its own parser.
+func PathOf(elements []string) (Path, error) {
+	if len(elements) == 0 {
+		return nil, fmt.Errorf("the finding has no pathElements")
+	}
+	p := make(Path, 0, len(elements))
+	for _, s := range elements {
+		pe, err := fieldpath.DeserializePathElement(s)
+		if err != nil {
+			return nil, fmt.Errorf("path element %q: %w", s, err)
 		}
-	}
-	if len(p) == 0 {
-		return nil, fmt.Errorf("path %q is empty", s)
-	}
-	if got := p.String(); got != s {
-		return nil, fmt.Errorf("path %q reads back as %q", s, got)
+		p = append(p, elementOf(pe))
 	}
 	return p, nil
 }
 
-// parseBracket parses one [...] element at the start of s and returns it
-// and its length.
-func parseBracket(s string) (Element, int, error) {
-	i := 1
-	if strings.HasPrefix(s, "[=") {
-		v, n, err := parseLiteral(s[2:])
-		if err != nil {
-			return Element{}, 0, err
+// elementOf turns a structured-merge-diff path element into an Element,
+// with the values in the types the objects hold (an integral key is an
+// int64, as a port in a decoded manifest is).
+func elementOf(pe fieldpath.PathElement) Element {
+	switch {
+	case pe.FieldName != nil:
+		return Element{Field: *pe.FieldName}
+	case pe.Key != nil:
+		key := make([]KeyField, len(*pe.Key))
+		for i, f := range *pe.Key {
+			key[i] = KeyField{Name: f.Name, Value: jsonValue(f.Value)}
 		}
-		i = 2 + n
-		if i >= len(s) || s[i] != ']' {
-			return Element{}, 0, fmt.Errorf("unterminated set item %q", s)
-		}
-		return Element{Value: v, HasValue: true}, i + 1, nil
-	}
-	if j := strings.IndexByte(s, ']'); j > 1 && isDigits(s[1:j]) {
-		n, err := strconv.Atoi(s[1:j])
-		if err != nil {
-			return Element{}, 0, err
-		}
-		return Element{Index: n, IsIndex: true}, j + 1, nil
-	}
-	var key []KeyField
-	for {
-		eq := strings.IndexByte(s[i:], '=')
-		if eq <= 0 {
-			return Element{}, 0, fmt.Errorf("bad key in %q", s)
-		}
-		name := s[i : i+eq]
-		v, n, err := parseLiteral(s[i+eq+1:])
-		if err != nil {
-			return Element{}, 0, err
-		}
-		key = append(key, KeyField{Name: name, Value: v})
-		i += eq + 1 + n
-		if i >= len(s) {
-			return Element{}, 0, fmt.Errorf("unterminated key %q", s)
-		}
-		if s[i] == ']' {
-			return Element{Key: key}, i + 1, nil
-		}
-		if s[i] != ',' {
-			return Element{}, 0, fmt.Errorf("want ',' or ']' in %q at %d", s, i)
-		}
-		i++
+		return Element{Key: key}
+	case pe.Value != nil:
+		return Element{Value: jsonValue(*pe.Value), HasValue: true}
+	default:
+		return Element{Index: *pe.Index, IsIndex: true}
 	}
 }
 
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+// jsonValue is v as a Go value, whole numbers as int64: the JSON parser of
+// structured-merge-diff reads every number as a float64.
+func jsonValue(v value.Value) any { return wholeInts(v.Unstructured()) }
 
-// parseLiteral parses a value as value.ToString writes it: a Go-quoted
-// string, a number, true, false or null.
-func parseLiteral(s string) (any, int, error) {
-	if strings.HasPrefix(s, `"`) {
-		for j := 1; j < len(s); j++ {
-			switch s[j] {
-			case '\\':
-				j++
-			case '"':
-				str, err := strconv.Unquote(s[:j+1])
-				return str, j + 1, err
-			}
+func wholeInts(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t)
 		}
-		return nil, 0, fmt.Errorf("unterminated string in %q", s)
-	}
-	j := 0
-	for j < len(s) && s[j] != ',' && s[j] != ']' {
-		j++
-	}
-	lit := s[:j]
-	switch lit {
-	case "true":
-		return true, j, nil
-	case "false":
-		return false, j, nil
-	case "null":
-		return nil, j, nil
-	}
-	if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
-		return n, j, nil
-	}
-	if f, err := strconv.ParseFloat(lit, 64); err == nil {
-		return f, j, nil
-	}
-	return nil, 0, fmt.Errorf("bad value %q", lit)
-}
-
-// stringMaps are the fields whose values are maps with free-form keys,
-// where a key may hold dots: what follows them in a path is one key.
-var stringMaps = map[string]bool{"annotations": true, "labels": true, "matchLabels": true, "nodeSelector": true}
-
-// topStringMaps are such maps at the top of an object (ConfigMap and
-// Secret data).
-var topStringMaps = map[string]bool{"data": true, "stringData": true, "binaryData": true}
-
-// Resolve joins the dotted field names of p into map keys. Under the maps
-// whose keys are free-form (annotations, labels, matchLabels, nodeSelector,
-// a Service's spec.selector, and top-level data, stringData and
-// binaryData), everything up to the next list element is one key: their
-// values are strings. Elsewhere, at each map of obj, the longest run of
-// names that is a key there is taken, and where obj has none (an Added
-// field) each name is one field: API fields hold no dots.
-func Resolve(p Path, obj any, kind string) Path {
-	var out Path
-	cur, known := obj, true
-	for i := 0; i < len(p); {
-		e := p[i]
-		if e.Field == "" || e.Key != nil || e.HasValue || e.IsIndex {
-			out = append(out, e)
-			cur, known = child(cur, known, e)
-			i++
-			continue
+	case map[string]any:
+		for k, c := range t {
+			t[k] = wholeInts(c)
 		}
-		j := i
-		for j < len(p) && isField(p[j]) {
-			j++
+	case []any:
+		for i, c := range t {
+			t[i] = wholeInts(c)
 		}
-		run := p[i:j]
-		n := 0
-		if freeKeys(out, kind) {
-			n = len(run)
-		} else if m, ok := cur.(map[string]any); ok && known {
-			for k := len(run); k >= 1; k-- {
-				if _, has := m[joinFields(run[:k])]; has {
-					n = k
-					break
-				}
-			}
-		}
-		if n == 0 {
-			n = 1
-		}
-		f := Element{Field: joinFields(run[:n])}
-		out = append(out, f)
-		cur, known = child(cur, known, f)
-		i += n
 	}
-	return out
+	return v
 }
 
 func isField(e Element) bool { return e.Key == nil && !e.HasValue && !e.IsIndex }
-
-func joinFields(run Path) string {
-	names := make([]string, len(run))
-	for i, e := range run {
-		names[i] = e.Field
-	}
-	return strings.Join(names, ".")
-}
-
-// freeKeys reports whether the map at path p has free-form keys.
-func freeKeys(p Path, kind string) bool {
-	if len(p) == 0 {
-		return false
-	}
-	last := p[len(p)-1]
-	if !isField(last) {
-		return false
-	}
-	switch {
-	case stringMaps[last.Field]:
-		return true
-	case len(p) == 1 && topStringMaps[last.Field]:
-		return true
-	case kind == "Service" && len(p) == 2 && p[0].Field == "spec" && last.Field == "selector":
-		return true
-	}
-	return false
-}
 
 // child steps from v into e; known is false once the path left obj.
 func child(v any, known bool, e Element) (any, bool) {

@@ -4,97 +4,81 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-func TestParsePathReadsWhatTheReportWrites(t *testing.T) {
-	cases := []struct {
-		path string
-		want Path
-	}{
-		{`.spec.replicas`, Path{{Field: "spec"}, {Field: "replicas"}}},
-		{`.spec.template.spec.containers[name="app"].image`, Path{{Field: "spec"}, {Field: "template"}, {Field: "spec"}, {Field: "containers"}, {Key: []KeyField{{"name", "app"}}}, {Field: "image"}}},
-		{`.spec.ports[port=80,protocol="TCP"].targetPort`, Path{{Field: "spec"}, {Field: "ports"}, {Key: []KeyField{{"port", int64(80)}, {"protocol", "TCP"}}}, {Field: "targetPort"}}},
-		{`.metadata.finalizers[="example.com/a,b]"]`, Path{{Field: "metadata"}, {Field: "finalizers"}, {Value: "example.com/a,b]", HasValue: true}}},
-		{`.spec.args[3]`, Path{{Field: "spec"}, {Field: "args"}, {Index: 3, IsIndex: true}}},
-		{`.data.key\"quoted`, Path{{Field: "data"}, {Field: `key\"quoted`}}},
-		{`.spec.items[name="a\"b"].on[flag=true]`, Path{{Field: "spec"}, {Field: "items"}, {Key: []KeyField{{"name", `a"b`}}}, {Field: "on"}, {Key: []KeyField{{"flag", true}}}}},
-	}
-	for _, c := range cases {
-		got, err := ParsePath(c.path)
-		if err != nil {
-			t.Errorf("%s: %v", c.path, err)
-			continue
-		}
-		if diff := cmp.Diff(c.want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", c.path, diff)
-		}
-	}
-}
-
-func TestParsePathRefusesWhatIsNoPath(t *testing.T) {
-	for _, s := range []string{"", "spec", ".", ".a..b", `.a[name="x"`, ".a[name=]", ".a[=]", `.a[k="v"x]`} {
-		if p, err := ParsePath(s); err == nil {
-			t.Errorf("%q parsed as %v", s, p)
-		}
-	}
-}
-
-func TestResolveJoinsDottedKeys(t *testing.T) {
-	obj := map[string]any{
-		"metadata": map[string]any{
-			"annotations": map[string]any{"sidecar.istio.io/status": "x"},
-			"labels":      map[string]any{"app": "web"},
-		},
-		"data": map[string]any{"app.properties": "a=b"},
-		"spec": map[string]any{"selector": map[string]any{"app": "web"}},
-	}
-	cases := []struct {
-		path, kind string
-		want       []string
-	}{
-		{".metadata.annotations.sidecar.istio.io/status", "Deployment", []string{"metadata", "annotations", "sidecar.istio.io/status"}},
-		{".metadata.annotations.example.com/new", "Deployment", []string{"metadata", "annotations", "example.com/new"}},
-		{".metadata.labels.app.kubernetes.io/name", "Deployment", []string{"metadata", "labels", "app.kubernetes.io/name"}},
-		{".data.app.properties", "ConfigMap", []string{"data", "app.properties"}},
-		{".data.new.key", "ConfigMap", []string{"data", "new.key"}},
-		{".spec.selector.app.kubernetes.io/name", "Service", []string{"spec", "selector", "app.kubernetes.io/name"}},
-		{".spec.template.metadata.annotations.a.b/c", "Deployment", []string{"spec", "template", "metadata", "annotations", "a.b/c"}},
-		{".spec.strategy.rollingUpdate.maxSurge", "Deployment", []string{"spec", "strategy", "rollingUpdate", "maxSurge"}},
-	}
-	for _, c := range cases {
-		p, err := ParsePath(c.path)
+// serialized writes p as a finding's pathElements, the way the scanner does.
+func serialized(t *testing.T, p fieldpath.Path) []string {
+	t.Helper()
+	var out []string
+	for _, pe := range p {
+		s, err := fieldpath.SerializePathElement(pe)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, e := range Resolve(p, obj, c.kind) {
-			got = append(got, e.Field)
-		}
-		if diff := cmp.Diff(c.want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", c.path, diff)
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestPathOfReadsWhatTheReportWrites(t *testing.T) {
+	str := func(s string) value.Value { return value.NewValueInterface(s) }
+	cases := []struct {
+		name string
+		path fieldpath.Path
+		want Path
+	}{
+		{"fields", fieldpath.MakePathOrDie("spec", "replicas"), Path{{Field: "spec"}, {Field: "replicas"}}},
+		{"a map key with dots, a slash and a tilde is one field", fieldpath.MakePathOrDie("metadata", "annotations", "a.b/c~d"), Path{{Field: "metadata"}, {Field: "annotations"}, {Field: "a.b/c~d"}}},
+		{"a container by name", fieldpath.MakePathOrDie("spec", "containers", fieldpath.KeyByFields("name", "app"), "image"),
+			Path{{Field: "spec"}, {Field: "containers"}, {Key: []KeyField{{"name", "app"}}}, {Field: "image"}}},
+		{"a port by number and protocol: the number is an int64", fieldpath.MakePathOrDie("spec", "ports", fieldpath.KeyByFields("port", 80, "protocol", "TCP")),
+			Path{{Field: "spec"}, {Field: "ports"}, {Key: []KeyField{{"port", int64(80)}, {"protocol", "TCP"}}}}},
+		{"a set item", fieldpath.MakePathOrDie("metadata", "finalizers", str("example.com/a,b]")), Path{{Field: "metadata"}, {Field: "finalizers"}, {Value: "example.com/a,b]", HasValue: true}}},
+		{"an atomic list's item by index", fieldpath.MakePathOrDie("spec", "args", 3), Path{{Field: "spec"}, {Field: "args"}, {Index: 3, IsIndex: true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := PathOf(serialized(t, c.path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got.String() != c.path.String() {
+				t.Errorf("reads back as %s, want %s", got, c.path)
+			}
+		})
+	}
+}
+
+func TestPathOfRefusesWhatIsNoPath(t *testing.T) {
+	for _, elems := range [][]string{nil, {"spec"}, {"f:spec", "x:y"}, {"f:spec", `k:{"name":`}, {"i:one"}} {
+		if p, err := PathOf(elems); err == nil {
+			t.Errorf("%q read as %v", elems, p)
 		}
 	}
 }
 
-func TestTextValueKeepsGitsType(t *testing.T) {
+func TestAsLeafKeepsTheChartsTypes(t *testing.T) {
 	cases := []struct {
-		name, text string
-		like       any
-		hasLike    bool
-		kind, path string
-		want       any
+		name      string
+		live, old any
+		want      any
 	}{
-		{"a Git string stays a string", "3", "2", true, "", ".data.N", "3"},
-		{"a Git number stays a number", "5", int64(3), true, "", ".spec.replicas", int64(5)},
-		{"a Git bool stays a bool", "false", true, true, "", ".spec.paused", false},
-		{"a structure is JSON", `{"name":"X","value":"1"}`, nil, false, "Deployment", `.spec.template.spec.containers[name="app"].env[name="X"]`, map[string]any{"name": "X", "value": "1"}},
-		{"an annotation is a string", "true", nil, false, "Deployment", ".metadata.annotations.example.com/flag", "true"},
-		{"ConfigMap data is a string", "42", nil, false, "ConfigMap", ".data.ANSWER", "42"},
-		{"a new number field is a number", "42", nil, false, "Deployment", ".spec.minReadySeconds", int64(42)},
-		{"an annotation holding JSON is a string", `{"a":1}`, nil, false, "Deployment", ".metadata.annotations.x", `{"a":1}`},
+		{"a string value stays a string", int64(5), "3", "5"},
+		{"a number value stays a number", "1.26", 1.25, 1.26},
+		{"a whole number is an int", "8", int64(3), int64(8)},
+		{"a bool value stays a bool", "true", false, true},
+		{"text that is no number stays text", "latest", 1.25, "latest"},
+		{"a number that would print otherwise stays as it was", "1.10", 1.25, "1.10"},
+		{"an empty value takes the live value as it is", int64(5), nil, int64(5)},
+		{"a structure is never converted", map[string]any{"a": "b"}, "x", map[string]any{"a": "b"}},
 	}
 	for _, c := range cases {
-		if got := textValue(c.text, c.like, c.hasLike, c.kind, c.path); !cmp.Equal(c.want, got) {
+		if got := asLeaf(c.live, c.old); !cmp.Equal(c.want, got) {
 			t.Errorf("%s: got %#v, want %#v", c.name, got, c.want)
 		}
 	}

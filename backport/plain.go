@@ -74,10 +74,7 @@ func (w *plainWriter) write(ctx context.Context, targets []*target) (*writeSet, 
 
 // editNode applies e to the object's node.
 func editNode(obj *yaml.Node, t *target, e *Edit) (applied, error) {
-	p, v, err := resolved(t, e)
-	if err != nil {
-		return applied{}, err
-	}
+	p, v := e.At, e.Value
 	a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.Removed}
 	if a.remove {
 		return a, deleteNode(obj, p)

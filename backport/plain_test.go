@@ -9,8 +9,10 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/golden"
 )
@@ -110,5 +112,40 @@ func TestPlainYAMLIsEditedInPlace(t *testing.T) {
 	}
 	if !strings.Contains(string(readFile(t, filepath.Join(app.Source.Path, "deployment.yaml"))), "replicas: 3") {
 		t.Error("the operator's replicas were written to Git")
+	}
+}
+
+// TestMapKeysWithDotsAndTypedValuesAreWrittenAsTheClusterHasThem: a custom
+// resource's free-form map, whose keys hold dots, '/' and '~', gets a
+// changed key, a new one, a number and a string of digits, each written as
+// one key with the live value's own type.
+func TestMapKeysWithDotsAndTypedValuesAreWrittenAsTheClusterHasThem(t *testing.T) {
+	env.InstallCRDs(t, "argocd-controller", "../fixtures/render/helm/web/crds")
+	src := t.TempDir()
+	manifest := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: web\nspec:\n  config:\n    log.level: info   # for now\n"
+	if err := os.WriteFile(filepath.Join(src, "widget.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t, nil)
+	root := worktree(t, src, "apps/widget")
+	app := config.App{Name: "widget", Namespace: ns, Source: config.Source{Path: filepath.Join(root, "apps", "widget")}}
+	sync(t, app)
+	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	env.Patch(t, "kubectl-edit", widget, ns, "web", types.MergePatchType,
+		`{"spec":{"config":{"log.level":"debug","feature.example.com/x~y":"on","max.conns":10,"listen.port":"8080"}}}`)
+	res, err := Run(t.Context(), scanApp(t, app), options(root, app, "INC-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 || len(res.Changes) != 4 {
+		t.Fatalf("changes %v, skipped %+v", fields(res.Changes, ns), res.Skipped)
+	}
+	want := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: web\nspec:\n  config:\n    log.level: debug  # for now\n" +
+		"    feature.example.com/x~y: \"on\"\n    listen.port: \"8080\"\n    max.conns: 10\n"
+	if diff := cmp.Diff(want, string(readFile(t, filepath.Join(app.Source.Path, "widget.yaml")))); diff != "" {
+		t.Errorf("widget.yaml (-want +got):\n%s", diff)
+	}
+	if after := scanApp(t, app); len(unbackported(after)) != 0 {
+		t.Errorf("drift left after the backport: %v", unbackported(after))
 	}
 }

@@ -1,11 +1,8 @@
 package backport
 
 import (
-	"encoding/json"
-	"strconv"
+	"fmt"
 	"strings"
-
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -35,13 +32,15 @@ type Edit struct {
 	// relative to the app's source folder (report.Object.File and Line).
 	File string
 	Line int
-	// Path is the finding's structured-merge-diff path.
+	// Path is the finding's structured-merge-diff path, for people.
 	Path string
+	// At is where the field is, read from the finding's pathElements: list
+	// items by key, so it finds the same item in Git's object.
+	At   Path
 	Type report.Type
-	// Value is the live value in JSON types (string, int64, float64, bool,
-	// map[string]any, []any); nil for Removed. Plan reads it from the
-	// report's text; where Git has the field, backport types it like Git's
-	// value (a Git string stays a string).
+	// Value is the finding's live value, typed as the cluster holds it
+	// (string, int64, float64, bool, map[string]any, []any); nil for
+	// Removed.
 	Value any
 	// Git and Live are the report's texts of the two values.
 	Git, Live string
@@ -71,10 +70,6 @@ func Backported(f report.Finding) bool {
 	return f.Active() && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman)
 }
 
-// masked reports whether the report hid a value: Secret data and whatever
-// a redaction rule matched (see scanner's masker).
-func masked(text string) bool { return text == "***" || text == "*** (differs)" }
-
 // Plan picks the findings of app that backport carries to Git (see
 // Backported) and turns each into an Edit. A finding whose live value the
 // report masks can never be written: it is skipped with the reason.
@@ -89,7 +84,7 @@ func Plan(app report.App) (edits []Edit, skipped []Skip) {
 				Object: ref, File: o.File, Line: o.Line, Path: f.Path, Type: f.Type,
 				Git: f.Git, Live: f.Live, Class: f.Class, Manager: f.Manager, Operation: f.Operation, Time: f.Time,
 			}
-			if masked(f.Live) || masked(f.Git) {
+			if f.Masked {
 				reason := "the value is masked in the report (a redaction rule matches it), and driftscan never writes masked values to Git: set it in Git by hand"
 				if o.Kind == "Secret" && ref.group() == "" {
 					reason = "Secret data is masked in the report and driftscan never writes secrets to Git: put the new value where the secret comes from (sealed secret, external secret store) by hand"
@@ -97,87 +92,21 @@ func Plan(app report.App) (edits []Edit, skipped []Skip) {
 				skipped = append(skipped, Skip{Edit: e, Reason: reason})
 				continue
 			}
+			at, err := PathOf(f.PathElements)
+			if err != nil {
+				skipped = append(skipped, Skip{Edit: e, Reason: fmt.Sprintf("the report does not say where the field is: %v", err)})
+				continue
+			}
+			e.At = at
 			if f.Type != report.Removed {
-				e.Value = textValue(f.Live, nil, false, o.Kind, f.Path)
+				if f.LiveValue == nil {
+					skipped = append(skipped, Skip{Edit: e, Reason: "the report has no live value (liveValue) to write"})
+					continue
+				}
+				e.Value = f.LiveValue
 			}
 			edits = append(edits, e)
 		}
 	}
 	return edits, skipped
-}
-
-// textValue turns the report's text of a value into a JSON value. When
-// Git has a value there (hasLike), the text is read as a value of the same
-// type: a Git string stays a string, a number stays a number. Otherwise
-// free-form string maps (annotations, labels, ConfigMap data) hold strings,
-// structures are compact JSON, and true, false and numbers are read as
-// such.
-func textValue(text string, like any, hasLike bool, kind string, path string) any {
-	if hasLike {
-		switch like.(type) {
-		case string:
-			return text
-		case bool:
-			if b, err := strconv.ParseBool(text); err == nil {
-				return b
-			}
-			return text
-		case int64, float64, int, json.Number:
-			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
-				return n
-			}
-			if f, err := strconv.ParseFloat(text, 64); err == nil {
-				return f
-			}
-			return text
-		case map[string]any, []any:
-			if v, ok := jsonText(text); ok {
-				return v
-			}
-			return text
-		}
-	}
-	if freeKeysPath(path, kind) {
-		return text
-	}
-	if v, ok := jsonText(text); ok {
-		return v
-	}
-	switch text {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
-		return n
-	}
-	if f, err := strconv.ParseFloat(text, 64); err == nil && !strings.ContainsAny(text, "xXoObB_") {
-		return f
-	}
-	return text
-}
-
-// jsonText decodes a JSON object or array.
-func jsonText(text string) (any, bool) {
-	if !strings.HasPrefix(text, "{") && !strings.HasPrefix(text, "[") {
-		return nil, false
-	}
-	var v any
-	if err := utiljson.Unmarshal([]byte(text), &v); err != nil {
-		return nil, false
-	}
-	return v, true
-}
-
-// freeKeysPath reports whether the value at path sits directly in a
-// free-form string map (annotations, labels, ConfigMap data): it is a
-// string whatever it looks like.
-func freeKeysPath(path, kind string) bool {
-	p, err := ParsePath(path)
-	if err != nil || len(p) < 2 {
-		return false
-	}
-	r := Resolve(p, nil, kind)
-	return len(r) >= 2 && isField(r[len(r)-1]) && freeKeys(r[:len(r)-1], kind)
 }

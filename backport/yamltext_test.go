@@ -7,14 +7,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// op is one edit of a document in the tests: set a value, or remove.
+// op is one edit of a document in the tests: set a value, or remove. at
+// is the field's pathElements, as a finding carries them.
 type op struct {
-	path   string
+	at     []string
 	value  any
 	remove bool
 }
 
-func editText(t *testing.T, src, kind string, ops ...op) string {
+func editText(t *testing.T, src string, ops ...op) string {
 	t.Helper()
 	f := splitFile([]byte(src))
 	for _, o := range ops {
@@ -26,22 +27,17 @@ func editText(t *testing.T, src, kind string, ops ...op) string {
 			}
 			f.docs[0] = d
 		}
-		p, err := ParsePath(o.path)
+		p, err := PathOf(o.at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := nodeValue(d.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p = Resolve(p, v, kind)
 		if o.remove {
 			err = deleteNode(d.root, p)
 		} else {
 			err = setNode(&d.root, p, o.value)
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", o.path, err)
+			t.Fatalf("%s: %v", p, err)
 		}
 	}
 	out, err := f.bytes()
@@ -54,97 +50,82 @@ func editText(t *testing.T, src, kind string, ops ...op) string {
 func TestEditsChangeOnlyTheirLines(t *testing.T) {
 	cases := []struct {
 		name      string
-		kind      string
 		src, want string
 		ops       []op
 	}{{
 		name: "a changed scalar keeps its quotes and its comment, in its column",
-		kind: "Deployment",
 		src:  "spec:\n  containers:\n  - name: app\n    image: \"nginx:1.25\"   # pinned\n",
 		want: "spec:\n  containers:\n  - name: app\n    image: \"nginx:1.26\"   # pinned\n",
-		ops:  []op{{path: `.spec.containers[name="app"].image`, value: "nginx:1.26"}},
+		ops:  []op{{at: []string{"f:spec", "f:containers", `k:{"name":"app"}`, "f:image"}, value: "nginx:1.26"}},
 	}, {
 		name: "a longer value moves its comment no further than it must",
-		kind: "ConfigMap",
 		src:  "data:\n  A: info     # level\n  B: x\n",
 		want: "data:\n  A: debug    # level\n  B: x\n",
-		ops:  []op{{path: ".data.A", value: "debug"}},
+		ops:  []op{{at: []string{"f:data", "f:A"}, value: "debug"}},
 	}, {
 		name: "a new key goes after the last line of its map, blank lines and comments stay",
-		kind: "Deployment",
 		src:  "# head\nmetadata:\n  name: web\n  labels:\n    app: web   # selector\n\n# the spec\nspec:\n  replicas: 3\n",
 		want: "# head\nmetadata:\n  name: web\n  labels:\n    app: web   # selector\n  annotations:\n    example.com/hotfix: INC-1\n\n# the spec\nspec:\n  replicas: 3\n",
-		ops:  []op{{path: ".metadata.annotations.example.com/hotfix", value: "INC-1"}},
+		ops:  []op{{at: []string{"f:metadata", "f:annotations", "f:example.com/hotfix"}, value: "INC-1"}},
 	}, {
 		name: "a removed list item goes with the comment right above it",
-		kind: "Deployment",
 		src:  "env:\n- name: A\n  value: a\n# B is old\n- name: B\n  value: b\n- name: C\n  value: c\n",
 		want: "env:\n- name: A\n  value: a\n- name: C\n  value: c\n",
-		ops:  []op{{path: `.env[name="B"]`, remove: true}},
+		ops:  []op{{at: []string{"f:env", `k:{"name":"B"}`}, remove: true}},
 	}, {
 		name: "a removed last item leaves the next key alone",
-		kind: "Deployment",
 		src:  "a:\n  env:\n  - name: A\n    value: a\n  - name: B\n    value: b\n\n  other: 1\n",
 		want: "a:\n  env:\n  - name: A\n    value: a\n\n  other: 1\n",
-		ops:  []op{{path: `.a.env[name="B"]`, remove: true}},
+		ops:  []op{{at: []string{"f:a", "f:env", `k:{"name":"B"}`}, remove: true}},
 	}, {
 		name: "removing the only item removes the list",
-		kind: "Deployment",
 		src:  "a:\n  env:\n  - name: A\n    value: a\n  other: 1\n",
 		want: "a:\n  other: 1\n",
-		ops:  []op{{path: `.a.env[name="A"]`, remove: true}},
+		ops:  []op{{at: []string{"f:a", "f:env", `k:{"name":"A"}`}, remove: true}},
 	}, {
 		name: "a flow map is rewritten on its line",
-		kind: "Deployment",
 		src:  "template:\n  metadata:\n    labels: {app: web}  # pod labels\n",
 		want: "template:\n  metadata:\n    labels: {app: web, version: v2} # pod labels\n",
-		ops:  []op{{path: ".template.metadata.labels.version", value: "v2"}},
+		ops:  []op{{at: []string{"f:template", "f:metadata", "f:labels", "f:version"}, value: "v2"}},
 	}, {
 		name: "an empty key becomes a map",
-		kind: "ConfigMap",
 		src:  "data:\nkind: ConfigMap\n",
 		want: "data:\n  A: \"1\"\nkind: ConfigMap\n",
-		ops:  []op{{path: ".data.A", value: "1"}},
+		ops:  []op{{at: []string{"f:data", "f:A"}, value: "1"}},
 	}, {
 		name: "new items follow the file's list indentation",
-		kind: "Deployment",
 		src:  "spec:\n    containers:\n        - name: app\n          image: a\n",
 		want: "spec:\n    containers:\n        - name: app\n          image: a\n          env:\n              - name: X\n                value: \"on\"\n",
-		ops:  []op{{path: `.spec.containers[name="app"].env[name="X"]`, value: map[string]any{"name": "X", "value": "on"}}},
+		ops:  []op{{at: []string{"f:spec", "f:containers", `k:{"name":"app"}`, "f:env", `k:{"name":"X"}`}, value: map[string]any{"name": "X", "value": "on"}}},
 	}, {
 		name: "a keyed item lists its key first",
-		kind: "Deployment",
 		src:  "ports:\n- containerPort: 80\n",
 		want: "ports:\n- containerPort: 80\n- containerPort: 9090\n  protocol: TCP\n  name: metrics\n",
-		ops:  []op{{path: `.ports[containerPort=9090,protocol="TCP"]`, value: map[string]any{"containerPort": int64(9090), "protocol": "TCP", "name": "metrics"}}},
+		ops:  []op{{at: []string{"f:ports", `k:{"containerPort":9090,"protocol":"TCP"}`}, value: map[string]any{"containerPort": int64(9090), "protocol": "TCP", "name": "metrics"}}},
 	}, {
 		name: "a block scalar is rewritten whole",
-		kind: "ConfigMap",
 		src:  "data:\n  script: |\n    echo a\n    echo b\n  other: x\n",
 		want: "data:\n  script: |-\n    echo c\n    echo d\n  other: x\n",
-		ops:  []op{{path: ".data.script", value: "echo c\necho d"}},
+		ops:  []op{{at: []string{"f:data", "f:script"}, value: "echo c\necho d"}},
 	}, {
 		name: "strings a YAML 1.1 reader would misread are quoted",
-		kind: "ConfigMap",
 		src:  "data:\n  A: x\n",
 		want: "data:\n  A: \"yes\"\n  B: \"0755\"\n",
-		ops:  []op{{path: ".data.A", value: "yes"}, {path: ".data.B", value: "0755"}},
+		ops:  []op{{at: []string{"f:data", "f:A"}, value: "yes"}, {at: []string{"f:data", "f:B"}, value: "0755"}},
 	}, {
 		name: "a structure replaces a value in the style of the old one",
-		kind: "Deployment",
 		src:  "c:\n  args: [a, b]\n  command:\n  - run\n  tail: 1\n",
 		want: "c:\n  args: [a, b, c]\n  command:\n  - run\n  - --fast\n  tail: 1\n",
-		ops:  []op{{path: ".c.args", value: []any{"a", "b", "c"}}, {path: ".c.command", value: []any{"run", "--fast"}}},
+		ops:  []op{{at: []string{"f:c", "f:args"}, value: []any{"a", "b", "c"}}, {at: []string{"f:c", "f:command"}, value: []any{"run", "--fast"}}},
 	}, {
 		name: "Windows line ends stay",
-		kind: "ConfigMap",
 		src:  "data:\r\n  A: x\r\n",
 		want: "data:\r\n  A: v\r\n  B: z\r\n",
-		ops:  []op{{path: ".data.A", value: "v"}, {path: ".data.B", value: "z"}},
+		ops:  []op{{at: []string{"f:data", "f:A"}, value: "v"}, {at: []string{"f:data", "f:B"}, value: "z"}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := editText(t, c.src, c.kind, c.ops...)
+			got := editText(t, c.src, c.ops...)
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
