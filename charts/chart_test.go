@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/google/go-cmp/cmp"
@@ -53,14 +54,14 @@ var scenarios = []scenario{
 		name:   "default",
 		values: ``,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none"},
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s"},
 		states: []string{"driftscan-state"},
 	},
 	{
 		name:   "sharded",
 		values: `shards: 4`,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
 			"--shard", "$(JOB_COMPLETION_INDEX)/4"},
 		states: []string{"driftscan-state-0", "driftscan-state-1", "driftscan-state-2", "driftscan-state-3"},
 	},
@@ -69,11 +70,24 @@ var scenarios = []scenario{
 		values: `
 rbac:
   scope: namespaces
-  apiGroups: ["", "apps"]
+  rules: [{apiGroups: ["", "apps"], resources: [configmaps, services, deployments]}]
   namespaces: [team-a, team-b]
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none"},
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s"},
+		states: []string{"driftscan-state"},
+	},
+	{
+		name: "secrets-and-auto-resume",
+		values: `
+activeDeadlineSeconds: 120
+autoResume: true
+rbac:
+  secrets: true
+  extraRules: [{apiGroups: [example.com], resources: [widgets]}]
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "90s", "--auto-resume"},
 		states: []string{"driftscan-state"},
 	},
 	{
@@ -113,7 +127,7 @@ priorityClassName: low
 serviceAccount: {annotations: {iam.gke.io/gcp-service-account: driftscan@example.iam.gserviceaccount.com}}
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/drift-notified-$(JOB_COMPLETION_INDEX)", "--fail-on", "none",
+			"--state", "configmap:$(NAMESPACE)/drift-notified-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
 			"--shard", "$(JOB_COMPLETION_INDEX)/2",
 			"--pushgateway", "http://pushgateway.monitoring:9091",
 			"--metrics-file", "/var/lib/node-exporter/textfile/driftscan-$(JOB_COMPLETION_INDEX).prom",
@@ -122,6 +136,8 @@ serviceAccount: {annotations: {iam.gke.io/gcp-service-account: driftscan@example
 		states: []string{"drift-notified-0", "drift-notified-1"},
 	},
 }
+
+func (sc scenario) autoResume() bool { return strings.Contains(sc.values, "autoResume: true") }
 
 func TestTheChartRendersItsGoldens(t *testing.T) {
 	for _, sc := range scenarios {
@@ -172,7 +188,7 @@ func TestArgsExpandLikeTheKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--shard", "2/3", "--note", "$(NOT_A_VAR)"}
+		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--timeout", "480s", "--shard", "2/3", "--note", "$(NOT_A_VAR)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -334,10 +350,22 @@ func TestTheScanConfigIsMountedFromValues(t *testing.T) {
 }
 
 // allowedRule reports why a rule is within what the chart may grant: get and
-// list on anything, or get and update on the state ConfigMaps by name.
-func allowedRule(rule rbacv1.PolicyRule, states []string) (bool, string) {
+// list on named resources that are not subresources; get and update on the
+// state ConfigMaps and their Leases by name; and, with autoResume only, get
+// and patch on the reconciler objects breakglass suspends.
+func allowedRule(rule rbacv1.PolicyRule, states []string, autoResume bool) (bool, string) {
 	if len(rule.NonResourceURLs) > 0 {
 		return false, "grants non-resource URLs"
+	}
+	for _, list := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs} {
+		if slices.Contains(list, "*") {
+			return false, `grants "*": that includes pods/exec, pods/attach, pods/portforward, nodes/proxy and services/proxy`
+		}
+	}
+	for _, res := range rule.Resources {
+		if strings.Contains(res, "/") {
+			return false, "grants the subresource " + res
+		}
 	}
 	readOnly := true
 	for _, v := range rule.Verbs {
@@ -346,6 +374,10 @@ func allowedRule(rule rbacv1.PolicyRule, states []string) (bool, string) {
 		}
 	}
 	if readOnly && len(rule.ResourceNames) == 0 {
+		return true, ""
+	}
+	if autoResume && slices.Equal(rule.Verbs, []string{"get", "patch"}) && len(rule.Resources) == 1 && len(rule.APIGroups) == 1 &&
+		slices.Contains([]string{"applications.argoproj.io", "kustomizations.kustomize.toolkit.fluxcd.io", "helmreleases.helm.toolkit.fluxcd.io"}, rule.Resources[0]+"."+rule.APIGroups[0]) {
 		return true, ""
 	}
 	state := slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.Resources, []string{"configmaps"})
@@ -388,7 +420,7 @@ func TestNoRoleGrantsMoreThanReadsAndItsOwnState(t *testing.T) {
 					t.Errorf("%s %s aggregates other roles", u.GetKind(), u.GetName())
 				}
 				for _, rule := range role.Rules {
-					ok, why := allowedRule(rule, sc.states)
+					ok, why := allowedRule(rule, sc.states, sc.autoResume())
 					if !ok {
 						t.Errorf("%s %s/%s: rule %+v %s", u.GetKind(), u.GetNamespace(), u.GetName(), rule, why)
 					}
@@ -434,7 +466,7 @@ func TestNarrowedRBACUsesRolesInTheNamedNamespacesOnly(t *testing.T) {
 	r := render(t, `
 rbac:
   scope: namespaces
-  apiGroups: ["", "apps"]
+  rules: [{apiGroups: ["", "apps"], resources: [configmaps, services, deployments]}]
   namespaces: [team-a, team-b]
 `)
 	var cr rbacv1.ClusterRole
@@ -475,7 +507,7 @@ var badValues = []struct {
 	{"an unknown RBAC scope", `rbac: {scope: everywhere}`, []string{"/rbac/scope", "must be one of 'cluster', 'namespaces'"}},
 	{"namespaces scope without namespaces", `rbac: {scope: namespaces}`, []string{"/rbac/namespaces", "minItems"}},
 	{"a namespace that is not a DNS label", `rbac: {scope: namespaces, namespaces: [Team_A]}`, []string{"/rbac/namespaces/0", "does not match pattern"}},
-	{"no API groups", `rbac: {apiGroups: []}`, []string{"/rbac/apiGroups", "minItems"}},
+	{"no API groups", `rbac: {rules: [{apiGroups: [], resources: [deployments]}]}`, []string{"/rbac/rules/0/apiGroups", "minItems"}},
 	{"a typo in a top-level key", `shard: 4`, []string{"additional properties 'shard' not allowed"}},
 	{"a config of another kind", `config: {kind: Scan}`, []string{"/config/kind", "ScanConfig"}},
 	{"an app without a name", `config: {apps: [{owner: team-web}]}`, []string{"/config/apps/0", "missing property 'name'"}},
@@ -488,6 +520,14 @@ var badValues = []struct {
 	{"a starting deadline the controller may miss", `startingDeadlineSeconds: 5`, []string{"/startingDeadlineSeconds", "minimum"}},
 	{"a digest that is not sha256", `image: {digest: latest}`, []string{"/image/digest"}},
 	{"extraArgs that are not strings", `extraArgs: [--renotify-after, 24]`, []string{"/extraArgs/1", "want string"}},
+	{"every resource, which includes pods/exec", `rbac: {rules: [{apiGroups: [""], resources: ["*"]}]}`, []string{"/rbac/rules/0/resources/0", "does not match pattern"}},
+	{"every API group", `rbac: {rules: [{apiGroups: ["*"], resources: [deployments]}]}`, []string{"/rbac/rules/0/apiGroups/0", "does not match pattern"}},
+	{"a subresource", `rbac: {extraRules: [{apiGroups: [""], resources: [pods/exec]}]}`, []string{"/rbac/extraRules/0/resources/0", "does not match pattern"}},
+	{"Secrets in a rule instead of rbac.secrets", `rbac: {extraRules: [{apiGroups: [""], resources: [secrets]}]}`, []string{"/rbac/extraRules/0/resources/0"}},
+	{"the old apiGroups and resources values", `rbac: {apiGroups: ["*"], resources: ["*"]}`, []string{"/rbac", "additional properties 'apiGroups', 'resources' not allowed"}},
+	{"a negative timeout", `timeoutSeconds: -1`, []string{"/timeoutSeconds", "minimum"}},
+	{"a deadline that leaves the scan no time", `activeDeadlineSeconds: 5`, []string{"/activeDeadlineSeconds", "minimum"}},
+	{"auto-resume as a string", `autoResume: "yes"`, []string{"/autoResume", "want boolean"}},
 }
 
 func TestBadValuesAreRejectedNamingTheField(t *testing.T) {
@@ -508,6 +548,78 @@ func TestBadValuesAreRejectedNamingTheField(t *testing.T) {
 				t.Errorf("error is not Helm's schema validation:\n%v", err)
 			}
 		})
+	}
+}
+
+// TestTheScanStopsItselfBeforeTheJobsDeadline: at activeDeadlineSeconds
+// Kubernetes kills the pod and nothing is written, so the chart gives the
+// scan its own, earlier deadline (--timeout), at which it writes the report
+// of what finished and saves what it notified.
+func TestTheScanStopsItselfBeforeTheJobsDeadline(t *testing.T) {
+	cases := []struct {
+		values string
+		want   string
+	}{
+		{``, "480s"},
+		{`activeDeadlineSeconds: 3000`, "2940s"},
+		{`activeDeadlineSeconds: 120`, "90s"},
+		{`activeDeadlineSeconds: 10`, "7s"},
+		{`{activeDeadlineSeconds: 900, timeoutSeconds: 600}`, "600s"},
+	}
+	for _, c := range cases {
+		t.Run(c.values, func(t *testing.T) {
+			r := render(t, c.values)
+			args := container(t, r).Args
+			i := slices.Index(args, "--timeout")
+			if i < 0 || i+1 == len(args) {
+				t.Fatalf("args %q have no --timeout", args)
+			}
+			if args[i+1] != c.want {
+				t.Errorf("--timeout %s, want %s", args[i+1], c.want)
+			}
+			d, err := time.ParseDuration(args[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ads := cronJob(t, r).Spec.JobTemplate.Spec.ActiveDeadlineSeconds; ads == nil || d >= time.Duration(*ads)*time.Second {
+				t.Errorf("--timeout %s is not below activeDeadlineSeconds %v", d, ads)
+			}
+		})
+	}
+	for _, bad := range []string{`{activeDeadlineSeconds: 300, timeoutSeconds: 300}`, `{activeDeadlineSeconds: 300, timeoutSeconds: 900}`} {
+		opts := DefaultOptions()
+		opts.Values = values(t, bad)
+		_, err := Render(t.Context(), opts)
+		if err == nil || !strings.Contains(err.Error(), "must be below activeDeadlineSeconds 300") {
+			t.Errorf("values %s: %v, want an error that the timeout must be below the deadline", bad, err)
+		}
+	}
+}
+
+// TestSecretsAreReadOnlyWhenAsked: by default no rule reaches Secrets; with
+// rbac.secrets exactly one does, get and list.
+func TestSecretsAreReadOnlyWhenAsked(t *testing.T) {
+	secretRules := func(r *Release) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, u := range append(r.OfKind("ClusterRole"), r.OfKind("Role")...) {
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "*") {
+					out = append(out, rule)
+				}
+			}
+		}
+		return out
+	}
+	if got := secretRules(render(t, ``)); len(got) != 0 {
+		t.Errorf("the default values grant Secrets: %+v", got)
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}}
+	if diff := cmp.Diff(want, secretRules(render(t, `rbac: {secrets: true}`))); diff != "" {
+		t.Errorf("rbac.secrets (-want +got):\n%s", diff)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -34,6 +35,7 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
 type installed struct {
 	ns       string // the release namespace
 	fullname string
+	saName   string
 	rel      *Release
 	// sa and saConfig act as the ServiceAccount, by impersonation.
 	sa       kubernetes.Interface
@@ -74,7 +76,7 @@ func install(t *testing.T, valuesDoc string) *installed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &installed{ns: ns, fullname: cj.GetName(), rel: rel, sa: sa, saConfig: cfg}
+	r := &installed{ns: ns, fullname: cj.GetName(), saName: saName, rel: rel, sa: sa, saConfig: cfg}
 	// The RBAC authorizer learns of new roles through an informer: wait
 	// until the state Role has arrived.
 	r.eventuallyCan(t, "get", "", "configmaps", ns, r.states()[0])
@@ -236,7 +238,7 @@ func (r *installed) realWritesFail(t *testing.T, otherNS string) {
 	forbidden(t, "mint a token for its own ServiceAccount", err)
 }
 
-func TestTheDefaultRBACReadsEverythingAndWritesOnlyItsState(t *testing.T) {
+func TestTheDefaultRBACReadsWhatAppsDeclareAndWritesOnlyItsState(t *testing.T) {
 	r := install(t, ``)
 	other := env.Namespace(t, nil)
 	seed(t, other)
@@ -247,7 +249,9 @@ func TestTheDefaultRBACReadsEverythingAndWritesOnlyItsState(t *testing.T) {
 	_, err = r.sa.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	allowed(t, "list ConfigMaps cluster-wide", err)
 	_, err = r.sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
-	allowed(t, "list Secrets cluster-wide", err)
+	forbidden(t, "list Secrets cluster-wide (without rbac.secrets)", err)
+	_, err = r.sa.CoreV1().Secrets(other).Get(ctx, "web-db", metav1.GetOptions{})
+	forbidden(t, "get a Secret (without rbac.secrets)", err)
 	_, err = r.sa.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	allowed(t, "list Namespaces", err)
 	_, err = r.sa.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
@@ -255,7 +259,9 @@ func TestTheDefaultRBACReadsEverythingAndWritesOnlyItsState(t *testing.T) {
 	_, err = r.sa.AppsV1().Deployments(other).Get(ctx, "web", metav1.GetOptions{})
 	allowed(t, "get a Deployment", err)
 	_, err = r.sa.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
-	allowed(t, "list ClusterRoles (every group is read)", err)
+	allowed(t, "list ClusterRoles", err)
+	_, err = r.sa.CoreV1().Pods(other).List(ctx, metav1.ListOptions{})
+	forbidden(t, "list Pods (not in rbac.rules)", err)
 
 	r.updateState(t, r.states()[0])
 	r.realWritesFail(t, other)
@@ -288,7 +294,8 @@ func TestNarrowedRBACReadsOnlyTheNamedGroupsAndNamespaces(t *testing.T) {
 	r := install(t, fmt.Sprintf(`
 rbac:
   scope: namespaces
-  apiGroups: ["", "apps"]
+  rules: [{apiGroups: ["", "apps"], resources: [configmaps, services, deployments]}]
+  secrets: true
   namespaces: [%s, %s]
 `, teamA, teamB))
 	r.eventuallyCan(t, "list", "apps", "deployments", teamA, "")
@@ -329,23 +336,36 @@ func TestTheServiceAccountCanScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]string{
-		"cluster scope": ``,
-		"namespaces scope": `
+	// Without rbac.secrets the Secret the app declares is reported as not
+	// readable, naming the right it lacks: never as Missing.
+	notReadable := "Secret/%[1]s/web-db Error not readable (forbidden): the scan needs list on secrets in namespace %[1]s: RBAC denied"
+	cases := []struct {
+		name, values, secret string
+	}{
+		{"cluster scope", ``, notReadable},
+		{"cluster scope with rbac.secrets", "rbac: {secrets: true}", "Secret/%[1]s/web-db InSync "},
+		{"namespaces scope", `
 rbac:
   scope: namespaces
-  apiGroups: ["", "apps"]
+  rules: [{apiGroups: ["", "apps"], resources: [configmaps, services, deployments]}]
+  secrets: true
   namespaces: [%[1]s]
-`,
+`, "Secret/%[1]s/web-db InSync "},
+		{"namespaces scope without rbac.secrets", `
+rbac:
+  scope: namespaces
+  rules: [{apiGroups: ["", "apps"], resources: [configmaps, services, deployments]}]
+  namespaces: [%[1]s]
+`, notReadable},
 	}
-	for name, rbacValues := range cases {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			env.Need(t)
 			appNS := env.Namespace(t, nil)
 			for _, f := range []string{"deployment.yaml", "configmap.yaml", "secret.yaml", "service.yaml"} {
 				env.Apply(t, "argocd-controller", appNS, cluster.ObjectFile(t, filepath.Join(webDir, f)))
 			}
-			r := install(t, fmt.Sprintf(rbacValues+`
+			r := install(t, fmt.Sprintf(c.values+`
 config:
   appliers: [argocd-controller]
   apps:
@@ -377,21 +397,25 @@ config:
 				t.Fatalf("scan as the ServiceAccount: %v", err)
 			}
 			out, _ := json.MarshalIndent(rep, "", "  ")
-			if rep.HasErrors() {
-				t.Errorf("the scan as the ServiceAccount had errors:\n%s", out)
-			}
 			var got []string
 			for _, a := range rep.Apps {
 				for _, o := range a.Objects {
-					got = append(got, o.Ref()+" "+string(o.Status))
+					got = append(got, o.Ref()+" "+string(o.Status)+" "+o.Error)
 				}
 			}
-			want := []string{"ConfigMap/" + appNS + "/web-config InSync", "Deployment/" + appNS + "/web InSync", "Secret/" + appNS + "/web-db InSync", "Service/" + appNS + "/web InSync"}
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("objects:\n%s\nwant:\n%s\nreport:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), out)
+			want := []string{"ConfigMap/%[1]s/web-config InSync ", "Deployment/%[1]s/web InSync ", c.secret, "Service/%[1]s/web InSync "}
+			for i := range want {
+				want[i] = fmt.Sprintf(want[i], appNS)
 			}
-			if rep.Summary.Objects != 4 || rep.ExitCode(nil) != report.ExitOK {
-				t.Errorf("summary %+v, exit %d", rep.Summary, rep.ExitCode(nil))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("objects (-want +got):\n%s\nreport:\n%s", diff, out)
+			}
+			wantExit := report.ExitOK
+			if c.secret == notReadable {
+				wantExit = report.ExitError
+			}
+			if rep.Summary.Objects != 4 || rep.Summary.Missing != 0 || rep.ExitCode(nil) != wantExit {
+				t.Errorf("summary %+v, exit %d, want 4 objects, none missing, exit %d", rep.Summary, rep.ExitCode(nil), wantExit)
 			}
 		})
 	}

@@ -176,7 +176,7 @@ func listError(gvr schema.GroupVersionResource, ns string, err error) error {
 		where = "in namespace " + ns
 	}
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("forbidden: the scan needs list on %s %s: %w", res, where, errForbidden)
+		return fmt.Errorf("not readable (forbidden): the scan needs list on %s %s: %w", res, where, errForbidden)
 	}
 	return fmt.Errorf("list %s %s: %w", res, where, err)
 }

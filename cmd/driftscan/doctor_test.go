@@ -28,7 +28,7 @@ func anonymize(s string, names map[string]string) string {
 }
 
 func TestDoctorPassesForTheChartsServiceAccount(t *testing.T) {
-	in := doctortest.InstallChart(t, env, ``)
+	in := doctortest.InstallChart(t, env, `rbac: {secrets: true}`)
 	app := env.Namespace(t, nil)
 	in.EventuallyCan(t, "list", "", "secrets", app, "")
 	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,
@@ -69,8 +69,7 @@ func TestDoctorNamesWhatIsMissingAndExitsOne(t *testing.T) {
 	in := doctortest.InstallChart(t, env, `
 rbac:
   scope: namespaces
-  apiGroups: ["", "apps", "autoscaling"]
-  resources: [configmaps, services, deployments, horizontalpodautoscalers]
+  rules: [{apiGroups: ["", "apps", "autoscaling"], resources: [configmaps, services, deployments, horizontalpodautoscalers]}]
   namespaces: [`+app+`]
 `)
 	in.EventuallyCan(t, "list", "apps", "deployments", app, "")
@@ -94,7 +93,7 @@ rbac:
 }
 
 func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
-	in := doctortest.InstallChart(t, env, ``)
+	in := doctortest.InstallChart(t, env, `rbac: {secrets: true}`)
 	app := env.Namespace(t, nil)
 	in.Grant(t, app, "deployer", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch", "delete"}})
 	res := runCLI(t, "doctor", "--kubeconfig", env.Kubeconfig, "--as", in.User,

@@ -66,6 +66,8 @@ type scanOptions struct {
 	errTerm bool
 	restCfg *rest.Config
 	shard   *shard.Spec
+	// deadline is --timeout from the start: discovery and the scan share it.
+	deadline time.Time
 }
 
 func newScanCommand(s streams) *cobra.Command {
@@ -108,7 +110,7 @@ The scan only gets and lists; it never writes to the cluster.`,
 	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the scan after this long (what finished is still reported)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
@@ -138,6 +140,7 @@ func isTerminal(w io.Writer) bool {
 
 // Complete loads the config and the kubeconfig and fills in defaults.
 func (o *scanOptions) Complete(ctx context.Context) error {
+	o.deadline = time.Now().Add(o.timeout)
 	o.outTerm, o.errTerm = isTerminal(o.streams.Out), isTerminal(o.streams.Err)
 	logger, err := newLogger(o.streams.Err, o.logLevel, o.logFormat, o.errTerm)
 	if err != nil {
@@ -175,7 +178,7 @@ func (o *scanOptions) Complete(ctx context.Context) error {
 		o.cfg = &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
 	}
 	if o.discover.from != "" || o.discover.importArgo {
-		ctx, cancel := context.WithTimeout(ctx, o.timeout)
+		ctx, cancel := context.WithDeadline(ctx, o.deadline)
 		defer cancel()
 		skipped, err := o.discover.apply(ctx, restCfg, o.ownerLabel, o.cfg)
 		if err != nil {
@@ -291,7 +294,7 @@ func (o *scanOptions) Validate() error {
 // Run scans and writes every requested output. The exit code is 1 for drift
 // of the --fail-on classes and 2 when part of the scan failed.
 func (o *scanOptions) Run(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
 	if !o.quiet && o.outTerm && o.errTerm {
 		p := newProgressLine(o.streams.Err)

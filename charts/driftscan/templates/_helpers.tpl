@@ -81,11 +81,62 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if gt (int .Values.shards) 1 }}true{{ end }}
 {{- end }}
 
-{{/* The read rules: what the scan compares. */}}
+{{/*
+The read rules: what the scan compares. get and list only, on the resources
+named in rbac.rules and rbac.extraRules (the schema refuses "*" and
+subresources), and on Secrets only with rbac.secrets.
+*/}}
 {{- define "driftscan.readRules" -}}
-- apiGroups: {{ toJson .Values.rbac.apiGroups }}
-  resources: {{ toJson .Values.rbac.resources }}
+{{- range concat .Values.rbac.rules .Values.rbac.extraRules }}
+- apiGroups: {{ toJson .apiGroups }}
+  resources: {{ toJson .resources }}
   verbs: ["get", "list"]
+{{- end }}
+{{- if .Values.rbac.secrets }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list"]
+{{- end }}
+{{- end }}
+
+{{/*
+The writes --auto-resume needs, with autoResume only: get and patch on the
+reconciler objects breakglass suspends.
+*/}}
+{{- define "driftscan.resumeRules" -}}
+- apiGroups: ["argoproj.io"]
+  resources: ["applications"]
+  verbs: ["get", "patch"]
+- apiGroups: ["kustomize.toolkit.fluxcd.io"]
+  resources: ["kustomizations"]
+  verbs: ["get", "patch"]
+- apiGroups: ["helm.toolkit.fluxcd.io"]
+  resources: ["helmreleases"]
+  verbs: ["get", "patch"]
+{{- end }}
+
+{{/*
+The scan's own deadline in seconds (--timeout): timeoutSeconds, or
+activeDeadlineSeconds minus 60 (three quarters of it below 240). It must be
+below activeDeadlineSeconds, where the pod is killed and nothing is written.
+*/}}
+{{- define "driftscan.timeoutSeconds" -}}
+{{- $deadline := int .Values.activeDeadlineSeconds }}
+{{- $t := int .Values.timeoutSeconds }}
+{{- if eq $t 0 }}
+{{- if ge $deadline 240 }}
+{{- $t = sub $deadline 60 }}
+{{- else }}
+{{- $t = div (mul $deadline 3) 4 }}
+{{- end }}
+{{- end }}
+{{- if ge (int $t) $deadline }}
+{{- fail (printf "timeoutSeconds %d must be below activeDeadlineSeconds %d: at activeDeadlineSeconds the pod is killed and no report is written" (int $t) $deadline) }}
+{{- end }}
+{{- if lt (int $t) 1 }}
+{{- fail (printf "activeDeadlineSeconds %d leaves the scan no time: give at least 10" $deadline) }}
+{{- end }}
+{{- int $t }}
 {{- end }}
 
 {{/* The cluster-scoped reads every scan needs, whatever the scope. */}}
