@@ -144,25 +144,52 @@ func (c *api) list(ctx context.Context, gvr schema.GroupVersionResource, ns stri
 	return items, nil
 }
 
-// ListAll reads every object of a resource in namespace ns ("" for all)
-// with paginated LISTs of opts.Limit objects, following continue tokens.
-func ListAll(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+// listPages hands each page of a paginated LIST of pageSize objects to fn as
+// it arrives.
+func (c *api) listPages(ctx context.Context, gvr schema.GroupVersionResource, ns string, pageSize int64, fn func(*unstructured.UnstructuredList) error) error {
+	if err := ListPages(ctx, c.dynamic, gvr, ns, metav1.ListOptions{Limit: pageSize}, fn); err != nil {
+		return listError(gvr, ns, err)
+	}
+	return nil
+}
+
+// ListPages reads every object of a resource in namespace ns ("" for all)
+// with paginated LISTs of opts.Limit objects, following continue tokens, and
+// hands each page to fn as it arrives. A caller that keeps only what it
+// needs of each page holds no more than one page at a time. An error from
+// fn stops the list and is returned.
+func ListPages(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, fn func(page *unstructured.UnstructuredList) error) error {
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if ns != "" {
 		ri = client.Resource(gvr).Namespace(ns)
 	}
-	var out []unstructured.Unstructured
 	for {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, page.Items...)
+		if err := fn(page); err != nil {
+			return err
+		}
 		if page.GetContinue() == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = page.GetContinue()
 	}
+}
+
+// ListAll reads every object of a resource in namespace ns ("" for all)
+// with ListPages, and returns them all.
+func ListAll(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	err := ListPages(ctx, client, gvr, ns, opts, func(page *unstructured.UnstructuredList) error {
+		out = append(out, page.Items...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // listError says which verb and resource RBAC is missing.

@@ -235,31 +235,10 @@ var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/in
 // annotation but are not in Git, among the kinds and namespaces the scan
 // listed anyway.
 func (s *scan) extra(live *liveState) {
-	apps := map[string]int{}
-	for i, a := range s.r.Apps {
-		apps[a.Name] = i
-	}
-	for _, items := range live.lists {
-		for i := range items {
-			u := &items[i]
-			if _, ok := s.declared[keyOf(u)]; ok {
-				continue
-			}
-			for _, k := range trackingKeys {
-				name := u.GetLabels()[k]
-				if name == "" {
-					name = u.GetAnnotations()[k]
-				}
-				ai, ok := apps[name]
-				if !ok {
-					continue
-				}
-				s.r.Apps[ai].Objects = append(s.r.Apps[ai].Objects, report.Object{
-					APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Status: report.Extra,
-				})
-				break
-			}
-		}
+	for _, e := range live.extra {
+		s.r.Apps[e.app].Objects = append(s.r.Apps[e.app].Objects, report.Object{
+			APIVersion: e.apiVersion, Kind: e.kind, Namespace: e.namespace, Name: e.name, Status: report.Extra,
+		})
 	}
 }
 

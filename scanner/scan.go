@@ -7,13 +7,11 @@ package scanner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
@@ -287,111 +285,4 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
 	s.declared[key] = app.Name
 	ra.Objects = append(ra.Objects, ro)
 	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, mapping: mapping})
-}
-
-// liveState is what the scan read from the cluster.
-type liveState struct {
-	objects map[objectKey]*unstructured.Unstructured
-	// failed holds the list errors, by resource and namespace.
-	failed map[listKey]error
-	// lists is every resource and namespace listed, for Extra.
-	lists map[listKey][]unstructured.Unstructured
-}
-
-// read lists each resource once per namespace, or once cluster-wide when
-// its objects span many namespaces.
-func (s *scan) read(ctx context.Context) *liveState {
-	byGVR := map[schema.GroupVersionResource]map[string]bool{}
-	for _, d := range s.objects {
-		gvr := d.mapping.Resource
-		if byGVR[gvr] == nil {
-			byGVR[gvr] = map[string]bool{}
-		}
-		byGVR[gvr][d.obj.GetNamespace()] = true
-	}
-	var keys []listKey
-	for gvr, nss := range byGVR {
-		if len(nss) > s.opts.ClusterWideAbove && !nss[""] {
-			keys = append(keys, listKey{gvr: gvr, ns: allNamespaces})
-			continue
-		}
-		for ns := range nss {
-			keys = append(keys, listKey{gvr: gvr, ns: ns})
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].gvr.String() != keys[j].gvr.String() {
-			return keys[i].gvr.String() < keys[j].gvr.String()
-		}
-		return keys[i].ns < keys[j].ns
-	})
-	st := &liveState{objects: map[objectKey]*unstructured.Unstructured{}, failed: map[listKey]error{}, lists: map[listKey][]unstructured.Unstructured{}}
-	// A few LISTs at a time: the scan waits on the API server far more than
-	// it works, and the shared rate limiter still bounds the request rate.
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		done int
-		sem  = make(chan struct{}, listWorkers)
-	)
-	for _, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(k listKey) {
-			defer func() { <-sem; wg.Done() }()
-			ns := k.ns
-			if ns == allNamespaces {
-				ns = ""
-			}
-			items, err := s.c.list(ctx, k.gvr, ns)
-			if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
-				// No cluster-wide right: fall back to one list per namespace.
-				for n := range byGVR[k.gvr] {
-					items, err := s.c.list(ctx, k.gvr, n)
-					mu.Lock()
-					s.store(st, listKey{gvr: k.gvr, ns: n}, items, err)
-					mu.Unlock()
-				}
-			} else {
-				mu.Lock()
-				s.store(st, k, items, err)
-				mu.Unlock()
-			}
-			mu.Lock()
-			done++
-			s.progress("list", done, len(keys))
-			mu.Unlock()
-		}(k)
-	}
-	wg.Wait()
-	return st
-}
-
-// listWorkers is how many LISTs the scan runs at once.
-const listWorkers = 4
-
-// allNamespaces marks a cluster-wide list of a namespaced resource.
-const allNamespaces = "\x00all"
-
-func (s *scan) store(st *liveState, k listKey, items []unstructured.Unstructured, err error) {
-	if err != nil {
-		st.failed[k] = err
-		return
-	}
-	st.lists[k] = items
-	for i := range items {
-		st.objects[keyOf(&items[i])] = &items[i]
-	}
-}
-
-// listErr returns the error of the list that should have read d, if any.
-func (st *liveState) listErr(d desired) error {
-	gvr := d.mapping.Resource
-	if err := st.failed[listKey{gvr: gvr, ns: d.obj.GetNamespace()}]; err != nil {
-		return err
-	}
-	if _, ok := st.lists[listKey{gvr: gvr, ns: d.obj.GetNamespace()}]; ok {
-		return nil
-	}
-	return st.failed[listKey{gvr: gvr, ns: allNamespaces}]
 }
