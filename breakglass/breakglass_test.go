@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
 )
 
 var env *cluster.Env
@@ -296,5 +298,67 @@ func TestASlowWebhookMakesSuspendTimeOutCleanly(t *testing.T) {
 	time.Sleep(5 * time.Second) // past the webhook's delay: the aborted write must not land late
 	if _, ok := env.Get(t, applicationGVK, ns, "payments").GetAnnotations()[AnnotationUntil]; ok {
 		t.Errorf("the timed-out write landed after all")
+	}
+}
+
+// asUser returns a dynamic client that acts as user, who may only list
+// Applications in namespace ns.
+func asUser(t *testing.T, user, ns string) dynamic.Interface {
+	t.Helper()
+	env.Create(t, "kubectl-create", ns, cluster.Object(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"read-apps"},
+		"rules":[{"apiGroups":["argoproj.io"],"resources":["applications"],"verbs":["get","list"]}]}`))
+	env.Create(t, "kubectl-create", ns, cluster.Object(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read-apps"},
+		"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"read-apps"},"subjects":[{"kind":"User","name":"`+user+`"}]}`))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The RBAC authorizer learns of the new Role through an informer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := client.Resource(Application).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err == nil {
+			return client
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still may not list Applications in %s: %v", user, ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestListForAppsReadsOnlyWhereTheAppsLive is the regression test of the
+// scan's breakglass check under the chart's rbac.scope: namespaces: it
+// listed Applications, Kustomizations and HelmReleases cluster-wide, was
+// forbidden, and failed the whole scan (exit 2). It now lists only in the
+// apps' namespaces, and one it may not read is a warning.
+func TestListForAppsReadsOnlyWhereTheAppsLive(t *testing.T) {
+	installCRDs(t)
+	allowed, denied := env.Namespace(t, nil), env.Namespace(t, nil)
+	for _, ns := range []string{allowed, denied} {
+		env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+		if _, err := Suspend(t.Context(), env.Dynamic, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := asUser(t, "scan-"+allowed, allowed)
+	apps := []report.App{
+		{Name: "payments", GitOps: &report.GitOps{Tool: "argocd", Object: "Application/" + allowed + "/payments"}},
+		{Name: "payments-eu", GitOps: &report.GitOps{Tool: "argocd", Object: "Application/" + denied + "/payments"}},
+		{Name: "plain"},
+	}
+	got, warnings, err := ListForApps(t.Context(), client, apps)
+	if err != nil {
+		t.Fatalf("ListForApps: %v, want no error (a namespace it may not read is a warning)", err)
+	}
+	if len(got) != 1 || got[0].Target.Namespace != allowed || got[0].Reason != "INC-4211 payment certs" {
+		t.Errorf("suspensions %+v, want the one in %s", got, allowed)
+	}
+	want := []report.Warning{{Code: report.WarnBreakglassUnreadable, App: "payments-eu", Object: "Application/" + denied + "/payments",
+		Message: "may not list applications.argoproj.io in namespace " + denied + ", so whether breakglass suspended this app is not known (grant get and list there; the chart does with rbac.namespaces)"}}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

@@ -28,6 +28,10 @@ const (
 	// .Capabilities.APIVersions and may have rendered other objects than
 	// they do on this cluster.
 	WarnAPIVersionsUnreadable WarningCode = "APIVersionsUnreadable"
+	// WarnBreakglassUnreadable: the app's reconciler object could not be
+	// listed where it lives, so whether breakglass suspended the app (and
+	// whether a suspension expired) is not known.
+	WarnBreakglassUnreadable WarningCode = "BreakglassUnreadable"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

@@ -428,7 +428,10 @@ func (o *scanOptions) checkSuspensions(ctx context.Context, r *report.Report) er
 	if err != nil {
 		return err
 	}
-	list, err := breakglass.List(ctx, client, "", breakglass.Application, breakglass.Kustomization, breakglass.HelmRelease)
+	// Only where the apps' reconciler objects live: with the chart's
+	// rbac.scope: namespaces a cluster-wide LIST is forbidden.
+	list, warnings, err := breakglass.ListForApps(ctx, client, r.Apps)
+	r.Warnings = append(r.Warnings, warnings...)
 	if err != nil {
 		return fmt.Errorf("breakglass suspensions: %w", err)
 	}
