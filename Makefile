@@ -25,8 +25,15 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/driftscan ./cmd/driftscan
 
-## testbin: kube-apiserver, etcd and kube-controller-manager built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff
+# The real reconcilers the tests run (fixtures/reconcilers): Argo CD v3.5.7's
+# application controller and repo server in one binary, the helm and
+# kustomize its repo server runs, Flux's controllers, and their CRDs.
+ARGOCD_BINS := $(TESTBIN)/argocd $(TESTBIN)/helm $(TESTBIN)/kustomize
+FLUX_BINS   := $(TESTBIN)/source-controller $(TESTBIN)/kustomize-controller $(TESTBIN)/helm-controller
+CRD_STAMPS  := $(TESTBIN)/crds/argocd/.stamp $(TESTBIN)/crds/flux/.stamp
+
+## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD and Flux built from Go modules (once; cached in .cache/testbin)
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(CRD_STAMPS)
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
@@ -46,6 +53,41 @@ $(TESTBIN)/kube-controller-manager: fixtures/controlplane/kube-controller-manage
 $(TESTBIN)/argodiff: fixtures/controlplane/argodiff/main.go fixtures/controlplane/go.mod
 	@mkdir -p $(TESTBIN)
 	cd fixtures/controlplane && $(GO) build -trimpath -o $(TESTBIN)/ ./argodiff
+
+# Each reconciler is built from a module of its own (never from driftscan's
+# go.mod: they carry replace directives), rebuilt only when that module changes.
+$(TESTBIN)/argocd: fixtures/argocd/main.go fixtures/argocd/go.mod fixtures/argocd/go.sum
+	@mkdir -p $(TESTBIN)
+	@echo "building Argo CD v3.5.7 from Go modules (about 7 minutes the first time on 2 cores)..."
+	cd fixtures/argocd && $(GO) build -trimpath -ldflags '-X github.com/argoproj/argo-cd/v3/common.version=3.5.7' -o $(TESTBIN)/ .
+
+$(TESTBIN)/helm $(TESTBIN)/kustomize &: fixtures/argocd/tools/go.mod fixtures/argocd/tools/go.sum
+	@mkdir -p $(TESTBIN)
+	cd fixtures/argocd/tools && $(GO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=v4.2.1' \
+	  -o $(TESTBIN)/ helm.sh/helm/v4/cmd/helm sigs.k8s.io/kustomize/kustomize/v5
+
+$(FLUX_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
+	@mkdir -p $(TESTBIN)
+	@echo "building Flux source-, kustomize- and helm-controller from Go modules..."
+	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+
+# The CRDs of exactly the versions built, copied out of the module cache; for
+# Argo CD also the script its repo server runs on every commit it renders
+# (hack/git-verify-wrapper.sh, which upstream's image puts on PATH).
+$(TESTBIN)/crds/argocd/.stamp: fixtures/argocd/go.mod
+	@rm -rf $(@D) && mkdir -p $(@D)
+	dir=$$(cd fixtures/argocd && $(GO) mod download -json github.com/argoproj/argo-cd/v3 | sed -n 's/.*"Dir": "\(.*\)",/\1/p') && \
+	  install -m 0644 $$dir/manifests/crds/application-crd.yaml $$dir/manifests/crds/appproject-crd.yaml $$dir/manifests/crds/applicationset-crd.yaml $(@D)/ && \
+	  install -m 0755 $$dir/hack/git-verify-wrapper.sh $(TESTBIN)/
+	@touch $@
+
+$(TESTBIN)/crds/flux/.stamp: fixtures/flux/go.mod
+	@rm -rf $(@D) && mkdir -p $(@D)
+	cd fixtures/flux && for m in source-controller kustomize-controller helm-controller; do \
+	  dir=$$($(GO) mod download -json github.com/fluxcd/$$m | sed -n 's/.*"Dir": "\(.*\)",/\1/p') && \
+	  install -m 0644 $$dir/config/crd/bases/*.yaml $(@D)/ || exit 1; \
+	done
+	@touch $@
 
 ## lint: go vet and gofmt
 lint:
