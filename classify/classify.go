@@ -54,6 +54,10 @@ type Change struct {
 	NewKey bool
 	// Git and Live are the two values as text (already masked).
 	Git, Live string
+	// Attribution names the user behind the change, from the audit log;
+	// nil when the scan read none. User rules may match it, and it becomes
+	// the finding's Attribution.
+	Attribution *report.Attribution
 }
 
 // Result is the verdict on one change.
@@ -100,9 +104,13 @@ func (c *Classifier) IsApplier(manager string) bool { return c.appliers[manager]
 // ClassOf returns the class of a managedFields entry by the user rules and
 // then the built-in ones, and unknown when none matches. Appliers have no
 // class of their own: they are Git.
-func (c *Classifier) ClassOf(e Entry) report.Class {
+func (c *Classifier) ClassOf(e Entry) report.Class { return c.classOf(e, nil) }
+
+// classOf is ClassOf with the finding's attribution, for the rules that
+// match users and groups.
+func (c *Classifier) classOf(e Entry, a *report.Attribution) report.Class {
 	for _, r := range c.rules {
-		if r.Matches(e) {
+		if r.MatchesActor(e, a) {
 			return r.Class
 		}
 	}
@@ -111,9 +119,16 @@ func (c *Classifier) ClassOf(e Entry) report.Class {
 
 // Classify decides whether a change is drift and, if it is, who made it.
 func (c *Classifier) Classify(o Object, ch Change) Result {
-	f := report.Finding{Path: ch.Path, Type: ch.Type, Git: ch.Git, Live: ch.Live, Class: report.ClassUnknown}
+	f := report.Finding{Path: ch.Path, Type: ch.Type, Git: ch.Git, Live: ch.Live, Class: report.ClassUnknown, Attribution: ch.Attribution}
 	owner := ch.Owner
-	if ch.Type == report.Removed {
+	fromAudit := false
+	if owner == nil && ch.Type != report.Added {
+		// No managedFields entry says who: the audit event that removed (or
+		// set) the field does, when there is one.
+		owner = entryOf(ch.Attribution)
+		fromAudit = owner != nil
+	}
+	if owner == nil && ch.Type == report.Removed {
 		owner = c.newestTaker(o)
 	}
 	if owner != nil {
@@ -130,12 +145,35 @@ func (c *Classifier) Classify(o Object, ch Change) Result {
 			f.Hint = "Git declares this field and live has none; no manager that changed the object since the applier is on record"
 			return Result{Drift: true, Finding: f}
 		}
-		f.Class = c.ClassOf(*owner)
-		f.Hint = fmt.Sprintf("removed live; %s is the newest manager that took fields from the applier", owner.Manager)
+		f.Class = c.classOf(*owner, ch.Attribution)
+		if fromAudit {
+			f.Hint = fmt.Sprintf("removed live by a %s request of %s (audit ID %s)", ch.Attribution.Verb, owner.Manager, ch.Attribution.AuditID)
+		} else {
+			f.Hint = fmt.Sprintf("removed live; %s is the newest manager that took fields from the applier", owner.Manager)
+		}
 		return Result{Drift: true, Finding: f}
 	default:
 		return c.changed(o, ch, owner, f)
 	}
+}
+
+// entryOf is the write an attribution names, as a managedFields entry would
+// record it; nil unless it names one request (exact, or a single candidate).
+func entryOf(a *report.Attribution) *Entry {
+	if !a.Known() || len(a.Candidates) > 0 || a.Requester {
+		return nil
+	}
+	e := &Entry{Manager: a.FieldManager, Subresource: a.Subresource}
+	if e.Manager == "" {
+		return nil // an export without the request URI: the manager is not known
+	}
+	if a.Verb == "create" || a.Verb == "update" {
+		e.Operation = "Update"
+	}
+	if t, err := time.Parse(time.RFC3339Nano, a.Time); err == nil {
+		e.Time = t.Truncate(time.Second)
+	}
+	return e
 }
 
 func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) Result {
@@ -165,7 +203,7 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		f.Hint = fmt.Sprintf("Git no longer declares this field, but %s applied it at the last sync: the next sync removes it", owner.Manager)
 		return Result{Drift: true, Finding: f}
 	}
-	f.Class = c.ClassOf(*owner)
+	f.Class = c.classOf(*owner, ch.Attribution)
 	if f.Class == report.ClassOperator {
 		// An operator's own field that Git leaves out is not drift.
 		return Result{Drift: false, Finding: f}
@@ -186,7 +224,7 @@ func (c *Classifier) changed(o Object, ch Change, owner *Entry, f report.Finding
 		}
 		return Result{Drift: true, Finding: f}
 	}
-	f.Class = c.ClassOf(*owner)
+	f.Class = c.classOf(*owner, ch.Attribution)
 	if f.Class == report.ClassOperator {
 		f.Hint = operatorHint(o, ch.Path, owner.Manager)
 	}

@@ -3,6 +3,7 @@ package classify
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -16,10 +17,21 @@ type Rule struct {
 	Operation string `yaml:"operation" json:"operation,omitempty"`
 	// Subresource is matched exactly when set: scale, status, ...
 	// A nil Subresource matches any; use "" in YAML to match none.
-	Subresource *string      `yaml:"subresource" json:"subresource,omitempty"`
-	Class       report.Class `yaml:"class" json:"class"`
+	Subresource *string `yaml:"subresource" json:"subresource,omitempty"`
+	// Users and Groups match the person behind the finding, from the audit
+	// log: patterns where * matches any run of characters, such as
+	// system:serviceaccount:ci:*. A rule with either matches only a
+	// finding whose attribution names a user that matches one of Users or
+	// is in a group that matches one of Groups; when it names several
+	// candidates, each of them must. The requester of a request that a
+	// webhook changed is never matched: the webhook made the change.
+	Users  []string     `yaml:"users" json:"users,omitempty"`
+	Groups []string     `yaml:"groups" json:"groups,omitempty"`
+	Class  report.Class `yaml:"class" json:"class"`
 
-	re *regexp.Regexp
+	re     *regexp.Regexp
+	users  []*regexp.Regexp
+	groups []*regexp.Regexp
 }
 
 // Validate checks the rule and compiles its expression.
@@ -29,6 +41,12 @@ func (r *Rule) Validate() error {
 		return fmt.Errorf("manager %q: %w", r.Manager, err)
 	}
 	r.re = re
+	if r.users, err = globs(r.Users); err != nil {
+		return fmt.Errorf("users: %w", err)
+	}
+	if r.groups, err = globs(r.Groups); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
 	switch r.Operation {
 	case "", "Apply", "Update":
 	default:
@@ -49,9 +67,72 @@ func validClass(c report.Class) bool {
 	return false
 }
 
-// Matches reports whether the rule matches a managedFields entry. Validate
-// must have been called (New does it).
+// globs compiles user and group patterns: * matches any run of characters,
+// everything else itself.
+func globs(patterns []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range patterns {
+		if p == "" {
+			return nil, fmt.Errorf("an empty pattern matches nobody")
+		}
+		expr := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// hasActor reports whether the rule selects users or groups.
+func (r *Rule) hasActor() bool { return len(r.Users) > 0 || len(r.Groups) > 0 }
+
+// Matches reports whether the rule matches a managedFields entry. A rule
+// with users or groups never matches an entry alone: see MatchesActor.
+// Validate must have been called (New does it).
 func (r *Rule) Matches(e Entry) bool {
+	return !r.hasActor() && r.matchesEntry(e)
+}
+
+// MatchesActor reports whether the rule matches a managedFields entry and
+// the attribution of the finding (which may be nil).
+func (r *Rule) MatchesActor(e Entry, a *report.Attribution) bool {
+	if !r.hasActor() {
+		return r.matchesEntry(e)
+	}
+	if !r.matchesEntry(e) || !a.Known() || a.Requester {
+		return false
+	}
+	people := a.Candidates
+	if len(people) == 0 {
+		people = []report.Attribution{*a}
+	}
+	for _, p := range people {
+		if !r.matchesPerson(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Rule) matchesPerson(p report.Attribution) bool {
+	for _, re := range r.users {
+		if re.MatchString(p.User) {
+			return true
+		}
+	}
+	for _, re := range r.groups {
+		for _, g := range p.Groups {
+			if re.MatchString(g) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Rule) matchesEntry(e Entry) bool {
 	if r.re == nil || !r.re.MatchString(e.Manager) {
 		return false
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	// the channels. Both are read by package notify.
 	Owners Owners  `yaml:"owners"`
 	Notify *Notify `yaml:"notify"`
+	// Audit says where the cluster's audit log is, to name the user behind
+	// each finding.
+	Audit *Audit `yaml:"audit"`
 
 	// Dir is the folder of the config file; relative source paths start there.
 	Dir string `yaml:"-"`

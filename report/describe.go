@@ -11,17 +11,26 @@ import (
 // By names who made the finding: the managedFields manager, with the
 // subresource it wrote through ("kube-controller-manager/scale"); when no
 // manager owns the field, the likely actor in parentheses
-// ("(istio-sidecar-injector)"); "" when neither is known.
+// ("(istio-sidecar-injector)"); then the person from the audit log
+// ("kubectl-edit by alice@example.com"); "" when none is known.
 func (f Finding) By() string {
+	var by string
 	switch {
 	case f.Manager != "" && f.Subresource != "":
-		return f.Manager + "/" + f.Subresource
+		by = f.Manager + "/" + f.Subresource
 	case f.Manager != "":
-		return f.Manager
+		by = f.Manager
 	case f.Actor != "":
-		return "(" + f.Actor + ")"
+		by = "(" + f.Actor + ")"
 	}
-	return ""
+	who := f.Attribution.Who()
+	switch {
+	case who == "":
+		return by
+	case by == "":
+		return who
+	}
+	return by + " " + who
 }
 
 // Age says how long before now the finding's manager last wrote the field,

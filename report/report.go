@@ -82,6 +82,21 @@ type Stats struct {
 	// Throttled counts answers of 429 Too Many Requests.
 	Throttled       int64   `json:"throttled"`
 	DurationSeconds float64 `json:"durationSeconds"`
+	// Audit counts the audit events the scan read, when it read any.
+	Audit *AuditStats `json:"audit,omitempty"`
+}
+
+// AuditStats say how much of the audit log the scan used.
+type AuditStats struct {
+	// Read counts the audit events read; Kept those indexed (successful
+	// mutating requests, not dry-run, not driftscan's, on a scanned
+	// object); Matched those that some finding's attribution names.
+	Read    int64 `json:"read"`
+	Kept    int64 `json:"kept"`
+	Matched int64 `json:"matched"`
+	// From and To are the oldest and newest event times read, RFC 3339.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // App is one application's part of the report.
@@ -204,6 +219,9 @@ type Finding struct {
 	// Actor names the concrete actor when known, for example the
 	// MutatingWebhookConfiguration that most likely injected the field.
 	Actor string `json:"actor,omitempty"`
+	// Attribution names the user behind the finding, from the audit log;
+	// nil when the scan read no audit log.
+	Attribution *Attribution `json:"attribution,omitempty"`
 }
 
 // IgnoreRule is the rule that hid a finding, as configured.

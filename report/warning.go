@@ -32,6 +32,10 @@ const (
 	// listed where it lives, so whether breakglass suspended the app (and
 	// whether a suspension expired) is not known.
 	WarnBreakglassUnreadable WarningCode = "BreakglassUnreadable"
+	// WarnAuditLogUnreadable: an audit log input is missing, cut off or
+	// holds entries that are no audit events, so some findings may name
+	// nobody (attribution none) although someone is on record.
+	WarnAuditLogUnreadable WarningCode = "AuditLogUnreadable"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

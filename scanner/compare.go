@@ -205,10 +205,17 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	})
 	obj.Scalers = cc.scalers[keyOf(l)]
 	app := s.r.Apps[d.app].Name
+	cl := s.classifiers[d.app]
 	for _, ch := range changes {
-		res := s.classifiers[d.app].Classify(obj, classify.Change{
-			Path: ch.Path.String(), Type: ch.Type, Owner: ownerOf(owners, ch.Path), NewKey: ch.NewKey,
+		owner := ownerOf(owners, ch.Path)
+		var who *report.Attribution
+		if s.audit != nil && (owner != nil || ch.Type != report.Added || ch.NewKey) {
+			who = s.attribute(d, cl, obj, ch, owner)
+		}
+		res := cl.Classify(obj, classify.Change{
+			Path: ch.Path.String(), Type: ch.Type, Owner: owner, NewKey: ch.NewKey,
 			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
+			Attribution: who,
 		})
 		if !res.Drift {
 			continue

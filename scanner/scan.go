@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/audit"
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/render"
@@ -61,6 +62,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, is told how far the scan is.
 	Progress func(Progress)
+	// AuditLogs are audit log files or folders, in addition to the
+	// config's audit.files; "-" reads AuditStdin.
+	AuditLogs  []string
+	AuditStdin io.Reader
 }
 
 // Progress is the scan's position, for a progress line on a terminal.
@@ -149,7 +154,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		return nil, err
 	}
 	s.warnUnpublished()
+	auditDone := s.readAudit(ctx)
 	live := s.read(ctx)
+	s.audit = auditDone()
 	s.compare(ctx, live)
 	if opts.Extra {
 		s.extra(live)
@@ -161,6 +168,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		}
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds()}
+	s.auditReport()
 	r.Finalize()
 	return r, nil
 }
@@ -178,6 +186,7 @@ type scan struct {
 	warnMu      sync.Mutex // the report's warnings
 	objects     []desired
 	declared    map[objectKey]string // object -> app that declares it
+	audit       *audit.Index         // nil without an audit log
 }
 
 func (s *scan) progress(stage string, done, total int) {
