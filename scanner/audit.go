@@ -108,4 +108,3 @@ func (s *scan) auditReport() {
 		s.warn(report.Warning{Code: report.WarnAuditLogUnreadable, Message: w})
 	}
 }
-
