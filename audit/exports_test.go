@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/scanner"
 )
 

@@ -11,10 +11,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/calricon/driftscan/fixtures/cluster"
-	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/render"
+	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
 

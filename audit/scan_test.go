@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/scanner"
 )
 
