@@ -11,7 +11,8 @@ import (
 // reconciler object (App.GitOps.Object). An expired suspension becomes a
 // human finding on the reconciler object, so that it shows, fails CI and is
 // notified like any unsanctioned drift until someone resumes it. It returns
-// the expired suspensions by app name.
+// the expired suspensions by app name. The caller finalizes the report
+// (report.Report.Finalize) once it has made all its changes.
 func Annotate(r *report.Report, suspensions []Suspension, now time.Time) map[string]Suspension {
 	byObject := map[string]Suspension{}
 	for _, s := range suspensions {
@@ -44,8 +45,29 @@ func Annotate(r *report.Report, suspensions []Suspension, now time.Time) map[str
 			}},
 		})
 	}
-	r.Finalize()
 	return expired
+}
+
+// MarkResumed records in app that its expired suspension s was resumed, and
+// takes out the reconciler object Annotate added for the expiry: it is no
+// longer drift.
+func MarkResumed(app *report.App, s Suspension) {
+	if app.Breakglass != nil {
+		app.Breakglass.Resumed = true
+	}
+	kept := app.Objects[:0]
+	for _, o := range app.Objects {
+		if !isExpiry(o, s) {
+			kept = append(kept, o)
+		}
+	}
+	app.Objects = kept
+}
+
+// isExpiry reports whether o is the object Annotate added for s.
+func isExpiry(o report.Object, s Suspension) bool {
+	return o.Status == report.Drifted && o.APIVersion == s.Target.Resource.GroupVersion().String() &&
+		o.Kind == s.Target.Kind() && o.Namespace == s.Target.Namespace && o.Name == s.Target.Name
 }
 
 // Blocking lists an app's findings that the next sync would revert: pipeline

@@ -185,3 +185,26 @@ func Parse(data []byte) (*Config, error) {
 	}
 	return &cfg, nil
 }
+
+// New returns an empty config: no app, the default appliers. Apps are added
+// by discovery or by the caller.
+func New() *Config {
+	return &Config{APIVersion: APIVersion, Kind: Kind, Appliers: DefaultAppliers}
+}
+
+// ForFolder is the config of one folder scanned without a config file
+// (`--path DIR`): one app named after the folder, its objects in namespace
+// unless they name one.
+func ForFolder(dir, namespace string) (*Config, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, err
+	}
+	cfg := New()
+	cfg.Dir = abs
+	cfg.Apps = []App{{Name: filepath.Base(abs), Namespace: namespace, Source: Source{Path: "."}}}
+	return cfg, nil
+}

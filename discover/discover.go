@@ -121,9 +121,9 @@ type Result struct {
 	// Skipped says, per object or source, why it gave no app: another
 	// cluster, a chart from a Helm repository, ...
 	Skipped []string
-	// Errors are per-object problems, each an *Error. An app that has one
-	// may still be in Apps: see the package documentation.
-	Errors []error
+	// Errors are per-object problems. An app that has one may still be in
+	// Apps (Error.App names it): see the package documentation.
+	Errors []*Error
 }
 
 // Error is a problem with one reconciler object.

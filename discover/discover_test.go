@@ -79,14 +79,9 @@ func discover(t *testing.T, opts Options) Result {
 }
 
 // errorTexts returns the errors as text, with the test's namespace written NS.
-func errorTexts(errs []error, ns string) []string {
+func errorTexts(errs []*Error, ns string) []string {
 	var out []string
 	for _, err := range errs {
-		var de *Error
-		if !errors.As(err, &de) {
-			out = append(out, "not an *Error: "+err.Error())
-			continue
-		}
 		out = append(out, strings.ReplaceAll(err.Error(), ns, "NS"))
 	}
 	return out

@@ -41,3 +41,28 @@ func origin(app config.App) string {
 	}
 	return "in the config file"
 }
+
+// Into adds what r discovered to cfg: the apps after cfg's own (Merge) and
+// the imported ignore rules. An app name both hold is an error; the apps are
+// still added without the duplicate.
+func (r Result) Into(cfg *config.Config) error {
+	apps, err := Merge(cfg.Apps, r.Apps)
+	cfg.Apps = apps
+	cfg.Ignore = append(cfg.Ignore, r.Ignore...)
+	return err
+}
+
+// RulesInto adds to cfg only the imported ignore rules of the apps cfg names,
+// as that app's debts, and no app: the rules of the other apps have nothing
+// here to hide (--import-argocd without --from).
+func (r Result) RulesInto(cfg *config.Config) {
+	names := map[string]bool{}
+	for _, a := range cfg.Apps {
+		names[a.Name] = true
+	}
+	for _, rule := range r.Ignore {
+		if names[rule.App] {
+			cfg.Ignore = append(cfg.Ignore, rule)
+		}
+	}
+}

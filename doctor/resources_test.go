@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/gitrepo"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -46,6 +47,26 @@ func TestAppResourcesAreTheKindsEachAppDeclaresByNamespace(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v, want it to contain %q", err, w)
 		}
+	}
+}
+
+func TestAppResourcesKeepTheScansGitSizeLimit(t *testing.T) {
+	env.Need(t)
+	dir, _ := filepath.Abs(filepath.Join("..", "fixtures", "apps", "web"))
+	files := map[string]string{}
+	for name, content := range gitrepo.Files(t, dir) {
+		files["apps/web/"+name] = content
+	}
+	repo, _ := gitrepo.Bare(t, "", files)
+	cfg := &config.Config{Apps: []config.App{{Name: "web", Namespace: "shop", Source: config.Source{Repo: "file://" + repo, Path: "apps/web"}}}}
+	opts := DefaultAppOptions()
+	opts.Mapper, opts.GitCacheDir, opts.GitMaxBytes = env.Mapper, t.TempDir(), 64
+	if _, err := AppResources(t.Context(), cfg, opts); err == nil || !strings.Contains(err.Error(), "--git-max-size") {
+		t.Errorf("a source over --git-max-size: err = %v, want it refused as the scan refuses it", err)
+	}
+	opts.GitMaxBytes = 0
+	if got, err := AppResources(t.Context(), cfg, opts); err != nil || len(got) == 0 {
+		t.Errorf("without a limit: %v, %v", got, err)
 	}
 }
 

@@ -98,8 +98,33 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64) (*api, error
 
 // apiVersions lists the group/versions the cluster serves, for Helm's
 // .Capabilities.APIVersions.
-func (c *api) apiVersions() ([]string, error) {
-	groups, err := c.discovery.ServerGroups()
+func (c *api) apiVersions() ([]string, error) { return APIVersions(c.discovery) }
+
+// Capabilities are what Helm's .Capabilities see of a cluster, as the scan
+// renders charts with them (render.Options.KubeVersion and APIVersions).
+type Capabilities struct {
+	KubeVersion string
+	APIVersions []string
+}
+
+// ReadCapabilities asks the cluster for its version and the group/versions
+// it serves. A chart rendered without them may differ from what it renders
+// on the cluster, so an error is returned rather than empty capabilities.
+func ReadCapabilities(dc discovery.DiscoveryInterface) (Capabilities, error) {
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return Capabilities{}, fmt.Errorf("server version: %w", err)
+	}
+	gvs, err := APIVersions(dc)
+	if err != nil {
+		return Capabilities{}, err
+	}
+	return Capabilities{KubeVersion: v.GitVersion, APIVersions: gvs}, nil
+}
+
+// APIVersions lists the group/versions dc serves, sorted.
+func APIVersions(dc discovery.DiscoveryInterface) ([]string, error) {
+	groups, err := dc.ServerGroups()
 	if err != nil {
 		return nil, fmt.Errorf("discover API groups: %w", err)
 	}

@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
+	"github.com/spf13/pflag"
 
 	"github.com/calricon/driftscan/backport"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
-	"github.com/calricon/driftscan/scanner"
-	"github.com/calricon/driftscan/source"
+	"github.com/calricon/driftscan/run"
 )
 
 // backportOptions are the flags of `driftscan backport`; Complete and
@@ -38,11 +33,9 @@ type backportOptions struct {
 	now        func() time.Time
 
 	// Filled by Complete.
-	app     string
-	cfg     *config.Config
-	scan    scanner.Options
-	restCfg *rest.Config
-	opts    backport.Options
+	app  string
+	cfg  *config.Config
+	opts run.BackportOptions
 }
 
 func newBackportCommand(s streams) *cobra.Command {
@@ -73,7 +66,7 @@ written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.app = args[0]
-			if err := o.Complete(cmd.Context()); err != nil {
+			if err := o.Complete(); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -82,7 +75,11 @@ written.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *backportOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the Git working tree to write to (required)")
 	f.StringVar(&o.branch, "branch", "", "the branch to create (default hotfix/APP-UTCTIMESTAMP)")
 	f.StringVar(&o.reason, "reason", "", "why the cluster was changed (an incident, a ticket), for the commit message")
@@ -94,12 +91,10 @@ written.`,
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for apps whose source is a remote repository (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
-	return cmd
 }
 
-// Complete loads the config and the kubeconfig and finds APP's source
-// folder in the working tree.
-func (o *backportOptions) Complete(ctx context.Context) error {
+// Complete loads the config and the kubeconfig.
+func (o *backportOptions) Complete() error {
 	switch {
 	case o.configPath != "" && o.path != "":
 		return errors.New("--config and --path cannot be used together")
@@ -112,43 +107,20 @@ func (o *backportOptions) Complete(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	restCfg.UserAgent = "driftscan/" + version
-	o.restCfg = restCfg
-	if o.configPath != "" {
-		if o.cfg, err = config.Load(o.configPath); err != nil {
-			return err
-		}
-	} else {
-		if o.cfg, err = pathConfig(o.path, o.namespace, ctxNamespace); err != nil {
-			return err
-		}
+	if o.cfg, err = loadConfig(o.configPath, o.path, o.namespace, ctxNamespace); err != nil {
+		return err
+	}
+	if o.path != "" {
 		o.cfg.Apps[0].Name = o.app
 	}
-	i := slices.IndexFunc(o.cfg.Apps, func(a config.App) bool { return a.Name == o.app })
-	if i < 0 {
-		return fmt.Errorf("app %s: not in the config %s", o.app, o.configPath)
-	}
-	app := o.cfg.Apps[i]
-	o.cfg.Apps = []config.App{app}
-
-	o.scan = scanner.DefaultOptions()
-	o.scan.RESTConfig = restCfg
-	o.scan.Cluster = clusterName
-	o.scan.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	o.opts = run.DefaultBackportOptions()
+	o.opts.App = o.app
+	o.opts.Scan.RESTConfig, o.opts.Scan.Cluster = restCfg, clusterName
 	if o.gitCache != "" {
-		o.scan.GitCacheDir = o.gitCache
+		o.opts.Scan.GitCacheDir = o.gitCache
 	}
-
-	// The scan reads the remote; backport writes the same path in the local
-	// working tree, which must be a clone of it.
-	loc, err := source.Resolve(ctx, o.cfg.Dir, app.Source, source.Options{WorkTree: o.repo})
-	if err != nil {
-		return fmt.Errorf("app %s: %w", o.app, err)
-	}
-	o.opts = backport.DefaultOptions()
-	o.opts.Repo, o.opts.SourceDir = o.repo, loc.Dir
-	o.opts.Namespace, o.opts.Helm, o.opts.Kustomize = app.Namespace, app.Source.Helm, app.Source.Kustomize
-	o.opts.Branch, o.opts.Reason, o.opts.Now = o.branch, o.reason, o.now
+	b := &o.opts.Backport
+	b.Repo, b.Branch, b.Reason, b.Now = o.repo, o.branch, o.reason, o.now
 	return nil
 }
 
@@ -165,23 +137,12 @@ func (o *backportOptions) Validate() error {
 func (o *backportOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	r, err := scanner.Scan(ctx, o.cfg, o.scan)
+	res, err := run.Backport(ctx, o.cfg, o.opts)
 	if err != nil {
 		return err
 	}
-	if len(r.Errors) > 0 {
-		return fmt.Errorf("scan of app %s: %s", o.app, r.Errors[0])
-	}
-	app := r.Apps[0]
-	for _, obj := range app.Objects {
-		if obj.Status == report.Error {
-			fmt.Fprintf(o.streams.Err, "warning: %s was not compared, so its drift is not carried back: %s\n", obj.Ref(), obj.Error)
-		}
-	}
-	o.opts.KubeVersion, o.opts.APIVersions = capabilities(o.restCfg)
-	res, err := backport.Run(ctx, app, o.opts)
-	if err != nil {
-		return err
+	for _, obj := range res.NotCompared {
+		fmt.Fprintf(o.streams.Err, "warning: %s was not compared, so its drift is not carried back: %s\n", obj.Ref(), obj.Error)
 	}
 	if err := res.Write(o.streams.Out, backport.Format(o.output)); err != nil {
 		return err
@@ -190,29 +151,4 @@ func (o *backportOptions) Run(ctx context.Context) error {
 		return exitError{code: report.ExitDrift}
 	}
 	return nil
-}
-
-// capabilities are the cluster's version and group/versions, for Helm, as
-// the scan gives them to the chart.
-func capabilities(cfg *rest.Config) (string, []string) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return "", nil
-	}
-	var kubeVersion string
-	if v, err := dc.ServerVersion(); err == nil {
-		kubeVersion = v.GitVersion
-	}
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		return kubeVersion, nil
-	}
-	var out []string
-	for _, g := range groups.Groups {
-		for _, v := range g.Versions {
-			out = append(out, v.GroupVersion)
-		}
-	}
-	slices.Sort(out)
-	return kubeVersion, out
 }

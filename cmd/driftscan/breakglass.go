@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
-	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/discover"
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/run"
 )
 
 // breakglassOptions are the flags shared by the breakglass commands.
@@ -34,6 +30,7 @@ type breakglassOptions struct {
 
 	restCfg *rest.Config
 	dynamic dynamic.Interface
+	kube    kubernetes.Interface
 }
 
 func newBreakglassCommand(s streams) *cobra.Command {
@@ -66,17 +63,14 @@ func (o *breakglassOptions) complete() error {
 	if o.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return err
 	}
-	switch o.from {
-	case discover.FromArgoCD:
-		if o.namespace == "" {
-			o.namespace = "argocd"
-		}
-	case discover.FromFlux:
-		if o.namespace == "" {
-			o.namespace = "flux-system"
-		}
-	default:
+	if o.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if breakglass.DefaultNamespace(o.from) == "" {
 		return fmt.Errorf("--from %q: want argocd or flux", o.from)
+	}
+	if o.namespace == "" {
+		o.namespace = breakglass.DefaultNamespace(o.from)
 	}
 	return nil
 }
@@ -88,7 +82,7 @@ func (o *breakglassOptions) begin(ctx context.Context, app string) (context.Cont
 		return nil, nil, breakglass.Target{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	t, err := o.target(ctx, app)
+	t, err := breakglass.Find(ctx, o.dynamic, o.from, o.namespace, app)
 	if err != nil {
 		cancel()
 		return nil, nil, breakglass.Target{}, err
@@ -96,74 +90,15 @@ func (o *breakglassOptions) begin(ctx context.Context, app string) (context.Cont
 	return ctx, cancel, t, nil
 }
 
-// target finds the reconciler object of app.
-func (o *breakglassOptions) target(ctx context.Context, app string) (breakglass.Target, error) {
-	candidates := []schema.GroupVersionResource{breakglass.Application}
-	if o.from == discover.FromFlux {
-		candidates = []schema.GroupVersionResource{breakglass.Kustomization, breakglass.HelmRelease}
-	}
-	for _, gvr := range candidates {
-		_, err := o.dynamic.Resource(gvr).Namespace(o.namespace).Get(ctx, app, metav1.GetOptions{})
-		if err == nil {
-			return breakglass.Target{Resource: gvr, Namespace: o.namespace, Name: app}, nil
-		}
-	}
-	return breakglass.Target{}, fmt.Errorf("app %s: no %s named %s in namespace %s", app, map[string]string{"argocd": "Application", "flux": "Kustomization or HelmRelease"}[o.from], app, o.namespace)
-}
-
-// whoAmI asks the API server who the kubeconfig identity is.
-func (o *breakglassOptions) whoAmI(ctx context.Context) string {
-	cs, err := kubernetes.NewForConfig(o.restCfg)
-	if err != nil {
-		return "unknown"
-	}
-	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil || r.Status.UserInfo.Username == "" {
-		return "unknown"
-	}
-	return r.Status.UserInfo.Username
-}
-
-// unbackported scans app and returns its pipeline and human findings that
-// are not ignored: the next sync would revert them.
+// unbackported lists app's drift that resuming would revert (run.Unbackported).
 func (o *breakglassOptions) unbackported(ctx context.Context, app string) ([]string, error) {
-	dopts := discover.DefaultOptions()
-	dopts.From, dopts.Namespace, dopts.ServerURL = o.from, o.namespace, o.restCfg.Host
-	res, err := discover.Discover(ctx, o.dynamic, dopts)
-	if err != nil {
-		return nil, err
-	}
-	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
-	for _, a := range res.Apps {
-		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
-			cfg.Apps = append(cfg.Apps, a)
-		}
-	}
-	for _, r := range res.Ignore {
-		if r.App == app {
-			cfg.Ignore = append(cfg.Ignore, r)
-		}
-	}
-	if len(cfg.Apps) == 0 {
-		return nil, fmt.Errorf("app %s: discovery found no source to scan", app)
-	}
-	sopts := scanner.DefaultOptions()
-	sopts.RESTConfig = o.restCfg
+	opts := run.DefaultUnbackportedOptions()
+	opts.Discover.From, opts.Discover.Namespace = o.from, o.namespace
+	opts.Scan.RESTConfig = o.restCfg
 	if o.gitCache != "" {
-		sopts.GitCacheDir = o.gitCache
+		opts.Scan.GitCacheDir = o.gitCache
 	}
-	r, err := scanner.Scan(ctx, cfg, sopts)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, a := range r.Apps {
-		if a.Error != "" {
-			return nil, fmt.Errorf("scan of app %s: %s", a.Name, a.Error)
-		}
-		out = append(out, breakglass.Blocking(a)...)
-	}
-	return out, nil
+	return run.Unbackported(ctx, o.dynamic, app, opts)
 }
 
 func (o *breakglassOptions) printChange(ch breakglass.Change, verb string) {
@@ -191,7 +126,10 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 				return err
 			}
 			defer cancel()
-			opts.Who, opts.Now = o.whoAmI(ctx), o.now
+			if opts.Who, err = breakglass.WhoAmI(ctx, o.kube); err != nil {
+				return fmt.Errorf("suspend %s: the audit annotation needs who you are: %w", t, err)
+			}
+			opts.Now = o.now
 			ch, err := breakglass.Suspend(ctx, o.dynamic, t, opts)
 			if err != nil {
 				return err
@@ -256,33 +194,39 @@ func (o *breakglassOptions) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now := o.now()
-			w := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "APP\tBY\tREASON\tSINCE\tLEFT\tPROTECTED DRIFT")
-			var expired int
-			for _, s := range list {
-				if len(args) == 1 && s.Target.Name != args[0] {
-					continue
-				}
-				left := s.Left(now).Round(time.Minute).String()
-				if s.Expired(now) {
-					left, expired = "EXPIRED "+(-s.Left(now)).Round(time.Minute).String()+" ago", expired+1
-				}
-				drift := "-"
-				if findings, err := o.unbackported(ctx, s.Target.Name); err != nil {
-					drift = "unknown: " + err.Error()
-				} else if len(findings) > 0 {
-					drift = strings.Join(findings, "; ")
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.By, s.Reason, s.Since.Format(time.RFC3339), left, drift)
+			if len(args) == 1 {
+				list = slices.DeleteFunc(list, func(s breakglass.Suspension) bool { return s.Target.Name != args[0] })
 			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			if expired > 0 {
-				return errors.New("suspensions past their deadline: resume them, or suspend again with a new reason")
-			}
-			return nil
+			return o.printStatus(ctx, list)
 		},
 	}
+}
+
+// printStatus writes a line per suspension, with the drift it protects,
+// and fails when one is past its deadline.
+func (o *breakglassOptions) printStatus(ctx context.Context, list []breakglass.Suspension) error {
+	now := o.now()
+	w := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "APP\tBY\tREASON\tSINCE\tLEFT\tPROTECTED DRIFT")
+	var expired int
+	for _, s := range list {
+		left := s.Left(now).Round(time.Minute).String()
+		if s.Expired(now) {
+			left, expired = "EXPIRED "+(-s.Left(now)).Round(time.Minute).String()+" ago", expired+1
+		}
+		drift := "-"
+		if findings, err := o.unbackported(ctx, s.Target.Name); err != nil {
+			drift = "unknown: " + err.Error()
+		} else if len(findings) > 0 {
+			drift = strings.Join(findings, "; ")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.By, s.Reason, s.Since.Format(time.RFC3339), left, drift)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if expired > 0 {
+		return errors.New("suspensions past their deadline: resume them, or suspend again with a new reason")
+	}
+	return nil
 }

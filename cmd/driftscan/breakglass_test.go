@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -134,51 +133,5 @@ func TestImportArgoCDTurnsIgnoreDifferencesIntoDebts(t *testing.T) {
 	}
 	if r.Summary.Findings != 1 || r.Summary.Ignored != 1 {
 		t.Errorf("summary = %+v", r.Summary)
-	}
-}
-
-func TestAnExpiredSuspensionIsDriftUntilAutoResumedSafely(t *testing.T) {
-	appNS, argoNS := argoApp(t)
-	if res := runCLI(t, "breakglass", "--kubeconfig", env.Kubeconfig, "-n", argoNS, "suspend", "web", "--ttl", "1s", "--reason", "INC-7"); res.code != 0 {
-		t.Fatalf("suspend: exit %d\n%s", res.code, res.err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	scan := func(extra ...string) report.Report {
-		t.Helper()
-		args := append([]string{"scan", "--kubeconfig", env.Kubeconfig, "--from", "argocd", "--argocd-namespace", argoNS, "-o", "json", "--git-cache", t.TempDir()}, extra...)
-		res := runCLI(t, args...)
-		var r report.Report
-		if err := json.Unmarshal([]byte(res.out), &r); err != nil {
-			t.Fatalf("exit %d: %v\n%s", res.code, err, res.err)
-		}
-		return r
-	}
-	r := scan("--auto-resume")
-	bg := r.Apps[0].Breakglass
-	if bg == nil || !bg.Expired || bg.Resumed || bg.Reason != "INC-7" {
-		t.Fatalf("breakglass = %+v, want expired and not resumed while the hotfix is not in Git", bg)
-	}
-	var expiry *report.Finding
-	for _, o := range r.Apps[0].Objects {
-		for i, f := range o.Findings {
-			if o.Kind == "Application" && f.Class == report.ClassHuman {
-				expiry = &o.Findings[i]
-			}
-		}
-	}
-	if expiry == nil || !strings.Contains(expiry.Hint, "expired") {
-		t.Fatalf("no human finding for the expired suspension: %+v", r.Apps[0].Objects)
-	}
-
-	// The hotfix reaches Git (here: Git's value is put back live); now the
-	// expired suspension is resumed.
-	env.Apply(t, "argocd-controller", appNS, cluster.ObjectFile(t, "../../fixtures/apps/web/configmap.yaml"))
-	r = scan("--auto-resume")
-	if bg := r.Apps[0].Breakglass; bg == nil || !bg.Resumed {
-		t.Fatalf("breakglass = %+v, want resumed", bg)
-	}
-	app := env.Get(t, applicationGVK, argoNS, "web")
-	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
-		t.Errorf("automated sync not restored")
 	}
 }

@@ -2,26 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
-	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/doctor"
-	"github.com/calricon/driftscan/notify"
-	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/run"
 )
 
 // doctorOptions are the flags of `driftscan doctor`; Complete turns them
@@ -46,12 +39,7 @@ type doctorOptions struct {
 
 	// Filled by Complete.
 	client kubernetes.Interface
-	check  doctor.Options
-	// problems are what kept part of the check from being made: an app
-	// that does not render, discovery that failed.
-	problems []error
-	// notes are said but change nothing: discovery the identity may not do.
-	notes []string
+	plan   doctor.Plan
 }
 
 func newDoctorCommand(s streams) *cobra.Command {
@@ -89,7 +77,11 @@ Exit codes: 0 nothing the scan needs is missing, 1 something is missing,
 			return o.Run(ctx)
 		},
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *doctorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.configPath, "config", "", "scan config file: check what its apps declare")
 	f.StringVar(&o.path, "path", "", "one folder of manifests, a kustomization or a chart, as `driftscan scan --path`")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "with --path: namespace for objects that name none (default: the context's namespace); with --resources: the namespaces to check, comma-separated (default: every namespace)")
@@ -105,16 +97,46 @@ Exit codes: 0 nothing the scan needs is missing, 1 something is missing,
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	o.discover.add(f)
-	return cmd
 }
 
-// Complete checks the flags, connects, and works out what the scan needs:
-// the resources of the apps (rendered as the scan renders them, after
-// discovery with --from) or of --resources, the state and the Lease.
+// Complete checks the flags, connects, and plans the check: what the scan
+// needs (doctor.MakePlan).
 func (o *doctorOptions) Complete(ctx context.Context) error {
-	if o.output != "text" && o.output != "json" {
+	if o.output != string(doctor.FormatText) && o.output != string(doctor.FormatJSON) {
 		return fmt.Errorf("--output %q: want text or json", o.output)
 	}
+	if err := o.checkSources(); err != nil {
+		return err
+	}
+	popts := doctor.DefaultPlanOptions()
+	if err := o.completeCheck(&popts.Check); err != nil {
+		return err
+	}
+	restCfg, _, ctxNamespace, err := o.kubeconfig.load()
+	if err != nil {
+		return err
+	}
+	if err := o.impersonate(restCfg); err != nil {
+		return err
+	}
+	if o.client, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return err
+	}
+	if len(o.resources) > 0 {
+		popts.Check.Resources, err = resourcesFlag(o.resources, o.namespace)
+	} else {
+		err = o.completeApps(&popts, ctxNamespace)
+	}
+	if err != nil {
+		return err
+	}
+	o.plan, err = doctor.MakePlan(ctx, restCfg, popts)
+	return err
+}
+
+// checkSources checks that one of --config, --path, --resources and --from
+// says what to check.
+func (o *doctorOptions) checkSources() error {
 	sources := 0
 	for _, set := range []bool{o.configPath != "", o.path != "", len(o.resources) > 0} {
 		if set {
@@ -127,143 +149,77 @@ func (o *doctorOptions) Complete(ctx context.Context) error {
 	if sources == 0 && o.discover.from == "" {
 		return errors.New("give --config FILE, --path DIR, --resources GROUP/RESOURCE,... or --from argocd|flux")
 	}
+	return nil
+}
 
-	opts := doctor.DefaultOptions()
+// completeCheck fills the state, the Lease and the reconciler the scan uses.
+func (o *doctorOptions) completeCheck(c *doctor.Options) error {
 	if o.state != "" {
-		ref, err := notify.ParseStateRef(o.state)
+		ref, err := run.ParseState(o.state)
 		if err != nil {
 			return fmt.Errorf("--state: %w", err)
 		}
 		if ref.Path == "" {
-			opts.State = &doctor.ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
+			c.State = &doctor.ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
 		}
 	}
-	// The Lease the scan would hold: --lease, else the state ConfigMap's name.
-	leaseNS, leaseName, err := (&notifyFlags{state: o.state, lease: o.lease}).leaseRef()
+	lease, err := run.LeaseFor(o.state, o.lease, false)
 	if err != nil {
 		return err
 	}
-	if leaseName != "" {
-		opts.Lease = &doctor.ObjectRef{Namespace: leaseNS, Name: leaseName}
+	if lease.Name != "" {
+		c.Lease = &doctor.ObjectRef{Namespace: lease.Namespace, Name: lease.Name}
 	}
+	return o.completeFrom(c)
+}
+
+// completeFrom says which reconciler objects the scan lists: those of
+// --from, or Argo CD's Applications for --import-argocd alone.
+func (o *doctorOptions) completeFrom(c *doctor.Options) error {
 	switch from := o.discover.from; {
-	case from == "" && o.discover.importArgo:
-		// --import-argocd alone still lists the Applications.
-		opts.From, opts.FromNamespace = doctor.FromArgoCD, o.discover.argoNamespace
-	case from == discover.FromArgoCD:
-		opts.From, opts.FromNamespace = doctor.FromArgoCD, o.discover.argoNamespace
+	case from == "" && o.discover.importArgo, from == discover.FromArgoCD:
+		c.From, c.FromNamespace = doctor.FromArgoCD, o.discover.argoNamespace
+		if o.discover.allNamespaces {
+			c.FromNamespace = ""
+		}
 	case from == discover.FromFlux:
-		opts.From, opts.FromNamespace = doctor.FromFlux, o.discover.fluxNamespace
+		c.From, c.FromNamespace = doctor.FromFlux, o.discover.fluxNamespace
 	case from != "":
 		return fmt.Errorf("--from %q: want argocd or flux", from)
 	}
-	if opts.From == doctor.FromArgoCD && o.discover.allNamespaces {
-		opts.FromNamespace = ""
-	}
-
-	restCfg, _, ctxNamespace, err := o.kubeconfig.load()
-	if err != nil {
-		return err
-	}
-	// Access reviews are cheap for the API server: do not wait on the
-	// client's default 5 per second.
-	restCfg.QPS, restCfg.Burst = 50, 100
-	restCfg.UserAgent = "driftscan/" + version
-	if o.as != "" {
-		restCfg.Impersonate = rest.ImpersonationConfig{UserName: o.as, Groups: o.asGroups}
-	} else if len(o.asGroups) > 0 {
-		return errors.New("--as-group needs --as")
-	}
-	if o.client, err = kubernetes.NewForConfig(restCfg); err != nil {
-		return err
-	}
-
-	if len(o.resources) > 0 {
-		if opts.Resources, err = resourcesFlag(o.resources, o.namespace); err != nil {
-			return err
-		}
-		o.check = opts
-		return nil
-	}
-	var cfg *config.Config
-	switch {
-	case o.configPath != "":
-		if cfg, err = config.Load(o.configPath); err != nil {
-			return err
-		}
-	case o.path != "":
-		if cfg, err = pathConfig(o.path, o.namespace, ctxNamespace); err != nil {
-			return err
-		}
-	default:
-		cfg = &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers}
-	}
-	if o.discover.from != "" {
-		if _, err := o.discover.apply(ctx, restCfg, "", cfg); err != nil {
-			err = fmt.Errorf("the apps of --from %s are not checked: %w", o.discover.from, err)
-			if apierrors.IsForbidden(err) {
-				// The check names the missing list: exit 1, not 2.
-				o.notes = append(o.notes, err.Error())
-			} else {
-				o.problems = append(o.problems, err)
-			}
-		}
-		for _, e := range o.discover.discoveryErrors {
-			o.notes = append(o.notes, "discovery: "+e.Error())
-		}
-	}
-
-	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("discovery client: %w", err)
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %w", restCfg.Host, err)
-	}
-	cached := memory.NewMemCacheClient(dc)
-	aopts := doctor.DefaultAppOptions()
-	aopts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	aopts.KubeVersion = v.GitVersion
-	aopts.APIVersions = apiVersions(cached)
-	if o.gitCache != "" {
-		aopts.GitCacheDir = o.gitCache
-	}
-	if aopts.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize); err != nil {
-		return err
-	}
-	opts.Resources, err = doctor.AppResources(ctx, cfg, aopts)
-	o.problems = append(o.problems, unjoin(err)...)
-	o.check = opts
 	return nil
 }
 
-// apiVersions are the group/versions the cluster serves, for Helm's
-// .Capabilities.APIVersions; none when discovery fails (the scan then fails
-// too, and says why).
-func apiVersions(dc discovery.DiscoveryInterface) []string {
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		return nil
+// impersonate makes the check as --as, and waives the client's rate limit:
+// access reviews are cheap for the API server.
+func (o *doctorOptions) impersonate(cfg *rest.Config) error {
+	cfg.QPS, cfg.Burst = 50, 100
+	if o.as != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.as, Groups: o.asGroups}
+	} else if len(o.asGroups) > 0 {
+		return errors.New("--as-group needs --as")
 	}
-	var out []string
-	for _, g := range groups.Groups {
-		for _, v := range g.Versions {
-			out = append(out, v.GroupVersion)
-		}
-	}
-	return out
+	return nil
 }
 
-// unjoin splits an errors.Join into its errors, one per line of output.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
+// completeApps says which apps to render for what they declare.
+func (o *doctorOptions) completeApps(p *doctor.PlanOptions, ctxNamespace string) error {
+	var err error
+	if p.Config, err = loadConfig(o.configPath, o.path, o.namespace, ctxNamespace); err != nil {
+		return err
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	if o.discover.from != "" {
+		d, err := o.discover.options("")
+		if err != nil {
+			return err
+		}
+		p.Discover = &d.Options
 	}
-	return []error{err}
+	if o.gitCache != "" {
+		p.Apps.GitCacheDir = o.gitCache
+	}
+	p.Apps.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize)
+	return err
 }
 
 // resourcesFlag parses --resources, in each namespace of -n (or
@@ -318,118 +274,18 @@ func parseResource(spec string) (group, resource string, err error) {
 // Run checks and prints the result. The exit code is 1 when something the
 // scan needs is missing and 2 when part of the check could not be made.
 func (o *doctorOptions) Run(ctx context.Context) error {
-	res, err := doctor.Check(ctx, o.client, o.check)
+	r, err := doctor.Run(ctx, o.client, o.plan)
 	if err != nil {
 		return err
 	}
-	res.Notes = append(o.notes, res.Notes...)
-	switch o.output {
-	case "json":
-		err = writeDoctorJSON(o.streams.Out, res, o.problems)
-	default:
-		err = writeDoctorText(o.streams.Out, res)
-	}
-	if err != nil {
+	if err := r.Write(o.streams.Out, doctor.Format(o.output)); err != nil {
 		return err
 	}
-	for _, p := range o.problems {
-		fmt.Fprintf(o.streams.Err, "error: %v\n", p)
+	for _, e := range r.Errors {
+		fmt.Fprintf(o.streams.Err, "error: %v\n", e)
 	}
-	switch {
-	case len(o.problems) > 0:
-		return exitError{code: report.ExitError}
-	case !res.OK:
-		return exitError{code: 1}
+	if code := r.ExitCode(); code != 0 {
+		return exitError{code: code}
 	}
 	return nil
-}
-
-// doctorJSON is the JSON output: the result, and what kept part of the
-// check from being made.
-type doctorJSON struct {
-	doctor.Result
-	Errors []string `json:"errors,omitempty"`
-}
-
-func writeDoctorJSON(w io.Writer, res doctor.Result, problems []error) error {
-	out := doctorJSON{Result: res}
-	for _, p := range problems {
-		out.Errors = append(out.Errors, p.Error())
-	}
-	if out.Missing == nil {
-		out.Missing = []doctor.Need{}
-	}
-	if out.Excess == nil {
-		out.Excess = []doctor.Grant{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-// writeDoctorText writes who the identity is, every permission the scan
-// needs and whether it is granted, then an error line per missing need, a
-// warning line per write the scan does not need, and a verdict.
-func writeDoctorText(w io.Writer, res doctor.Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "identity: %s\n", res.Identity)
-	if len(res.Groups) > 0 {
-		fmt.Fprintf(&b, "groups:   %s\n", strings.Join(res.Groups, ", "))
-	}
-	missing := map[string]bool{}
-	for _, n := range res.Missing {
-		missing[n.String()] = true
-	}
-	fmt.Fprintf(&b, "\nthe scan needs %d permissions, %d missing:\n", len(res.Needed), len(res.Missing))
-	for _, n := range res.Needed {
-		mark := "ok"
-		if missing[n.String()] {
-			mark = "MISSING"
-		}
-		opt := ""
-		if n.Optional {
-			opt = " (optional)"
-		}
-		fmt.Fprintf(&b, "  %-8s %s%s\n", mark, n, opt)
-	}
-	for _, n := range res.Missing {
-		if n.Verb == "get" && n.Resource == "namespaces" && n.Name != "" {
-			// Asked only because list was refused: not in Needed above.
-			fmt.Fprintf(&b, "  %-8s %s (optional)\n", "MISSING", n)
-		}
-	}
-	if len(res.Missing)+len(res.Excess)+len(res.Notes) > 0 {
-		b.WriteString("\n")
-	}
-	for _, n := range res.Missing {
-		if n.Optional {
-			fmt.Fprintf(&b, "warning: cannot %s: %s (the scan runs without it)\n", n, n.Why)
-		} else {
-			fmt.Fprintf(&b, "error: cannot %s: %s\n", n, n.Why)
-		}
-	}
-	for _, g := range res.Excess {
-		fmt.Fprintf(&b, "warning: not needed: %s; fix: %s\n", g, g.Fix)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	b.WriteString("\n")
-	switch req := len(res.MissingRequired()); {
-	case req > 0:
-		fmt.Fprintf(&b, "%d %s the scan needs %s missing: grant %s to %s.\n", req, plural(req, "permission", "permissions"), plural(req, "is", "are"), plural(req, "it", "them"), res.Identity)
-	case len(res.Excess) > 0:
-		fmt.Fprintf(&b, "the scan can run as %s; %d write %s it does not need can be taken away.\n", res.Identity, len(res.Excess), plural(len(res.Excess), "permission", "permissions"))
-	default:
-		fmt.Fprintf(&b, "the scan can run as %s, which holds no write permission the scan does not need.\n", res.Identity)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -101,7 +101,7 @@ func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
 	if res.code != 0 || res.err != "" {
 		t.Fatalf("exit %d, stderr %q, want 0 and nothing\n%s", res.code, res.err, res.out)
 	}
-	var got doctorJSON
+	var got doctor.Report
 	if err := json.Unmarshal([]byte(res.out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, res.out)
 	}

@@ -29,6 +29,7 @@ func (k kubeconfig) load() (cfg *rest.Config, cluster, namespace string, err err
 		}
 		return nil, "", "", fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.UserAgent = "driftscan/" + version
 	namespace, _, err = cc.Namespace()
 	if err != nil {
 		namespace = "default"

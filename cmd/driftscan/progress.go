@@ -5,7 +5,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/run"
 )
 
 // progressLine shows how far a scan is on one line of a terminal's stderr,
@@ -19,7 +19,7 @@ func newProgressLine(w io.Writer) *progressLine { return &progressLine{w: w} }
 
 var stageNames = map[string]string{"render": "rendering apps", "list": "listing kinds", "compare": "comparing objects"}
 
-func (p *progressLine) update(pr scanner.Progress) {
+func (p *progressLine) update(pr run.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "\r\033[K%s %d/%d", stageNames[pr.Stage], pr.Done, pr.Total)

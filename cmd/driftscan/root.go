@@ -15,9 +15,9 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-// run executes the command line and returns the process exit code: 0 no
+// execute runs the command line and returns the process exit code: 0 no
 // drift, 1 drift, 2 an error.
-func run(ctx context.Context, args []string, s streams) int {
+func execute(ctx context.Context, args []string, s streams) int {
 	root := newRootCommand(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -1,33 +1,29 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
+	"github.com/calricon/driftscan/run"
 )
 
 // discoverFlags are the flags that read apps from Argo CD or Flux objects.
 type discoverFlags struct {
-	from            string
-	argoNamespace   string
-	fluxNamespace   string
-	allNamespaces   bool
-	selector        string
-	importExpiry    string
-	gitTokenEnv     string
-	gitUsername     string
-	gitSSHKeyFile   string
-	gitSSHKeyEnv    string
-	importArgo      bool
-	discoveryErrors []*discover.Error
+	from          string
+	argoNamespace string
+	fluxNamespace string
+	allNamespaces bool
+	selector      string
+	importExpiry  string
+	gitTokenEnv   string
+	gitUsername   string
+	gitSSHKeyFile string
+	gitSSHKeyEnv  string
+	importArgo    bool
 }
 
 func (d *discoverFlags) add(f *pflag.FlagSet) {
@@ -44,22 +40,21 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.importArgo, "import-argocd", false, "import the ignoreDifferences of the Argo CD Applications named like the config's apps as ignore rules (debts), without scanning the Applications' sources")
 }
 
-// apply discovers apps and merges them and their imported ignore rules into
-// cfg; with --import-argocd alone it imports only the rules. Errors that
-// concern one object are kept for the report.
-func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLabel string, cfg *config.Config) ([]string, error) {
-	rulesOnly := d.from == "" && d.importArgo
+// options are the discovery the flags ask for; nil for none. With
+// --import-argocd alone, only the Applications' ignore rules are imported.
+func (d *discoverFlags) options(ownerLabel string) (*run.Discover, error) {
+	if d.from == "" && !d.importArgo {
+		return nil, nil
+	}
 	opts := discover.DefaultOptions()
-	opts.From = d.from
+	opts.From, opts.AllNamespaces, opts.Selector = d.from, d.allNamespaces, d.selector
+	rulesOnly := d.from == ""
 	if rulesOnly {
 		opts.From = discover.FromArgoCD
 	}
-	opts.AllNamespaces = d.allNamespaces
-	opts.Selector = d.selector
 	if ownerLabel != "" {
 		opts.OwnerLabel = ownerLabel
 	}
-	opts.ServerURL = restCfg.Host
 	opts.Auth = config.GitAuth{TokenEnv: d.gitTokenEnv, Username: d.gitUsername, SSHKeyFile: d.gitSSHKeyFile, SSHKeyEnv: d.gitSSHKeyEnv}
 	switch opts.From {
 	case discover.FromArgoCD:
@@ -76,41 +71,5 @@ func (d *discoverFlags) apply(ctx context.Context, restCfg *rest.Config, ownerLa
 		}
 		opts.IgnoreExpiry = t
 	}
-	client, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return nil, err
-	}
-	res, err := discover.Discover(ctx, client, opts)
-	if err != nil {
-		return nil, err
-	}
-	if rulesOnly {
-		// The rules of Applications named like a config app become that
-		// app's debts; the rest have no app here to hide anything in.
-		names := map[string]bool{}
-		for _, a := range cfg.Apps {
-			names[a.Name] = true
-		}
-		for _, r := range res.Ignore {
-			if names[r.App] {
-				cfg.Ignore = append(cfg.Ignore, r)
-			}
-		}
-		return res.Skipped, nil
-	}
-	apps, err := discover.Merge(cfg.Apps, res.Apps)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Apps = apps
-	cfg.Ignore = append(cfg.Ignore, res.Ignore...)
-	for _, e := range res.Errors {
-		var de *discover.Error
-		if errors.As(e, &de) {
-			d.discoveryErrors = append(d.discoveryErrors, de)
-		} else {
-			d.discoveryErrors = append(d.discoveryErrors, &discover.Error{Err: e})
-		}
-	}
-	return res.Skipped, nil
+	return &run.Discover{Options: opts, RulesOnly: rulesOnly}, nil
 }

@@ -32,7 +32,7 @@ type result struct {
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(t.Context(), args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := execute(t.Context(), args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	return result{code: code, out: out.String(), err: errb.String()}
 }
 

@@ -1,0 +1,117 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/discover"
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/shard"
+)
+
+// Discover says which reconciler objects add apps to the config.
+type Discover struct {
+	// Options are discover's; Options.ServerURL defaults to the cluster's.
+	Options discover.Options
+	// RulesOnly adds no app: only the ignore rules of the Applications named
+	// like the config's apps, as their debts (--import-argocd without --from).
+	RulesOnly bool
+}
+
+// discoverApps adds what the reconciler objects describe to cfg, and returns
+// what discovery found, with the errors of single objects to put in the
+// report once it is made.
+func discoverApps(ctx context.Context, client dynamic.Interface, cfg *config.Config, o Options) (discover.Result, error) {
+	if o.Discover == nil {
+		return discover.Result{}, nil
+	}
+	dopts := o.Discover.Options
+	if dopts.ServerURL == "" {
+		dopts.ServerURL = o.Scan.RESTConfig.Host
+	}
+	res, err := discover.Discover(ctx, client, dopts)
+	if err != nil {
+		return discover.Result{}, err
+	}
+	if o.Discover.RulesOnly {
+		res.RulesInto(cfg)
+		return discover.Result{Skipped: res.Skipped}, nil
+	}
+	if err := res.Into(cfg); err != nil {
+		return discover.Result{}, err
+	}
+	return res, nil
+}
+
+// selectApps keeps the apps of o.Shard and o.Apps. No app left is an error,
+// except in a shard, which may own none.
+func selectApps(cfg *config.Config, o Options) error {
+	if o.Shard != "" {
+		sh, err := parseShard(o.Shard)
+		if err != nil {
+			return err
+		}
+		var kept []config.App
+		for _, a := range cfg.Apps {
+			if sh.Owns(a.Name) {
+				kept = append(kept, a)
+			}
+		}
+		cfg.Apps = kept
+	}
+	if len(o.Apps) > 0 {
+		want := map[string]bool{}
+		for _, a := range o.Apps {
+			want[a] = true
+		}
+		var kept []config.App
+		for _, a := range cfg.Apps {
+			if want[a.Name] {
+				kept = append(kept, a)
+				delete(want, a.Name)
+			}
+		}
+		for _, a := range o.Apps {
+			if want[a] {
+				return fmt.Errorf("app %s: no such app in the config", a)
+			}
+		}
+		cfg.Apps = kept
+	}
+	if len(cfg.Apps) == 0 && o.Shard == "" {
+		return errors.New("no apps to scan")
+	}
+	return nil
+}
+
+func parseShard(spec string) (shard.Spec, error) {
+	sh, err := shard.ParseSpec(spec)
+	if err != nil {
+		return shard.Spec{}, fmt.Errorf("shard %q: %w", spec, err)
+	}
+	return sh, nil
+}
+
+// attachDiscoveryErrors puts what discovery could not reproduce on the app
+// it concerns, or on the scan, so it shows in the report and its exit code.
+func attachDiscoveryErrors(r *report.Report, errs []*discover.Error) {
+	apps := map[string]*report.App{}
+	for i := range r.Apps {
+		apps[r.Apps[i].Name] = &r.Apps[i]
+	}
+	for _, e := range errs {
+		a, ok := apps[e.App]
+		if !ok || e.App == "" {
+			r.Errors = append(r.Errors, e.Error())
+			continue
+		}
+		if a.Error != "" {
+			a.Error += "; "
+		}
+		a.Error += e.Error()
+	}
+}

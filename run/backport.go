@@ -1,0 +1,96 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/client-go/discovery"
+
+	"github.com/calricon/driftscan/backport"
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/source"
+)
+
+// BackportOptions say which app's hotfixes go back to which working tree.
+// Start from DefaultBackportOptions.
+type BackportOptions struct {
+	// App is the app of the config to scan and carry back.
+	App string
+	// Scan configures the scan of the app; its RESTConfig reaches the
+	// cluster.
+	Scan scanner.Options
+	// Backport says where and how to write: its Repo is the Git working
+	// tree, a clone of the app's repository when its source is remote.
+	// SourceDir, Namespace, Helm, Kustomize and the cluster's versions are
+	// filled from the app and the cluster.
+	Backport backport.Options
+}
+
+// DefaultBackportOptions are scanner.DefaultOptions and backport.DefaultOptions.
+func DefaultBackportOptions() BackportOptions {
+	return BackportOptions{Scan: scanner.DefaultOptions(), Backport: backport.DefaultOptions()}
+}
+
+// BackportResult is what Backport did.
+type BackportResult struct {
+	*backport.Result
+	// NotCompared are the app's objects the scan could not compare, so
+	// whatever drift they have is not carried back.
+	NotCompared []report.Object
+}
+
+// Backport scans one app of cfg and writes its pipeline and human drift into
+// its source in the working tree (backport.Run). A scan that fails for the
+// app is an error: nothing is written.
+func Backport(ctx context.Context, cfg *config.Config, opts BackportOptions) (BackportResult, error) {
+	i := slices.IndexFunc(cfg.Apps, func(a config.App) bool { return a.Name == opts.App })
+	if i < 0 {
+		return BackportResult{}, fmt.Errorf("app %s: not in the config", opts.App)
+	}
+	app := cfg.Apps[i]
+	one := *cfg
+	one.Apps = []config.App{app}
+	// The scan reads the remote; backport writes the same path in the local
+	// working tree, which must be a clone of it.
+	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{WorkTree: opts.Backport.Repo})
+	if err != nil {
+		return BackportResult{}, fmt.Errorf("app %s: %w", app.Name, err)
+	}
+	bo := opts.Backport
+	bo.SourceDir, bo.Namespace, bo.Helm, bo.Kustomize = loc.Dir, app.Namespace, app.Source.Helm, app.Source.Kustomize
+	r, err := scanner.Scan(ctx, &one, opts.Scan)
+	if err != nil {
+		return BackportResult{}, err
+	}
+	if len(r.Errors) > 0 {
+		return BackportResult{}, fmt.Errorf("scan of app %s: %s", app.Name, r.Errors[0])
+	}
+	if bo.KubeVersion == "" {
+		caps, err := capabilities(opts.Scan)
+		if err != nil {
+			return BackportResult{}, fmt.Errorf("app %s: %w", app.Name, err)
+		}
+		bo.KubeVersion, bo.APIVersions = caps.KubeVersion, caps.APIVersions
+	}
+	res := BackportResult{}
+	for _, obj := range r.Apps[0].Objects {
+		if obj.Status == report.Error {
+			res.NotCompared = append(res.NotCompared, obj)
+		}
+	}
+	res.Result, err = backport.Run(ctx, r.Apps[0], bo)
+	return res, err
+}
+
+// capabilities are the cluster's, for Helm, as the scan gives them to the
+// chart.
+func capabilities(o scanner.Options) (scanner.Capabilities, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(o.RESTConfig)
+	if err != nil {
+		return scanner.Capabilities{}, fmt.Errorf("discovery client: %w", err)
+	}
+	return scanner.ReadCapabilities(dc)
+}

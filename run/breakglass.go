@@ -1,0 +1,70 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/calricon/driftscan/breakglass"
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/discover"
+	"github.com/calricon/driftscan/scanner"
+)
+
+// UnbackportedOptions say how to find and scan a paused app. Start from
+// DefaultUnbackportedOptions.
+type UnbackportedOptions struct {
+	// Discover finds the app's source from its reconciler object (From and
+	// Namespace); ServerURL defaults to the cluster's.
+	Discover discover.Options
+	// Scan configures the scan; its RESTConfig reaches the cluster.
+	Scan scanner.Options
+}
+
+// DefaultUnbackportedOptions are discover's and scanner's defaults.
+func DefaultUnbackportedOptions() UnbackportedOptions {
+	return UnbackportedOptions{Discover: discover.DefaultOptions(), Scan: scanner.DefaultOptions()}
+}
+
+// Unbackported scans app, as discovery finds it (with the apps a reconciler
+// object makes of it, named app-...), and lists its pipeline and human
+// findings that are not ignored: the next sync would revert them
+// (breakglass.Blocking). It is what resume refuses over.
+func Unbackported(ctx context.Context, client dynamic.Interface, app string, opts UnbackportedOptions) ([]string, error) {
+	dopts := opts.Discover
+	if dopts.ServerURL == "" {
+		dopts.ServerURL = opts.Scan.RESTConfig.Host
+	}
+	res, err := discover.Discover(ctx, client, dopts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := config.New()
+	for _, a := range res.Apps {
+		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
+			cfg.Apps = append(cfg.Apps, a)
+		}
+	}
+	for _, r := range res.Ignore {
+		if r.App == app {
+			cfg.Ignore = append(cfg.Ignore, r)
+		}
+	}
+	if len(cfg.Apps) == 0 {
+		return nil, fmt.Errorf("app %s: discovery found no source to scan", app)
+	}
+	r, err := scanner.Scan(ctx, cfg, opts.Scan)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range r.Apps {
+		if a.Error != "" {
+			return nil, fmt.Errorf("scan of app %s: %s", a.Name, a.Error)
+		}
+		out = append(out, breakglass.Blocking(a)...)
+	}
+	return out, nil
+}
