@@ -208,8 +208,8 @@ func (o *scanOptions) Validate() error {
 	return o.run.Validate(o.cfg)
 }
 
-// Run runs the scan within --timeout, discovery included. The exit code is 1 for drift of the --fail-on classes
-// and 2 when part of the run failed.
+// Run runs the scan within --timeout, discovery included. The exit code is
+// 1 for drift of the --fail-on classes and 2 when part of the run failed.
 func (o *scanOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
