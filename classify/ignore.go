@@ -1,14 +1,15 @@
 package classify
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/itchyny/gojq"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -32,7 +33,7 @@ type IgnoreRule struct {
 	App string `yaml:"app"`
 
 	expires time.Time
-	jq      []*gojq.Code
+	jq      []*jqExpr
 }
 
 // Validate checks that the rule names its owner, reason and review date, and
@@ -62,17 +63,12 @@ func (r *IgnoreRule) Validate() error {
 	}
 	r.jq = nil
 	for _, expr := range r.JQPathExpressions {
-		q, err := gojq.Parse(expr)
+		e, err := compileJQ(expr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("jqPathExpression %q: %w", expr, err))
 			continue
 		}
-		code, err := gojq.Compile(&gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "path", Args: []*gojq.Query{q}}}})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("jqPathExpression %q: %w", expr, err))
-			continue
-		}
-		r.jq = append(r.jq, code)
+		r.jq = append(r.jq, e)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ignore rule %s: %w", r.describe(), err)
@@ -106,8 +102,27 @@ func (r *IgnoreRule) Report() *report.IgnoreRule {
 // Expired reports whether the rule's review date has passed at now.
 func (r *IgnoreRule) Expired(now time.Time) bool { return !now.Before(r.expires.AddDate(0, 0, 1)) }
 
-// IgnoreTarget is what ignore rules are matched against: the object and the
-// finding's JSON pointer (list items by index, as Argo CD writes them).
+// IgnoreObject is the live object ignore rules are matched against.
+type IgnoreObject struct {
+	App                          string
+	Group, Kind, Namespace, Name string
+	// Live is the live object, for jq path expressions.
+	Live map[string]any
+}
+
+func (o IgnoreObject) ref() string {
+	kind := o.Kind
+	if o.Group != "" {
+		kind += "." + o.Group
+	}
+	if o.Namespace == "" {
+		return kind + "/" + o.Name
+	}
+	return kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// IgnoreTarget is one finding's place: the object and the finding's JSON
+// pointer (list items by index, as Argo CD writes them).
 type IgnoreTarget struct {
 	App                          string
 	Group, Kind, Namespace, Name string
@@ -119,22 +134,49 @@ type IgnoreTarget struct {
 }
 
 // Ignorer applies ignore rules and keeps count, so that the rules that are
-// expired or matched nothing can be reported as debts.
+// expired or matched nothing can be reported as debts. It is safe for
+// concurrent use: each object's jq expressions run in the caller's
+// goroutine, bounded by JQLimits, outside any lock.
 type Ignorer struct {
 	rules   []*IgnoreRule
 	now     time.Time
-	matched []int
-	jqCache map[jqKey][]string
+	limits  JQLimits
+	matched []atomic.Int64
+
+	mu sync.Mutex
+	// failed holds, by rule and expression, the first object on which a jq
+	// expression ran past the limits; such an expression is not run again.
+	failed map[jqKey]error
 }
 
 type jqKey struct {
-	rule   int
-	object string
+	rule, expr int
 }
 
-// NewIgnorer validates the rules and returns an Ignorer for a scan at now.
+// IgnoreOptions say when the scan runs and bound jq path expressions.
+type IgnoreOptions struct {
+	Now time.Time
+	JQ  JQLimits
+}
+
+// DefaultIgnoreOptions is a scan at now with DefaultJQLimits.
+func DefaultIgnoreOptions(now time.Time) IgnoreOptions {
+	return IgnoreOptions{Now: now, JQ: DefaultJQLimits()}
+}
+
+// NewIgnorer validates the rules and returns an Ignorer for a scan at now,
+// with DefaultJQLimits.
 func NewIgnorer(rules []IgnoreRule, now time.Time) (*Ignorer, error) {
-	ig := &Ignorer{now: now, matched: make([]int, len(rules)), jqCache: map[jqKey][]string{}}
+	return NewIgnorerWith(rules, DefaultIgnoreOptions(now))
+}
+
+// NewIgnorerWith validates the rules and returns an Ignorer with opts.
+func NewIgnorerWith(rules []IgnoreRule, opts IgnoreOptions) (*Ignorer, error) {
+	if opts.JQ.Timeout <= 0 || opts.JQ.MaxPaths <= 0 {
+		def := DefaultJQLimits()
+		opts.JQ.Timeout, opts.JQ.MaxPaths = cmp.Or(opts.JQ.Timeout, def.Timeout), cmp.Or(opts.JQ.MaxPaths, def.MaxPaths)
+	}
+	ig := &Ignorer{now: opts.Now, limits: opts.JQ, matched: make([]atomic.Int64, len(rules)), failed: map[jqKey]error{}}
 	var errs []error
 	for i := range rules {
 		r := rules[i]
@@ -159,13 +201,36 @@ func (ig *Ignorer) CountFor(app string) int {
 
 // Apply marks f ignored when a rule that is not expired matches it. An
 // expired rule that matches is counted, so its debt says what it would hide.
+// For several findings of one object, For is cheaper: it runs each jq
+// expression once per object.
 func (ig *Ignorer) Apply(t IgnoreTarget, f *report.Finding) {
-	for i, r := range ig.rules {
-		if !ig.matches(i, r, t, f) {
+	ig.For(IgnoreObject{App: t.App, Group: t.Group, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Live: t.Live}).Apply(t.Pointer, f)
+}
+
+// For returns the rules as they apply to one live object. The result is
+// for one goroutine; any number may be used at once.
+func (ig *Ignorer) For(o IgnoreObject) *ObjectIgnorer {
+	return &ObjectIgnorer{ig: ig, obj: o, jq: map[jqKey][]string{}}
+}
+
+// ObjectIgnorer applies the rules to the findings of one object, running
+// each jq expression at most once, when a finding first needs it.
+type ObjectIgnorer struct {
+	ig  *Ignorer
+	obj IgnoreObject
+	jq  map[jqKey][]string
+	doc any
+}
+
+// Apply marks f, at pointer in the object, ignored when a rule that is not
+// expired matches it.
+func (oi *ObjectIgnorer) Apply(pointer string, f *report.Finding) {
+	for i, r := range oi.ig.rules {
+		if !oi.matches(i, r, pointer, f) {
 			continue
 		}
-		ig.matched[i]++
-		if r.Expired(ig.now) {
+		oi.ig.matched[i].Add(1)
+		if r.Expired(oi.ig.now) {
 			continue
 		}
 		if !f.Ignored {
@@ -175,13 +240,14 @@ func (ig *Ignorer) Apply(t IgnoreTarget, f *report.Finding) {
 	}
 }
 
-func (ig *Ignorer) matches(i int, r *IgnoreRule, t IgnoreTarget, f *report.Finding) bool {
+func (oi *ObjectIgnorer) matches(i int, r *IgnoreRule, pointer string, f *report.Finding) bool {
+	t := oi.obj
 	if (r.App != "" && r.App != t.App) || (r.Group != "" && r.Group != t.Group) || (r.Kind != "" && r.Kind != t.Kind) ||
 		(r.Namespace != "" && r.Namespace != t.Namespace) || (r.Name != "" && r.Name != t.Name) {
 		return false
 	}
 	for _, p := range r.JSONPointers {
-		if pointerCovers(p, t.Pointer) {
+		if pointerCovers(p, pointer) {
 			return true
 		}
 	}
@@ -190,20 +256,70 @@ func (ig *Ignorer) matches(i int, r *IgnoreRule, t IgnoreTarget, f *report.Findi
 			return true
 		}
 	}
-	if len(r.jq) > 0 {
-		key := jqKey{rule: i, object: t.Group + "/" + t.Kind + "/" + t.Namespace + "/" + t.Name}
-		ptrs, ok := ig.jqCache[key]
-		if !ok {
-			ptrs = jqPointers(r.jq, t.Live)
-			ig.jqCache[key] = ptrs
-		}
-		for _, p := range ptrs {
-			if pointerCovers(p, t.Pointer) {
+	for j := range r.jq {
+		for _, p := range oi.pointers(jqKey{rule: i, expr: j}, r) {
+			if pointerCovers(p, pointer) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// pointers runs expression k.expr of rule r on the object once and keeps
+// what it selected. An expression that ran past the limits, here or on an
+// earlier object, selects nothing: the first time is recorded as the
+// rule's error.
+func (oi *ObjectIgnorer) pointers(k jqKey, r *IgnoreRule) []string {
+	if ptrs, ok := oi.jq[k]; ok {
+		return ptrs
+	}
+	ig := oi.ig
+	ig.mu.Lock()
+	_, failed := ig.failed[k]
+	ig.mu.Unlock()
+	if failed {
+		oi.jq[k] = nil
+		return nil
+	}
+	if oi.doc == nil {
+		// gojq takes only JSON's own types (no int64): round-trip the object.
+		var doc any
+		if data, err := json.Marshal(oi.obj.Live); err != nil || json.Unmarshal(data, &doc) != nil {
+			doc = map[string]any{}
+		}
+		oi.doc = doc
+	}
+	ptrs, err := r.jq[k.expr].pointers(oi.doc, ig.limits)
+	if err != nil {
+		ig.mu.Lock()
+		if _, dup := ig.failed[k]; !dup {
+			ig.failed[k] = fmt.Errorf("ignore[%d] %s: jqPathExpression %q on %s: %w; it is not applied to this or any later object",
+				k.rule, r.describe(), r.jq[k.expr].text, oi.obj.ref(), err)
+		}
+		ig.mu.Unlock()
+		ptrs = nil
+	}
+	oi.jq[k] = ptrs
+	return ptrs
+}
+
+// Errors returns, once per rule expression, the jq expressions that ran
+// past JQLimits, naming the rule and the object. The findings such an
+// expression might have hidden are shown.
+func (ig *Ignorer) Errors() []error {
+	ig.mu.Lock()
+	defer ig.mu.Unlock()
+	keys := make([]jqKey, 0, len(ig.failed))
+	for k := range ig.failed {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b jqKey) int { return cmp.Or(cmp.Compare(a.rule, b.rule), cmp.Compare(a.expr, b.expr)) })
+	out := make([]error, len(keys))
+	for i, k := range keys {
+		out[i] = ig.failed[k]
+	}
+	return out
 }
 
 // pointerCovers reports whether rule pointer p is the finding's pointer or
@@ -213,52 +329,14 @@ func pointerCovers(p, finding string) bool {
 	return finding == p || strings.HasPrefix(finding, p+"/")
 }
 
-// jqPointers runs path expressions on the live object and returns the
-// pointers they select. Errors select nothing, as in Argo CD.
-func jqPointers(codes []*gojq.Code, live map[string]any) []string {
-	// gojq takes only JSON's own types (no int64): round-trip the object.
-	var doc any
-	if data, err := json.Marshal(live); err != nil || json.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	var out []string
-	for _, code := range codes {
-		iter := code.Run(doc)
-		for {
-			v, ok := iter.Next()
-			if !ok {
-				break
-			}
-			path, ok := v.([]any)
-			if !ok {
-				continue
-			}
-			var b strings.Builder
-			for _, el := range path {
-				b.WriteByte('/')
-				switch e := el.(type) {
-				case string:
-					b.WriteString(strings.ReplaceAll(strings.ReplaceAll(e, "~", "~0"), "/", "~1"))
-				case int:
-					b.WriteString(strconv.Itoa(e))
-				default:
-					b.WriteString(fmt.Sprint(e))
-				}
-			}
-			out = append(out, b.String())
-		}
-	}
-	return out
-}
-
 // Debts returns the rules that are expired or matched nothing in the scan.
 func (ig *Ignorer) Debts() []report.Debt {
 	out := []report.Debt{}
 	for i, r := range ig.rules {
 		switch {
 		case r.Expired(ig.now):
-			out = append(out, report.Debt{Kind: report.DebtExpired, Owner: r.Owner, Rule: *r.Report(), Matched: ig.matched[i]})
-		case ig.matched[i] == 0:
+			out = append(out, report.Debt{Kind: report.DebtExpired, Owner: r.Owner, Rule: *r.Report(), Matched: int(ig.matched[i].Load())})
+		case ig.matched[i].Load() == 0:
 			out = append(out, report.Debt{Kind: report.DebtUnused, Owner: r.Owner, Rule: *r.Report()})
 		}
 	}

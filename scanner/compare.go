@@ -137,7 +137,7 @@ func (s *scan) loadSchemas() error {
 func (s *scan) compare(ctx context.Context, live *liveState) {
 	cc := s.gather(ctx)
 	// Objects are compared on every core: each writes only its own report
-	// object, and the ignore rules' counts are kept under a lock.
+	// object, and the ignorer is safe for concurrent use.
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -204,8 +204,10 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 		Labels:     l.GetLabels(), NamespaceLabels: cc.nsLabels[l.GetNamespace()],
 	})
 	obj.Scalers = cc.scalers[keyOf(l)]
-	app := s.r.Apps[d.app].Name
 	cl := s.classifiers[d.app]
+	// The ignore rules' jq expressions run here, in this worker, bounded by
+	// Options.JQ: a slow one holds up no other object.
+	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
 		var who *report.Attribution
@@ -226,9 +228,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			f.Hint = joinHint(f.Hint, fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object))
 		}
 		s.masker.mask(gvk.Group, gvk.Kind, &f)
-		s.ignoreMu.Lock()
-		s.ignorer.Apply(classify.IgnoreTarget{App: app, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj, Pointer: ch.Pointer}, &f)
-		s.ignoreMu.Unlock()
+		ignores.Apply(ch.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)
 	}
 	ro.Status = report.InSync

@@ -49,6 +49,9 @@ type Options struct {
 	ClusterWideAbove int
 	// MaxIgnoresPerApp flags apps with more ignore rules than this; 0 is no cap.
 	MaxIgnoresPerApp int
+	// JQ bounds each ignore rule's jq path expression on each object; zero
+	// fields take classify.DefaultJQLimits.
+	JQ classify.JQLimits
 	// Redact are regular expressions on finding paths whose values are
 	// masked like Secret data, in addition to the config's.
 	Redact []string
@@ -80,6 +83,7 @@ func DefaultOptions() Options {
 		GitCacheDir:      source.DefaultCacheDir(),
 		PageSize:         500,
 		ClusterWideAbove: 3,
+		JQ:               classify.DefaultJQLimits(),
 		Now:              time.Now,
 		Getenv:           os.Getenv,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -129,7 +133,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if _, err := classify.New(classify.Options{Appliers: cfg.Appliers, Rules: cfg.Rules}); err != nil {
 		return nil, err
 	}
-	ignorer, err := classify.NewIgnorer(cfg.Ignore, now)
+	ignorer, err := classify.NewIgnorerWith(cfg.Ignore, classify.IgnoreOptions{Now: now, JQ: opts.JQ})
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +166,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		s.extra(live)
 	}
 	r.Debts = ignorer.Debts()
+	for _, err := range ignorer.Errors() {
+		r.Errors = append(r.Errors, err.Error())
+	}
 	for i := range r.Apps {
 		if opts.MaxIgnoresPerApp > 0 && ignorer.CountFor(r.Apps[i].Name) > opts.MaxIgnoresPerApp {
 			r.Apps[i].OverIgnoreCap = true
@@ -181,7 +188,6 @@ type scan struct {
 	r           *report.Report
 	classifiers []*classify.Classifier // by app, in report order
 	ignorer     *classify.Ignorer
-	ignoreMu    sync.Mutex // the ignorer counts what each rule matched
 	masker      *masker
 	warnMu      sync.Mutex // the report's warnings
 	objects     []desired
