@@ -36,6 +36,10 @@ const (
 	// holds entries that are no audit events, so some findings may name
 	// nobody (attribution none) although someone is on record.
 	WarnAuditLogUnreadable WarningCode = "AuditLogUnreadable"
+	// WarnGenerateNameSkipped: Git declares an object by
+	// metadata.generateName (a hook, a Job per sync): the API server names
+	// each copy, so no live object can be matched to it and it is skipped.
+	WarnGenerateNameSkipped WarningCode = "GenerateNameSkipped"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

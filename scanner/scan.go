@@ -286,6 +286,15 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
 		obj.SetNamespace("")
 	}
 	ro.Namespace = obj.GetNamespace()
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		// The API server names such an object anew on every create (Argo
+		// CD's hooks, a Job run per sync): no live object ever carries
+		// this name, and comparing it would report it Missing every run.
+		ref := report.Object{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetGenerateName() + "*"}.Ref()
+		s.warn(report.Warning{Code: report.WarnGenerateNameSkipped, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s line %d) has metadata.generateName and no name: the API server names each copy it creates, so it is not compared", ref, mf.File, mf.Line)})
+		return
+	}
 	key := keyOf(obj)
 	if other, dup := s.declared[key]; dup {
 		ro.Status = report.Error
