@@ -88,6 +88,8 @@ type pdFinding struct {
 	By    string       `json:"by,omitempty"`
 	Time  string       `json:"time,omitempty"`
 	Hint  string       `json:"hint,omitempty"`
+	// Attribution is who made the finding, from the audit log.
+	Attribution *report.Attribution `json:"attribution,omitempty"`
 }
 
 // triggerEvent opens or updates the object's incident.
@@ -105,6 +107,9 @@ func triggerEvent(it item, routingKey, severity string, mc messageContext, scann
 	ref := it.key.Ref()
 	summary := fmt.Sprintf("Drift on %s (app %s, cluster %s): %s; owner %s",
 		ref, it.app, mc.cluster, strings.Join(classes, ", "), it.owner)
+	if people := report.Authors(it.findings); len(people) > 0 {
+		summary += "; by " + strings.Join(people, ", ")
+	}
 	d := pdDetails{Cluster: mc.cluster, App: it.app, Owner: it.owner, Object: ref, Change: it.change, Report: mc.reportURL}
 	for i, f := range it.findings {
 		if i == pdMaxFindings {
@@ -114,7 +119,7 @@ func triggerEvent(it item, routingKey, severity string, mc messageContext, scann
 		d.Findings = append(d.Findings, pdFinding{
 			Path: f.Path, Type: f.Type, Class: f.Class,
 			Git: cutBytes(f.Git, pdMaxValue), Live: cutBytes(f.Live, pdMaxValue),
-			By: f.By(), Time: f.Time, Hint: f.Hint,
+			By: f.By(), Time: f.Time, Hint: f.Hint, Attribution: f.Attribution,
 		})
 	}
 	var names []string

@@ -48,6 +48,9 @@ func imageFinding(live string) report.Finding {
 		Path: `.spec.template.spec.containers[name="web"].image`, Type: report.Changed, Class: report.ClassHuman,
 		Manager: "kubectl-set", Operation: "Update", Time: "2026-07-01T09:00:00Z",
 		Git: "ghcr.io/acme/web:1.4.0", Live: live,
+		Attribution: &report.Attribution{Confidence: report.ConfidenceExact, User: "alice@example.com", Groups: []string{"sre"},
+			UserAgent: "kubectl/v1.32.3 (linux/amd64) kubernetes/32cc146", SourceIPs: []string{"10.0.4.17"},
+			AuditID: "7a1f0c52-2f3e-4c1e-9a57-1d2b3c4d5e6f", Verb: "patch", FieldManager: "kubectl-set", Time: "2026-07-01T09:00:00.109800Z"},
 	}
 }
 

@@ -85,27 +85,52 @@ func (a *Attribution) Users() []string {
 	return out
 }
 
-// Who names the person for one line of text: "by alice@example.com",
-// "by alice@example.com (candidate)", "by alice@example.com or
-// bob@example.com (candidates)", or "requested by ci-bot" when the user only
-// sent the request; "" when nobody is known.
-func (a *Attribution) Who() string {
+// Person names the person for one line of text: "alice@example.com",
+// "alice@example.com (candidate)", "alice@example.com or bob@example.com
+// (candidates)", or "requested by ci-bot" when the user only sent the
+// request; "" when nobody is known.
+func (a *Attribution) Person() string {
 	if !a.Known() {
 		return ""
 	}
 	who := strings.Join(a.Users(), " or ")
-	switch {
-	case a.Requester:
+	if a.Requester {
 		who = "requested by " + who
-	case a.Confidence == ConfidenceCandidate && len(a.Candidates) > 1:
-		who = "by " + who + " (candidates)"
-	case a.Confidence == ConfidenceCandidate:
-		who = "by " + who + " (candidate)"
-	default:
-		who = "by " + who
 	}
-	if a.Requester && a.Confidence == ConfidenceCandidate {
+	switch {
+	case a.Confidence == ConfidenceCandidate && len(a.Candidates) > 1:
+		who += " (candidates)"
+	case a.Confidence == ConfidenceCandidate:
 		who += " (candidate)"
 	}
 	return who
+}
+
+// Who is Person after a manager: "by alice@example.com", or "requested by
+// ci-bot".
+func (a *Attribution) Who() string {
+	p := a.Person()
+	if p == "" || a.Requester {
+		return p
+	}
+	return "by " + p
+}
+
+// Authors returns the users the audit log names as having made the
+// findings (exact or candidate, not mere requesters), each once, in order.
+func Authors(findings []Finding) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range findings {
+		if f.Attribution == nil || f.Attribution.Requester {
+			continue
+		}
+		for _, u := range f.Attribution.Users() {
+			if !seen[u] {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
+	}
+	return out
 }

@@ -14,6 +14,19 @@ import (
 // ("(istio-sidecar-injector)"); then the person from the audit log
 // ("kubectl-edit by alice@example.com"); "" when none is known.
 func (f Finding) By() string {
+	by := f.manager()
+	who := f.Attribution.Who()
+	switch {
+	case who == "":
+		return by
+	case by == "":
+		return who
+	}
+	return by + " " + who
+}
+
+// manager is By without the person.
+func (f Finding) manager() string {
 	var by string
 	switch {
 	case f.Manager != "" && f.Subresource != "":
@@ -23,14 +36,7 @@ func (f Finding) By() string {
 	case f.Actor != "":
 		by = "(" + f.Actor + ")"
 	}
-	who := f.Attribution.Who()
-	switch {
-	case who == "":
-		return by
-	case by == "":
-		return who
-	}
-	return by + " " + who
+	return by
 }
 
 // Age says how long before now the finding's manager last wrote the field,

@@ -53,15 +53,21 @@ func diffHeader(b *strings.Builder, from, to string) {
 }
 
 // diffBy names the manager for a hunk header: "kubectl-set",
-// "no manager (likely istio-sidecar-injector)", "no manager".
+// "no manager (likely istio-sidecar-injector)", "no manager", then the
+// person from the audit log when known ("kubectl-set, alice@example.com").
 func diffBy(f Finding) string {
+	by := f.manager()
 	switch {
 	case f.Manager != "":
-		return f.By()
 	case f.Actor != "":
-		return "no manager (likely " + f.Actor + ")"
+		by = "no manager (likely " + f.Actor + ")"
+	default:
+		by = "no manager"
 	}
-	return "no manager"
+	if p := f.Attribution.Person(); p != "" {
+		by += ", " + p
+	}
+	return by
 }
 
 // objectWhere is " (apps/web/ingress.yaml:12)" when the manifest is known.

@@ -201,6 +201,9 @@ func sarifFindingResult(r *Report, app App, o Object, f Finding, loc *sarif.Loca
 	if f.Actor != "" {
 		props["actor"] = f.Actor
 	}
+	if f.Attribution != nil {
+		props["attribution"] = f.Attribution
+	}
 	res.Properties = props
 	if f.Ignored {
 		fp := sarifFingerprint(r.Cluster, app.Name, o.Ref(), f.Path)

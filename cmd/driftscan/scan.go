@@ -47,6 +47,7 @@ type scanOptions struct {
 	ownerLabel string
 	cluster    string
 	shardSpec  string
+	auditLogs  []string
 	discover   discoverFlags
 	notify     notifyFlags
 	metrics    run.Metrics
@@ -112,6 +113,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ownerLabel, "owner-label", "", "label or annotation on live objects (and, with --from, on reconciler objects) that names the owning team")
 	f.StringVar(&o.cluster, "cluster-name", "", "name of the cluster in reports and notifications (default: the kubeconfig context, or the server URL)")
 	f.StringVar(&o.shardSpec, "shard", "", "scan only the apps whose name hashes to shard i of N (i/N, as an Indexed Job's JOB_COMPLETION_INDEX)")
+	f.StringArrayVar(&o.auditLogs, "audit-log", nil, "name the user behind each finding from this Kubernetes audit log: a file, a folder of rotated files (gzip too), an EKS or GKE export; - for stdin (repeatable; adds to the config's audit.files)")
 	f.StringVar(&o.metrics.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway at the end of the run")
 	f.StringVar(&o.metrics.File, "metrics-file", "", "write Prometheus metrics to this file (node-exporter's textfile collector format)")
 	o.discover.add(f)
@@ -172,6 +174,7 @@ func (o *scanOptions) Complete() error {
 func (o *scanOptions) completeScan() error {
 	s := &o.run.Scan
 	s.Extra, s.MaxIgnoresPerApp, s.OwnerLabel = o.extra, o.maxIgnores, o.ownerLabel
+	s.AuditLogs, s.AuditStdin = o.auditLogs, o.streams.In
 	if o.gitCache != "" {
 		s.GitCacheDir = o.gitCache
 	}
