@@ -52,7 +52,7 @@ func TestScanNamesThePersonFromAnAuditLogOnStdin(t *testing.T) {
 	ns := driftedWeb(t)
 	t.Setenv("NO_COLOR", "1")
 	var out, errb bytes.Buffer
-	code := run(t.Context(), []string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns,
+	code := execute(t.Context(), []string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns,
 		"--audit-log", "-", "-o", "table", "-o", "json=" + filepath.Join(t.TempDir(), "r.json")},
 		streams{In: strings.NewReader(auditLine(t, ns)), Out: &out, Err: &errb})
 	if code != report.ExitDrift {
