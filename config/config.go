@@ -49,6 +49,8 @@ type Config struct {
 	// Audit says where the cluster's audit log is, to name the user behind
 	// each finding.
 	Audit *Audit `yaml:"audit"`
+	// Git holds the credentials Git sources are fetched with.
+	Git Git `yaml:"git"`
 
 	// Dir is the folder of the config file; relative source paths start there.
 	Dir string `yaml:"-"`
@@ -66,6 +68,11 @@ type App struct {
 	Appliers []string `yaml:"appliers"`
 	// GitOps is set for apps discovered from Argo CD or Flux.
 	GitOps *report.GitOps `yaml:"-"`
+	// Error, set by discovery, says why the app's source must not be
+	// fetched (a repository its AppProject does not allow, a path that
+	// leaves the repository): the app is reported with this error and its
+	// source is never read.
+	Error string `yaml:"-"`
 }
 
 // Source says where an app's desired state lives and how to render it.
@@ -154,6 +161,14 @@ func Parse(data []byte) (*Config, error) {
 		}
 		if app.Source.Helm != nil && app.Source.Kustomize != nil {
 			errs = append(errs, fmt.Errorf("app %q: source has both helm and kustomize", app.Name))
+		}
+		if err := app.Source.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
+		}
+	}
+	for i, c := range cfg.Git.Credentials {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("git.credentials[%d]: %w", i, err))
 		}
 	}
 	for i, r := range cfg.Rules {

@@ -13,6 +13,7 @@ import (
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
+	"github.com/calricon/driftscan/source"
 )
 
 // argoApplier is the field manager Argo CD applies with.
@@ -119,6 +120,16 @@ func (d *discovery) argocd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("discover Argo CD Applications: %w", err)
 	}
+	// AppProjects live in the Argo CD namespace, also when Applications
+	// live in any namespace.
+	projectNS := d.opts.Namespace
+	if projectNS == "" {
+		projectNS = "argocd"
+	}
+	projects, err := d.projects(ctx, projectNS)
+	if err != nil {
+		return err
+	}
 	var kept []*unstructured.Unstructured
 	apps := map[string]*application{}
 	for i := range items {
@@ -137,7 +148,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 	}
 	names := appNames(kept)
 	for _, u := range kept {
-		d.application(u, apps[ref(u)], names[ref(u)])
+		d.application(u, apps[ref(u)], names[ref(u)], func(repo string) string {
+			return sourcePermitted(projects, projectNS, apps[ref(u)].Spec.Project, repo)
+		})
 	}
 	return nil
 }
@@ -159,8 +172,9 @@ func (d *discovery) otherCluster(a application) string {
 	return fmt.Sprintf("destination server %s is not the scanned cluster", dst.Server)
 }
 
-// application turns one Application into apps and ignore rules.
-func (d *discovery) application(u *unstructured.Unstructured, a *application, name string) {
+// application turns one Application into apps and ignore rules. refused
+// says why the Application's project does not allow a repository, or "".
+func (d *discovery) application(u *unstructured.Unstructured, a *application, name string, refused func(repo string) string) {
 	object := ref(u)
 	owner := d.owner(u, a.Spec.Project)
 	gitops := report.GitOps{Tool: FromArgoCD, Object: object, Suspended: true}
@@ -189,7 +203,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		}
 		switch {
 		case s.Chart != "":
-			d.skip(where, "chart %s comes from the Helm repository %s, not from Git", s.Chart, s.RepoURL)
+			d.skip(where, "chart %s comes from the Helm repository %s, not from Git", s.Chart, source.SafeURL(s.RepoURL))
 			skipped = true
 			continue
 		case s.Plugin != nil:
@@ -210,10 +224,16 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		first = false
 		src, problems := d.argoSource(u.GetName(), s, refs)
 		g := gitops
-		d.res.Apps = append(d.res.Apps, config.App{
+		app := config.App{
 			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
 			Appliers: []string{argoApplier}, GitOps: &g,
-		})
+		}
+		if why := refusedSource(s, refs, refused); why != "" {
+			// Reported, never fetched: the repository or a path is not
+			// the tenant's to name.
+			app.Source, app.Error, problems = config.Source{Repo: src.Repo}, why, nil
+		}
+		d.res.Apps = append(d.res.Apps, app)
 		for _, p := range problems {
 			d.fail(object, appName, errors.New(p))
 		}
@@ -230,6 +250,43 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	}
 }
 
+// refusedSource says why a source must not be fetched, or "": its
+// repository, or that of a ref source it reads values files from, is not
+// allowed by the Application's project, or its path or a values file leaves
+// the repository (Argo CD refuses those too).
+func refusedSource(s appSource, refs map[string]appSource, refused func(repo string) string) string {
+	if why := refused(s.RepoURL); why != "" {
+		return why
+	}
+	if !config.InRepo(s.Path) {
+		return fmt.Sprintf("path %q leaves the repository", s.Path)
+	}
+	if s.Helm == nil {
+		return ""
+	}
+	for _, f := range s.Helm.ValueFiles {
+		if strings.HasPrefix(f, "$") {
+			name, rest, _ := strings.Cut(f[1:], "/")
+			if rs, ok := refs[name]; ok {
+				if why := refused(rs.RepoURL); why != "" {
+					return fmt.Sprintf("valueFiles %s: %s", f, why)
+				}
+			}
+			if !config.InRepo(rest) {
+				return fmt.Sprintf("valueFiles %s leaves the repository", f)
+			}
+			continue
+		}
+		if strings.Contains(f, "://") {
+			return fmt.Sprintf("valueFiles %s: values files from URLs are not fetched by driftscan", source.SafeURL(f))
+		}
+		if !config.InRepoFrom(cleanPath(s.Path), f) {
+			return fmt.Sprintf("valueFiles %s leaves the repository", f)
+		}
+	}
+	return ""
+}
+
 // anyIfStar turns Argo CD's "*" (any group or kind) into an empty selector.
 func anyIfStar(s string) string {
 	if s == "*" {
@@ -241,7 +298,7 @@ func anyIfStar(s string) string {
 // argoSource turns one Application source into a scanner source, and says
 // what of it driftscan does not apply.
 func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (config.Source, []string) {
-	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), Auth: d.opts.Auth}
+	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path)}
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
@@ -385,7 +442,7 @@ func refValuesFile(f string, s appSource, refs map[string]appSource) (string, er
 		return "", fmt.Errorf("valueFiles %s: no source has ref %s", f, name)
 	}
 	if !sameRepo(rs.RepoURL, s.RepoURL) {
-		return "", fmt.Errorf("valueFiles %s: the source with ref %s is the repository %s, not the chart's %s; driftscan reads values files from the chart's own checkout only", f, name, rs.RepoURL, s.RepoURL)
+		return "", fmt.Errorf("valueFiles %s: the source with ref %s is the repository %s, not the chart's %s; driftscan reads values files from the chart's own checkout only", f, name, source.SafeURL(rs.RepoURL), source.SafeURL(s.RepoURL))
 	}
 	if argoRevision(rs.TargetRevision) != argoRevision(s.TargetRevision) {
 		return "", fmt.Errorf("valueFiles %s: the source with ref %s is at revision %q, the chart at %q; driftscan reads values files from the chart's own checkout only", f, name, rs.TargetRevision, s.TargetRevision)

@@ -18,6 +18,7 @@ var argoAppliers = []string{"argocd-controller"}
 // the test's namespace; SERVER_URL in the manifests is the test cluster's.
 type argoCase struct {
 	name         string
+	projects     []string // AppProjects; nil means default, shop and infra allowing every repository
 	applications []string
 	apps         []config.App
 	rules        []classify.IgnoreRule
@@ -30,11 +31,18 @@ func TestApplications(t *testing.T) {
 	for _, tt := range argoCases {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t, nil)
+			if tt.projects == nil {
+				allowProjects(t, ns, "default", "shop", "infra")
+			}
+			for _, m := range tt.projects {
+				applyAll(t, "argocd-server", ns, m)
+			}
 			for _, m := range tt.applications {
 				applyAll(t, "argocd-server", ns, strings.ReplaceAll(m, "SERVER_URL", env.Config.Host))
 			}
 			res := discover(t, options(FromArgoCD, ns))
 			for i := range res.Apps {
+				res.Apps[i].Error = strings.ReplaceAll(res.Apps[i].Error, ns, "NS")
 				if g := res.Apps[i].GitOps; g != nil {
 					g.Object = strings.ReplaceAll(g.Object, ns, "NS")
 				}
@@ -440,6 +448,137 @@ spec:
 			"Application/NS/mixed source 0: config management plugins are not run by driftscan",
 		},
 	},
+	{
+		name: "an Application whose project does not allow its repository is an app error naming the rule, and is never fetched",
+		projects: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: tenant}
+spec:
+  sourceRepos: ['https://git.example.com/tenant/*', '!https://git.example.com/tenant/secret*']
+`},
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ok}
+spec:
+  project: tenant
+  destination: {server: https://kubernetes.default.svc, namespace: tenant}
+  source: {repoURL: https://git.example.com/tenant/deploy.git, path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: evil}
+spec:
+  project: tenant
+  destination: {server: https://kubernetes.default.svc, namespace: tenant}
+  source: {repoURL: "https://user:hunter2@attacker.example/x.git?token=abc", path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: denied}
+spec:
+  project: tenant
+  destination: {server: https://kubernetes.default.svc, namespace: tenant}
+  source: {repoURL: https://git.example.com/tenant/secrets.git, path: apps/web}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: orphan}
+spec:
+  project: nowhere
+  destination: {server: https://kubernetes.default.svc, namespace: tenant}
+  source: {repoURL: https://git.example.com/tenant/deploy.git, path: apps/web}
+`},
+		apps: []config.App{
+			{
+				Name: "denied", Owner: "tenant", Namespace: "tenant", Source: config.Source{Repo: "https://git.example.com/tenant/secrets.git"},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/denied", Suspended: true},
+				Error: `repository https://git.example.com/tenant/secrets.git is denied by sourceRepos entry "!https://git.example.com/tenant/secret*" of AppProject NS/tenant`,
+			},
+			{
+				Name: "evil", Owner: "tenant", Namespace: "tenant", Source: config.Source{Repo: "https://user:hunter2@attacker.example/x.git?token=abc"},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/evil", Suspended: true},
+				Error: "repository https://attacker.example/x.git?token=redacted is not in the sourceRepos of AppProject NS/tenant, so driftscan does not fetch it",
+			},
+			{
+				Name: "ok", Owner: "tenant", Namespace: "tenant", Source: config.Source{Repo: "https://git.example.com/tenant/deploy.git", Path: "apps/web"},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/ok", Suspended: true},
+			},
+			{
+				Name: "orphan", Owner: "nowhere", Namespace: "tenant", Source: config.Source{Repo: "https://git.example.com/tenant/deploy.git"},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/orphan", Suspended: true},
+				Error: "AppProject NS/nowhere does not exist, so Argo CD does not sync this Application and driftscan does not fetch its source",
+			},
+		},
+	},
+	{
+		name: "a path or values file that leaves the repository is an app error, never read",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: climb}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: ../../../var/run}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: token}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: [../../../../var/run/secrets/kubernetes.io/serviceaccount/token]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: absolute}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: [/etc/passwd]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: remote}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["https://evil.example/values.yaml?sig=abc"]}
+`},
+		apps: []config.App{
+			{
+				Name: "absolute", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/absolute", Suspended: true},
+				Error: "valueFiles /etc/passwd leaves the repository",
+			},
+			{
+				Name: "climb", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/climb", Suspended: true},
+				Error: `path "../../../var/run" leaves the repository`,
+			},
+			{
+				Name: "remote", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/remote", Suspended: true},
+				Error: "valueFiles https://evil.example/values.yaml?sig=redacted: values files from URLs are not fetched by driftscan",
+			},
+			{
+				Name: "token", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/token", Suspended: true},
+				Error: "valueFiles ../../../../var/run/secrets/kubernetes.io/serviceaccount/token leaves the repository",
+			},
+		},
+	},
 }
 
 // TestTheSameNameInTwoNamespaces lists Applications in any namespace, found
@@ -456,10 +595,11 @@ spec:
   destination: {server: https://kubernetes.default.svc}
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
 `
+	allowProjects(t, a, "shop")
 	applyAll(t, "argocd-server", a, strings.ReplaceAll(manifest, "SUITE", a))
 	applyAll(t, "argocd-server", b, strings.ReplaceAll(manifest, "SUITE", a))
 	applyAll(t, "argocd-server", b, strings.ReplaceAll(strings.ReplaceAll(manifest, "SUITE", "other"), "name: web", "name: api"))
-	opts := options(FromArgoCD, "")
+	opts := options(FromArgoCD, a) // the AppProjects' namespace
 	opts.AllNamespaces = true
 	opts.Selector = "suite=" + a
 	res := discover(t, opts)

@@ -6,9 +6,13 @@
 //
 // Discovery only reads: one paginated LIST per kind (and per namespace for
 // GitRepositories that other namespaces reference), plus one GET per
-// ConfigMap or Secret a HelmRelease takes values from. It never reads the
-// reconcilers' own Git credentials: every discovered source is cloned with
-// Options.Auth, the credentials the user gives driftscan.
+// ConfigMap or Secret a HelmRelease takes values from, and for Argo CD one
+// LIST of the AppProjects. It never reads the reconcilers' own Git
+// credentials, and gives a discovered source none of its own: the source is
+// fetched with the credential the config binds to its URL's host or prefix
+// (config.Git), if any. An Application whose project does not allow its
+// repository (sourceRepos) is returned with App.Error set and is never
+// fetched; so is one whose path or values file leaves the repository.
 //
 // Some reconciler settings change what is applied in ways the scanner cannot
 // reproduce yet (Kustomize overrides in an Application, Flux post-build
@@ -23,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -89,11 +92,6 @@ type Options struct {
 	ServerURL string
 	// IgnoreExpiry is the review date given to imported ignore rules.
 	IgnoreExpiry time.Time
-	// Auth are the Git credentials every discovered source is cloned with.
-	Auth config.GitAuth
-	// Getenv checks up front that the variables Auth names are set, so a
-	// missing token is one error rather than one per app; nil is os.Getenv.
-	Getenv func(string) string
 	// PageSize is the LIST page size; 0 means 500.
 	PageSize int64
 }
@@ -106,7 +104,6 @@ func DefaultOptions() Options {
 		From:         FromArgoCD,
 		OwnerLabel:   "team",
 		IgnoreExpiry: time.Now().Add(DefaultIgnoreFor),
-		Getenv:       os.Getenv,
 		PageSize:     500,
 	}
 }
@@ -158,19 +155,11 @@ func Discover(ctx context.Context, client dynamic.Interface, opts Options) (Resu
 	if opts.OwnerLabel == "" {
 		opts.OwnerLabel = DefaultOptions().OwnerLabel
 	}
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
-	}
 	if opts.PageSize == 0 {
 		opts.PageSize = 500
 	}
 	if opts.IgnoreExpiry.IsZero() {
 		return Result{}, errors.New("discover: IgnoreExpiry is required: imported ignore rules are debts with a review date")
-	}
-	for _, env := range []string{opts.Auth.TokenEnv, opts.Auth.SSHKeyEnv} {
-		if env != "" && opts.Getenv(env) == "" {
-			return Result{}, fmt.Errorf("discover: Git credentials: environment variable %s is empty", env)
-		}
 	}
 	d := &discovery{client: client, opts: opts}
 	var err error

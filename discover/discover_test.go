@@ -41,10 +41,20 @@ func installCRDs(t *testing.T) {
 	t.Helper()
 	env.InstallCRDs(t, "argocd-controller",
 		fixture("crds", "applications.argoproj.io.yaml"),
+		fixture("crds", "appprojects.argoproj.io.yaml"),
 		fixture("crds", "kustomizations.kustomize.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "helmreleases.helm.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "gitrepositories.source.toolkit.fluxcd.io.yaml"),
 	)
+}
+
+// allowProjects creates, in the Argo CD namespace ns, AppProjects of the
+// given names whose sourceRepos allow every repository.
+func allowProjects(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		applyAll(t, "argocd-server", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: "+name+"}\nspec: {sourceRepos: ['*']}\n")
+	}
 }
 
 // applyAll server-side applies manifests into ns as manager.
@@ -133,10 +143,6 @@ func TestOptionsThatCannotWork(t *testing.T) {
 	}{
 		{"an unknown reconciler", func(o *Options) { o.From = "fleet" }, `discover: from "fleet": want argocd or flux`},
 		{"no review date for imported rules", func(o *Options) { o.IgnoreExpiry = time.Time{} }, "discover: IgnoreExpiry is required: imported ignore rules are debts with a review date"},
-		{"a token variable that is empty", func(o *Options) {
-			o.Auth.TokenEnv = "GIT_TOKEN"
-			o.Getenv = func(string) string { return "" }
-		}, "discover: Git credentials: environment variable GIT_TOKEN is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

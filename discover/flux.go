@@ -201,7 +201,7 @@ func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map
 // commit of its artifact when source-controller has fetched one, else its
 // spec.ref (commit, name, tag, branch, or Flux's default branch master).
 func (d *discovery) gitSource(g *gitRepository) (config.Source, error) {
-	src := config.Source{Repo: g.Spec.URL, Auth: d.opts.Auth}
+	src := config.Source{Repo: g.Spec.URL}
 	if a := g.Status.Artifact; a != nil {
 		if sha := artifactCommit(a.Revision); sha != "" {
 			src.Revision = sha

@@ -83,6 +83,7 @@ func TestAScanOfAnArgoCDApplication(t *testing.T) {
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	repo, _ := gitRepo(t)
+	allowProjects(t, ns, "shop")
 	applyAll(t, "argocd-server", ns, strings.NewReplacer("REPO", repo, "NS", ns).Replace(`
 apiVersion: argoproj.io/v1alpha1
 kind: Application

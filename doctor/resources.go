@@ -117,7 +117,10 @@ func AppResources(ctx context.Context, cfg *config.Config, opts AppOptions) ([]R
 // renderApp renders one app's source as the scan does: source.Resolve
 // fetches it from Git when it has a repo (within opts.GitMaxBytes).
 func renderApp(ctx context.Context, cfg *config.Config, app config.App, opts AppOptions) ([]render.Manifest, error) {
-	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{CacheDir: opts.GitCacheDir, MaxBytes: opts.GitMaxBytes, Getenv: opts.Getenv})
+	if app.Error != "" {
+		return nil, errors.New(app.Error) // discovery refused the source: never fetched
+	}
+	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{CacheDir: opts.GitCacheDir, MaxBytes: opts.GitMaxBytes, Getenv: opts.Getenv, Git: cfg.Git})
 	if err != nil {
 		return nil, err
 	}

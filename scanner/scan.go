@@ -7,6 +7,7 @@ package scanner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/calricon/driftscan/audit"
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/source"
@@ -226,7 +228,13 @@ func (s *scan) render(ctx context.Context) error {
 		sem <- struct{}{}
 		go func(i int, app config.App) {
 			defer func() { <-sem; wg.Done() }()
-			loc, err := source.Resolve(ctx, s.cfg.Dir, app.Source, source.Options{CacheDir: s.opts.GitCacheDir, MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv})
+			var loc source.Location
+			var err error
+			if app.Error != "" {
+				err = errors.New(app.Error) // discovery refused the source: never fetched
+			} else {
+				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, source.Options{CacheDir: s.opts.GitCacheDir, MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv, Git: s.cfg.Git})
+			}
 			var manifests []render.Manifest
 			if err == nil {
 				manifests, err = render.Manifests(ctx, render.Options{Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
@@ -249,8 +257,9 @@ func (s *scan) render(ctx context.Context) error {
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
 			Source: report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
 		if res.err != nil {
-			ra.Error = fmt.Sprintf("app %s: %v", app.Name, res.err)
-			s.opts.Logger.Warn("render failed", "app", app.Name, "err", res.err)
+			// A renderer's error may quote a URL from the source.
+			ra.Error = redact.Text(fmt.Sprintf("app %s: %v", app.Name, res.err))
+			s.opts.Logger.Warn("render failed", "app", app.Name, "err", redact.Text(res.err.Error()))
 		}
 		s.r.Apps = append(s.r.Apps, ra)
 		for _, mf := range res.manifests {

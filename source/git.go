@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,6 +28,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 )
 
 // ErrRevisionNotFound is returned (wrapped) by FetchGit when the remote has
@@ -45,7 +45,14 @@ type GitOptions struct {
 	// remote's HEAD. A name that is both a branch and a tag means the branch,
 	// as with `git clone --branch`.
 	Revision string
-	Auth     config.GitAuth
+	// Auth is the source's own credential; when empty, Credentials are
+	// matched against Repo (see FetchGit).
+	Auth config.GitAuth
+	// Credentials are the credentials bound to hosts and URL prefixes.
+	Credentials []config.GitCredential
+	// CABundle holds PEM certificates trusted for https Git servers, in
+	// addition to the system's.
+	CABundle []byte
 	// CacheDir holds one folder per repository URL; it is created when
 	// missing and reused across calls.
 	CacheDir string
@@ -85,14 +92,16 @@ type Checkout struct {
 // SHA in full; when a shallow fetch fails, or the commit is still missing,
 // the repository is fetched again in full, from scratch.
 //
-// Credentials: with Auth.TokenEnv, HTTP basic auth with Auth.Username
-// (default "git") and the token; with Auth.SSHKeyFile or Auth.SSHKeyEnv, that
-// private key (without a passphrase) and the known_hosts files for the host
-// key; otherwise a user and password in the URL, or the SSH agent. file://
-// URLs and local paths run the git binary's upload-pack, as go-git does.
+// Credentials are opts.Auth when set, else the entry of opts.Credentials
+// whose prefix matches the URL best; a credential is never sent to a host
+// it is not listed for, and a token never over http://. A token is HTTP
+// basic auth with its Username (default "git"); an SSH key (without a
+// passphrase) is used with the known_hosts files for the host key. Without
+// either, a user and password in the URL, or the SSH agent. file:// URLs
+// and local paths run the git binary's upload-pack, as go-git does.
 //
 // Errors read "git <repo>@<revision>: ...". No credential appears in them:
-// the user and password of URLs are cut out and every secret value is masked.
+// every URL in them is redacted (redact.URL) and every secret value masked.
 // The errors still match what they wrap with errors.Is (context.Canceled,
 // ErrRevisionNotFound, transport.ErrAuthenticationRequired, ...), but do not
 // unwrap to the original, unmasked error.
@@ -109,7 +118,7 @@ func FetchGit(ctx context.Context, opts GitOptions) (Checkout, error) {
 	co, err := f.run(ctx, getenv)
 	if err != nil {
 		err = scrubError(err, f.secrets)
-		return Checkout{}, fmt.Errorf("git %s@%s: %w", scrubURL(opts.Repo, f.secrets), rev, err)
+		return Checkout{}, fmt.Errorf("git %s@%s: %w", redact.Text(redact.URL(opts.Repo), f.secrets...), rev, err)
 	}
 	return co, nil
 }
@@ -177,19 +186,30 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkou
 	return Checkout{Dir: tree, Commit: commit.Hash.String()}, nil
 }
 
-// gitAuth picks the credentials for ep; nil leaves them to go-git (the URL's
-// user and password, or the SSH agent).
+// gitAuth picks the credentials for ep: the source's own Auth (which the
+// config author wrote next to the URL), else the credential whose prefix
+// matches the URL (see credentialFor), else none, which leaves go-git to the
+// URL's own user and password or the SSH agent. A token goes over https
+// only.
 func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (transport.AuthMethod, error) {
-	a := f.opts.Auth
+	a, what := f.opts.Auth, "auth"
+	if a == (config.GitAuth{}) {
+		var prefix string
+		var ok bool
+		if a, prefix, ok = credentialFor(f.opts.Credentials, ep); !ok {
+			return nil, nil
+		}
+		what = "git credential " + prefix
+	}
 	isSSH := ep.Protocol == "ssh"
 	switch {
 	case a.TokenEnv != "":
-		if isSSH {
-			return nil, fmt.Errorf("auth.tokenEnv needs an https URL, not an ssh one")
+		if ep.Protocol != "https" {
+			return nil, fmt.Errorf("%s: a token is sent over https only, not %s://", what, ep.Protocol)
 		}
 		token := getenv(a.TokenEnv)
 		if token == "" {
-			return nil, fmt.Errorf("auth.tokenEnv: environment variable %s is empty", a.TokenEnv)
+			return nil, fmt.Errorf("%s: tokenEnv: environment variable %s is empty", what, a.TokenEnv)
 		}
 		f.secrets = append(f.secrets, token)
 		user := a.Username
@@ -199,7 +219,7 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 		return &githttp.BasicAuth{Username: user, Password: token}, nil
 	case a.SSHKeyFile != "" || a.SSHKeyEnv != "":
 		if !isSSH {
-			return nil, fmt.Errorf("an SSH key needs an ssh:// or git@host: URL")
+			return nil, fmt.Errorf("%s: an SSH key needs an ssh:// or git@host: URL", what)
 		}
 		user := ep.User
 		if user == "" {
@@ -208,18 +228,18 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 		if a.SSHKeyFile != "" {
 			keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, "")
 			if err != nil {
-				return nil, fmt.Errorf("auth.sshKeyFile %s: %w", a.SSHKeyFile, err)
+				return nil, fmt.Errorf("%s: sshKeyFile %s: %w", what, a.SSHKeyFile, err)
 			}
 			return keys, nil
 		}
 		key := getenv(a.SSHKeyEnv)
 		if key == "" {
-			return nil, fmt.Errorf("auth.sshKeyEnv: environment variable %s is empty", a.SSHKeyEnv)
+			return nil, fmt.Errorf("%s: sshKeyEnv: environment variable %s is empty", what, a.SSHKeyEnv)
 		}
 		f.secrets = append(f.secrets, key)
 		keys, err := gitssh.NewPublicKeys(user, []byte(key), "")
 		if err != nil {
-			return nil, fmt.Errorf("auth.sshKeyEnv %s: %w", a.SSHKeyEnv, err)
+			return nil, fmt.Errorf("%s: sshKeyEnv %s: %w", what, a.SSHKeyEnv, err)
 		}
 		return keys, nil
 	}
@@ -230,7 +250,7 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 // the commit it points at (refs/tags/v1^{}).
 func (f *gitFetch) listRefs(ctx context.Context) ([]*plumbing.Reference, error) {
 	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{f.url}})
-	return remote.ListContext(ctx, &git.ListOptions{Auth: f.auth, PeelingOption: git.AppendPeeled})
+	return remote.ListContext(ctx, &git.ListOptions{Auth: f.auth, PeelingOption: git.AppendPeeled, CABundle: f.opts.CABundle})
 }
 
 // wanted is a resolved revision.
@@ -375,6 +395,7 @@ func (f *gitFetch) fetchInto(ctx context.Context, repo *git.Repository, w wanted
 		RefSpecs:   specs,
 		Depth:      depth,
 		Auth:       f.auth,
+		CABundle:   f.opts.CABundle,
 		Tags:       git.NoTags,
 		Force:      true,
 	})
@@ -527,23 +548,5 @@ func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) 
 
 // scrubError masks secrets and URL credentials in err's text.
 func scrubError(err error, secrets []string) error {
-	return &scrubbedError{msg: scrubURL(err.Error(), secrets), err: err}
-}
-
-// urlUserinfo matches the user and password part of URLs in a text.
-var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
-
-// scrubURL cuts the user:password@ part out of the URLs in s and masks every
-// secret, as it is and URL-escaped.
-func scrubURL(s string, secrets []string) string {
-	s = urlUserinfo.ReplaceAllString(s, "$1")
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
-		for _, form := range []string{secret, url.PathEscape(secret), url.QueryEscape(secret)} {
-			s = strings.ReplaceAll(s, form, "***")
-		}
-	}
-	return s
+	return &scrubbedError{msg: redact.Text(err.Error(), secrets...), err: err}
 }

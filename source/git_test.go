@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -150,7 +151,7 @@ func TestFetchGitErrors(t *testing.T) {
 	const token = "ghp_s3cr3tT0kenValue1234567890"
 	var mu sync.Mutex
 	var seenUser, seenPassword string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, _ := r.BasicAuth()
 		mu.Lock()
 		seenUser, seenPassword = user, pass
@@ -159,7 +160,9 @@ func TestFetchGitErrors(t *testing.T) {
 		http.Error(w, "no access for "+user+":"+pass+" to "+r.URL.String(), http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	withUserinfo := strings.Replace(srv.URL, "http://", "http://deploy:"+token+"@", 1)
+	withUserinfo := strings.Replace(srv.URL, "https://", "https://deploy:"+token+"@", 1)
+	withAt := strings.Replace(srv.URL, "https://", "https://deploy:p@ss"+token+"@", 1)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 
 	tests := []struct {
 		name     string
@@ -182,11 +185,15 @@ func TestFetchGitErrors(t *testing.T) {
 		wantText: []string{"git file:///nonexistent/driftscan.git@main: "},
 	}, {
 		name:     "a token in the URL is never printed",
-		opts:     GitOptions{Repo: withUserinfo + "/apps.git", Revision: "main"},
+		opts:     GitOptions{Repo: withUserinfo + "/apps.git", Revision: "main", CABundle: ca},
+		wantText: []string{"git " + srv.URL + "/apps.git@main: "},
+	}, {
+		name:     "a password holding @ is never printed, not even its tail",
+		opts:     GitOptions{Repo: withAt + "/apps.git", Revision: "main", CABundle: ca},
 		wantText: []string{"git " + srv.URL + "/apps.git@main: "},
 	}, {
 		name: "a token from the environment is never printed",
-		opts: GitOptions{Repo: srv.URL + "/apps.git", Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(k string) string {
+		opts: GitOptions{Repo: srv.URL + "/apps.git", CABundle: ca, Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(k string) string {
 			if k == "GIT_TOKEN" {
 				return token
 			}
@@ -195,8 +202,8 @@ func TestFetchGitErrors(t *testing.T) {
 		wantText: []string{"git " + srv.URL + "/apps.git@HEAD: "},
 	}, {
 		name:     "an empty token variable is named, not guessed around",
-		opts:     GitOptions{Repo: srv.URL + "/apps.git", Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(string) string { return "" }},
-		wantText: []string{"auth.tokenEnv: environment variable GIT_TOKEN is empty"},
+		opts:     GitOptions{Repo: srv.URL + "/apps.git", CABundle: ca, Auth: config.GitAuth{TokenEnv: "GIT_TOKEN"}, Getenv: func(string) string { return "" }},
+		wantText: []string{"auth: tokenEnv: environment variable GIT_TOKEN is empty"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,26 +231,5 @@ func TestFetchGitErrors(t *testing.T) {
 	defer mu.Unlock()
 	if seenUser != "git" || seenPassword != token {
 		t.Errorf("server saw basic auth %q:%q, want git and the token", seenUser, seenPassword)
-	}
-}
-
-func TestScrubURL(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		secrets []string
-		want    string
-	}{
-		{"user and password leave URLs", `Get "https://bob:hunter2@git.example.com/x.git": EOF`, nil, `Get "https://git.example.com/x.git": EOF`},
-		{"a token as user leaves URLs", "https://ghp_abc@github.com/org/repo", nil, "https://github.com/org/repo"},
-		{"secrets are masked anywhere", "denied for hunter2 (hunter%232)", []string{"hunter#2", "hunter2"}, "denied for *** (***)"},
-		{"scp-like URLs keep their user", "git@github.com:org/repo.git", nil, "git@github.com:org/repo.git"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := scrubURL(tt.in, tt.secrets); got != tt.want {
-				t.Errorf("scrubURL(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
 	}
 }

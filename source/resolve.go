@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 )
 
 // Options say where Git sources are cached and how they are read. Start
@@ -17,6 +18,10 @@ type Options struct {
 	// MaxBytes bounds the size of a checked-out Git tree (GitOptions.MaxBytes,
 	// the --git-max-size flag); 0 is no bound.
 	MaxBytes int64
+	// Git is the config's git section: the credentials bound to hosts and
+	// URL prefixes (GitOptions.Credentials) and the CA file for https Git
+	// servers, relative to the config's folder.
+	Git config.Git
 	// Getenv reads the credentials a source names; nil means os.Getenv.
 	Getenv func(string) string
 	// WorkTree, when set, is a local clone of the apps' Git repositories:
@@ -70,7 +75,20 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if getenv == nil {
 			getenv = os.Getenv
 		}
-		co, err := FetchGit(ctx, GitOptions{Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, CacheDir: opts.CacheDir, Getenv: getenv, MaxBytes: opts.MaxBytes})
+		var ca []byte
+		if f := opts.Git.CAFile; f != "" {
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(configDir, f)
+			}
+			var err error
+			if ca, err = os.ReadFile(f); err != nil {
+				return Location{}, fmt.Errorf("git.caFile: %w", err)
+			}
+		}
+		co, err := FetchGit(ctx, GitOptions{
+			Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca,
+			CacheDir: opts.CacheDir, Getenv: getenv, MaxBytes: opts.MaxBytes,
+		})
 		if err != nil {
 			return Location{}, err
 		}
@@ -82,6 +100,6 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 	return loc, nil
 }
 
-// SafeURL is repo with the user and password of its URL cut out, as a report
-// may show it.
-func SafeURL(repo string) string { return scrubURL(repo, nil) }
+// SafeURL is repo without its credentials (redact.URL), as a report, an
+// error or a log line may show it.
+func SafeURL(repo string) string { return redact.URL(repo) }

@@ -22,7 +22,7 @@ var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1a
 // drifted app's namespace (see driftedWeb) and argoNS.
 func argoApp(t *testing.T) (appNS, argoNS string) {
 	t.Helper()
-	env.InstallCRDs(t, "crd-installer", "../../fixtures/crds/applications.argoproj.io.yaml")
+	env.InstallCRDs(t, "crd-installer", "../../fixtures/crds/applications.argoproj.io.yaml", "../../fixtures/crds/appprojects.argoproj.io.yaml")
 	files := map[string]string{}
 	for name, content := range gitrepo.Files(t, "../../fixtures/apps/web") {
 		files["apps/web/"+name] = content
@@ -30,6 +30,7 @@ func argoApp(t *testing.T) (appNS, argoNS string) {
 	repo, _ := gitrepo.Bare(t, "", files)
 	appNS = driftedWeb(t)
 	argoNS = env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*']}\n"))
 	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
 kind: Application

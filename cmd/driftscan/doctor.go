@@ -208,6 +208,10 @@ func (o *doctorOptions) completeApps(p *doctor.PlanOptions, ctxNamespace string)
 	if p.Config, err = loadConfig(o.configPath, o.path, o.namespace, ctxNamespace); err != nil {
 		return err
 	}
+	// Credentials are bound before discovery adds apps that tenants name.
+	if err := o.discover.git.apply(p.Config); err != nil {
+		return err
+	}
 	if o.discover.from != "" {
 		d, err := o.discover.options("")
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
+	"github.com/calricon/driftscan/source"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -152,6 +153,13 @@ func (o *scanOptions) Complete() error {
 	}
 	restCfg.QPS, restCfg.Burst = o.qps, o.burst
 	if o.cfg, err = loadConfig(o.configPath, o.path, o.namespace, ctxNamespace); err != nil {
+		return err
+	}
+	// Credentials are bound before discovery adds apps that tenants name.
+	if err := o.discover.git.apply(o.cfg); err != nil {
+		return err
+	}
+	if err := source.CheckCredentials(o.cfg.Git.Credentials, os.Getenv); err != nil {
 		return err
 	}
 	if o.cluster != "" {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/run"
 )
@@ -19,10 +18,7 @@ type discoverFlags struct {
 	allNamespaces bool
 	selector      string
 	importExpiry  string
-	gitTokenEnv   string
-	gitUsername   string
-	gitSSHKeyFile string
-	gitSSHKeyEnv  string
+	git           gitFlags
 	importArgo    bool
 }
 
@@ -33,10 +29,7 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "with --from argocd: Applications in every namespace")
 	f.StringVarP(&d.selector, "selector", "l", "", "with --from: a label selector on the reconciler objects")
 	f.StringVar(&d.importExpiry, "import-expiry", "", "review date (YYYY-MM-DD) of imported ignoreDifferences rules (default: 90 days from now)")
-	f.StringVar(&d.gitTokenEnv, "git-token-env", "", "with --from: environment variable holding an HTTPS token for the discovered Git sources")
-	f.StringVar(&d.gitUsername, "git-username", "", "with --git-token-env: the user name (default git)")
-	f.StringVar(&d.gitSSHKeyFile, "git-ssh-key-file", "", "with --from: SSH private key file for the discovered Git sources")
-	f.StringVar(&d.gitSSHKeyEnv, "git-ssh-key-env", "", "with --from: environment variable holding an SSH private key")
+	d.git.add(f)
 	f.BoolVar(&d.importArgo, "import-argocd", false, "import the ignoreDifferences of the Argo CD Applications named like the config's apps as ignore rules (debts), without scanning the Applications' sources")
 }
 
@@ -55,7 +48,6 @@ func (d *discoverFlags) options(ownerLabel string) (*run.Discover, error) {
 	if ownerLabel != "" {
 		opts.OwnerLabel = ownerLabel
 	}
-	opts.Auth = config.GitAuth{TokenEnv: d.gitTokenEnv, Username: d.gitUsername, SSHKeyFile: d.gitSSHKeyFile, SSHKeyEnv: d.gitSSHKeyEnv}
 	switch opts.From {
 	case discover.FromArgoCD:
 		opts.Namespace = d.argoNamespace
