@@ -21,6 +21,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/source"
 )
 
 // Progress is how far the scan is (scanner.Progress), for a progress line.
@@ -78,6 +79,10 @@ func (o Options) Validate(cfg *config.Config) error {
 		if _, err := parseShard(o.Shard); err != nil {
 			return err
 		}
+	}
+	// A missing credential is one error here rather than one per app.
+	if err := source.CheckCredentials(cfg.Git.Credentials, o.Scan.Getenv); err != nil {
+		return err
 	}
 	return o.Notify.validate(cfg)
 }

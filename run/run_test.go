@@ -33,7 +33,7 @@ var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1a
 // folder. It returns the app's namespace and the Application's.
 func argoApp(t *testing.T) (appNS, argoNS string) {
 	t.Helper()
-	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml")
+	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml", "../fixtures/crds/appprojects.argoproj.io.yaml")
 	dir, _ := filepath.Abs("../fixtures/apps/web")
 	files := map[string]string{}
 	for name, content := range gitrepo.Files(t, dir) {
@@ -41,6 +41,7 @@ func argoApp(t *testing.T) (appNS, argoNS string) {
 	}
 	repo, _ := gitrepo.Bare(t, "", files)
 	appNS, argoNS = env.Namespace(t, nil), env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*']}\n"))
 	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
-	"github.com/calricon/driftscan/source"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -157,9 +156,6 @@ func (o *scanOptions) Complete() error {
 	}
 	// Credentials are bound before discovery adds apps that tenants name.
 	if err := o.discover.git.apply(o.cfg); err != nil {
-		return err
-	}
-	if err := source.CheckCredentials(o.cfg.Git.Credentials, os.Getenv); err != nil {
 		return err
 	}
 	if o.cluster != "" {
