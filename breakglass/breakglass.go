@@ -59,7 +59,7 @@ func (t Target) String() string { return t.Kind() + "/" + t.Namespace + "/" + t.
 
 // Kind is the kind of the target's resource.
 func (t Target) Kind() string {
-	return map[string]string{"applications": "Application", "kustomizations": "Kustomization", "helmreleases": "HelmRelease"}[t.Resource.Resource]
+	return map[string]string{"applications": "Application", "kustomizations": "Kustomization", "helmreleases": "HelmRelease", "configmaps": "ConfigMap"}[t.Resource.Resource]
 }
 
 func (t Target) argo() bool { return t.Resource == Application }

@@ -119,6 +119,12 @@ func (a App) Summary() Summary {
 			}
 			s.Findings++
 			s.ByClass[f.Class]++
+			if f.Contract != nil {
+				if s.ByVerdict == nil {
+					s.ByVerdict = map[Verdict]int{}
+				}
+				s.ByVerdict[f.Contract.Verdict]++
+			}
 		}
 	}
 	return s

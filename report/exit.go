@@ -19,6 +19,9 @@ type FailOn struct {
 	Classes []Class
 	// Warnings fails a scan that lost fidelity (Report.Warnings).
 	Warnings bool
+	// Violations fails on every finding whose contract verdict is
+	// violation, whatever its class.
+	Violations bool
 }
 
 // FailOnWarning is the --fail-on value that sets FailOn.Warnings.
@@ -27,7 +30,8 @@ const FailOnWarning = "warning"
 // ParseFailOn reads --fail-on: a comma-separated list of classes and
 // "warning", or "all" (every class) or "none" (no class). "warning" adds to
 // the classes, so "all,warning" fails on every drift and on warnings, and
-// "warning" alone on warnings only.
+// "warning" alone on warnings only. "violation" adds the same way: it fails
+// on findings whose contract verdict is violation.
 func ParseFailOn(s string) (FailOn, error) {
 	var f FailOn
 	all := false
@@ -39,17 +43,19 @@ func ParseFailOn(s string) (FailOn, error) {
 			f.Classes = []Class{}
 		case c == FailOnWarning:
 			f.Warnings = true
+		case string(c) == FailOnViolation:
+			f.Violations = true
 		case validClass(c):
 			f.Classes = append(f.Classes, c)
 		default:
-			return FailOn{}, fmt.Errorf("--fail-on: unknown class %q (want %s, %s, all or none)", c, classList(), FailOnWarning)
+			return FailOn{}, fmt.Errorf("--fail-on: unknown class %q (want %s, %s, %s, all or none)", c, classList(), FailOnViolation, FailOnWarning)
 		}
 	}
 	switch {
 	case all:
 		f.Classes = nil
 	case f.Classes == nil:
-		// Only "warning": no class fails.
+		// Only "warning" or "violation": no class fails.
 		f.Classes = []Class{}
 	}
 	return f, nil
@@ -83,7 +89,8 @@ func (r *Report) ExitCode(failOn []Class) int {
 }
 
 // ExitCodeFor is ExitCode for a whole --fail-on: with f.Warnings, a report
-// with warnings exits ExitDrift too.
+// with warnings exits ExitDrift too; with f.Violations, a finding whose
+// contract verdict is violation does.
 func (r *Report) ExitCodeFor(f FailOn) int {
 	if r.HasErrors() {
 		return ExitError
@@ -92,7 +99,8 @@ func (r *Report) ExitCodeFor(f FailOn) int {
 		return ExitDrift
 	}
 	failOn := f.Classes
-	if failOn != nil && len(failOn) == 0 {
+	noClass := failOn != nil && len(failOn) == 0
+	if noClass && !f.Violations {
 		return ExitOK
 	}
 	fails := func(c Class) bool {
@@ -108,11 +116,11 @@ func (r *Report) ExitCodeFor(f FailOn) int {
 	}
 	for _, app := range r.Apps {
 		for _, o := range app.Objects {
-			if o.Status == Missing || o.Status == Extra {
+			if (o.Status == Missing || o.Status == Extra) && !noClass {
 				return ExitDrift
 			}
-			for _, f := range o.ActiveFindings() {
-				if fails(f.Class) {
+			for _, fd := range o.ActiveFindings() {
+				if fails(fd.Class) || (f.Violations && fd.Contract != nil && fd.Contract.Verdict == VerdictViolation) {
 					return ExitDrift
 				}
 			}

@@ -222,6 +222,9 @@ type Finding struct {
 	// Attribution names the user behind the finding, from the audit log;
 	// nil when the scan read no audit log.
 	Attribution *Attribution `json:"attribution,omitempty"`
+	// Contract is the verdict of the live-change contract that covers the
+	// object's namespace; nil when the config has no contracts.
+	Contract *ContractVerdict `json:"contract,omitempty"`
 }
 
 // IgnoreRule is the rule that hid a finding, as configured.
@@ -270,6 +273,10 @@ type Summary struct {
 	Findings int           `json:"findings"`
 	Ignored  int           `json:"ignored"`
 	ByClass  map[Class]int `json:"byClass"`
+	// ByVerdict counts findings that are not ignored by contract verdict,
+	// uncovered included, so gaps in the contracts show; absent when the
+	// config has no contracts.
+	ByVerdict map[Verdict]int `json:"byVerdict,omitempty"`
 }
 
 // New returns an empty report stamped with the scan time and cluster.
@@ -356,6 +363,12 @@ func (s *Summary) add(o Summary) {
 	s.Ignored += o.Ignored
 	for c, n := range o.ByClass {
 		s.ByClass[c] += n
+	}
+	for v, n := range o.ByVerdict {
+		if s.ByVerdict == nil {
+			s.ByVerdict = map[Verdict]int{}
+		}
+		s.ByVerdict[v] += n
 	}
 }
 

@@ -62,6 +62,18 @@ func byClassText(byClass map[Class]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// byVerdictText lists the contract verdict counts in report order, zeros
+// left out: "1 violation, 2 uncovered".
+func byVerdictText(byVerdict map[Verdict]int) string {
+	var parts []string
+	for _, v := range Verdicts {
+		if n := byVerdict[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // summaryText is the one-line count of a Summary, shared by the table and
 // Markdown: "5 objects, 1 drifted, 2 findings (1 human, 1 webhook), 1 ignored".
 // Missing, extra, errors, warnings and ignored appear only when not zero.
@@ -84,6 +96,9 @@ func summaryText(s Summary) string {
 		findings += " (" + by + ")"
 	}
 	parts = append(parts, findings)
+	if by := byVerdictText(s.ByVerdict); by != "" {
+		parts = append(parts, "contracts: "+by)
+	}
 	if s.Ignored > 0 {
 		parts = append(parts, fmt.Sprintf("%d ignored", s.Ignored))
 	}
