@@ -97,8 +97,8 @@ type outcome int
 
 const (
 	noMatch  outcome = iota
-	matches        // every condition holds
-	unproven       // everything else holds, but the rule names an identity and nothing says who
+	matches          // every condition holds
+	unproven         // everything else holds, but the rule names an identity and nothing says who
 )
 
 // judge returns the contract's verdict on f: allowed by the first rule that

@@ -96,7 +96,9 @@ func Validate(cs []Contract) error {
 		if c.Line > 0 {
 			where += fmt.Sprintf(" (line %d)", c.Line)
 		}
-		bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("%s: "+format, append([]any{where}, a...)...)) }
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("%s: "+format, append([]any{where}, a...)...))
+		}
 		switch {
 		case c.Name == "":
 			bad("name is required")
