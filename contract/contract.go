@@ -22,14 +22,15 @@ import (
 // Contract is one written answer to "who may change live state here, and
 // how?" for the namespaces it covers.
 //
-//   - name: production
-//     namespaces: ["prod-*"]
-//     owner: platform-team
-//     allow:
-//   - {class: operator}
-//   - {class: pipeline, managers: [kubectl-set], users: ["system:serviceaccount:ci:deployer"]}
-//   - {class: human, during: breakglass}
-//     selfHeal: forbidden
+//	contracts:
+//	- name: production
+//	  namespaces: ["prod-*"]
+//	  owner: platform-team
+//	  allow:
+//	  - {class: operator}
+//	  - {class: pipeline, managers: [kubectl-set], users: ["system:serviceaccount:ci:deployer"]}
+//	  - {class: human, during: breakglass}
+//	  selfHeal: forbidden
 type Contract struct {
 	Name string `yaml:"name" json:"name"`
 	// Namespaces are globs (* and ?) on namespace names.
