@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/calricon/driftscan/classify"
@@ -177,6 +178,10 @@ func Admission(cs []Contract, opts AdmissionOptions) (Manifests, error) {
 			m.Skipped[c.Name] = "its apps declare no resource in its namespaces"
 			continue
 		}
+		if slices.ContainsFunc(c.Allow, func(r Rule) bool { return ruleExpr(r) == "true" }) {
+			m.Skipped[c.Name] = "it allows every change: there is nothing to enforce"
+			continue
+		}
 		m.Policies = append(m.Policies, Policy{Contract: c.Name, Policy: gen.policy(c, res), Binding: binding(c, opts)})
 	}
 	return m, nil
@@ -259,7 +264,12 @@ func (m Manifests) YAML() ([]byte, error) {
 		docs = append(docs, p.Policy, p.Binding)
 	}
 	for i, d := range docs {
-		data, err := yaml.Marshal(d)
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+		if err != nil {
+			return nil, fmt.Errorf("write manifest %d: %w", i, err)
+		}
+		delete(u, "status")
+		data, err := yaml.Marshal(u)
 		if err != nil {
 			return nil, fmt.Errorf("write manifest %d: %w", i, err)
 		}

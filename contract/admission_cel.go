@@ -56,10 +56,12 @@ func (g celGen) policy(c Contract, res []Resource) *admissionregistrationv1.Vali
 				ResourceRules: resourceRules(res),
 			},
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "in-contract-namespaces", Expression: g.covers(c)},
 				{Name: "not-gitops-or-control-plane", Expression: "!(" + g.exempt() + ")"},
 			},
 			Variables: []admissionregistrationv1.Variable{
+				{Name: "nsLabels", Expression: "namespaceObject != null && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}"},
+				// A variable, not a matchCondition: those see no namespaceObject.
+				{Name: "covered", Expression: g.covers(c)},
 				// Fields that are empty are absent to CEL: read them through has().
 				{Name: "sub", Expression: "has(request.subResource) ? request.subResource : ''"},
 				{Name: "name", Expression: "has(request.name) ? request.name : ''"},
@@ -68,13 +70,14 @@ func (g celGen) policy(c Contract, res []Resource) *admissionregistrationv1.Vali
 				{Name: "meta", Expression: "request.operation == 'UPDATE' && oldObject != null ? oldObject.metadata : object.metadata"},
 				{Name: "labels", Expression: "has(variables.meta.labels) ? variables.meta.labels : {}"},
 				{Name: "annotations", Expression: "has(variables.meta.annotations) ? variables.meta.annotations : {}"},
+				{Name: "tracking", Expression: trackingExpr()},
 				{Name: "app", Expression: appExpr()},
 				{Name: "lifted", Expression: "params != null && has(params.data) && (variables.app != '' ? variables.app in params.data : " +
 					"params.data.exists(k, request.namespace in params.data[k].split(' ')))"},
 				{Name: "allowed", Expression: g.allowed(c)},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "variables.allowed",
+				Expression:        "!variables.covered || variables.allowed",
 				MessageExpression: g.message(c),
 				Message:           "contract " + c.Name + " does not allow this change",
 				Reason:            &reason,
@@ -102,23 +105,21 @@ func (g celGen) covers(c Contract) string {
 
 // selectorExpr is a label selector on namespaceObject's labels.
 func selectorExpr(s Selector) string {
-	l := "(namespaceObject != null && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
 	var and []string
 	for _, k := range sortedKeys(s.MatchLabels) {
-		and = append(and, fmt.Sprintf("(%s in %s && %s[%s] == %s)", celString(k), l, l, celString(k), celString(s.MatchLabels[k])))
+		and = append(and, fmt.Sprintf("(%[1]s in variables.nsLabels && variables.nsLabels[%[1]s] == %[2]s)", celString(k), celString(s.MatchLabels[k])))
 	}
 	for _, r := range s.MatchExpressions {
 		k := celString(r.Key)
-		vals := celList(r.Values)
 		switch r.Operator {
 		case "In":
-			and = append(and, fmt.Sprintf("(%s in %s && %s[%s] in %s)", k, l, l, k, vals))
+			and = append(and, fmt.Sprintf("(%[1]s in variables.nsLabels && variables.nsLabels[%[1]s] in %[2]s)", k, celList(r.Values)))
 		case "NotIn":
-			and = append(and, fmt.Sprintf("!(%s in %s && %s[%s] in %s)", k, l, l, k, vals))
+			and = append(and, fmt.Sprintf("!(%[1]s in variables.nsLabels && variables.nsLabels[%[1]s] in %[2]s)", k, celList(r.Values)))
 		case "Exists":
-			and = append(and, fmt.Sprintf("(%s in %s)", k, l))
+			and = append(and, fmt.Sprintf("(%s in variables.nsLabels)", k))
 		case "DoesNotExist":
-			and = append(and, fmt.Sprintf("!(%s in %s)", k, l))
+			and = append(and, fmt.Sprintf("!(%s in variables.nsLabels)", k))
 		}
 	}
 	return "(" + strings.Join(and, " && ") + ")"
@@ -162,18 +163,26 @@ func (g celGen) class() string {
 // "namespace_" outside Argo CD's own namespace) and Flux write, else the
 // instance label; "" when none is there (always so for a Scale).
 func appExpr() string {
-	return fmt.Sprintf("%[1]s in variables.annotations ? variables.annotations[%[1]s].split(':')[0].split('_')[size(variables.annotations[%[1]s].split(':')[0].split('_')) - 1] : "+
+	return fmt.Sprintf("variables.tracking != '' ? variables.tracking.substring(variables.tracking.lastIndexOf('_') + 1) : "+
+		"%[1]s in variables.labels ? variables.labels[%[1]s] : "+
 		"%[2]s in variables.labels ? variables.labels[%[2]s] : "+
-		"%[3]s in variables.labels ? variables.labels[%[3]s] : "+
-		"%[4]s in variables.labels ? variables.labels[%[4]s] : ''",
-		celString(argoTrackingID), celString(fluxKustomization), celString(fluxHelmRelease), celString(instanceLabel))
+		"%[3]s in variables.labels ? variables.labels[%[3]s] : ''",
+		celString(fluxKustomization), celString(fluxHelmRelease), celString(instanceLabel))
+}
+
+// trackingExpr is the app part of Argo CD's tracking-id annotation, "" when
+// there is none.
+func trackingExpr() string {
+	return fmt.Sprintf("%[1]s in variables.annotations ? variables.annotations[%[1]s].split(':')[0] : ''", celString(argoTrackingID))
 }
 
 // allowed is true when a rule of the contract allows the request.
 func (g celGen) allowed(c Contract) string {
 	var or []string
 	for _, r := range c.Allow {
-		or = append(or, "("+ruleExpr(r)+")")
+		if e := ruleExpr(r); e != "false" {
+			or = append(or, "("+e+")")
+		}
 	}
 	if len(or) == 0 {
 		return "false"
@@ -181,6 +190,8 @@ func (g celGen) allowed(c Contract) string {
 	return strings.Join(or, " || ")
 }
 
+// ruleExpr is true when the rule allows the request: "true" for a rule
+// that allows anything, "false" for one no request can match.
 func ruleExpr(r Rule) string {
 	var and []string
 	if r.Class != AnyClass {
@@ -195,7 +206,7 @@ func ruleExpr(r Rule) string {
 	if len(r.Webhooks) > 0 {
 		// A webhook mutates inside someone else's request; no request is a
 		// webhook's own.
-		and = append(and, "false")
+		return "false"
 	}
 	if r.Identity() {
 		var who []string

@@ -160,15 +160,17 @@ func install(t *testing.T, c contract.Contract, actions []contract.Action, probe
 			_ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
+	var last error
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		err := probe()
+		last = err
 		if warned != nil {
 			return warned(), nil
 		}
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
 	})
 	if err != nil {
-		t.Fatalf("the API server never enforced policy %s: %v", contract.PolicyName(c.Name), err)
+		t.Fatalf("the API server never enforced policy %s: %v (the probe's last answer: %v)", contract.PolicyName(c.Name), err, last)
 	}
 	return params
 }
@@ -305,10 +307,13 @@ func TestAdmissionAllowsThePipelineServiceAccountsSetImageAndNoOneElses(t *testi
 
 func TestAdmissionInWarnModeWarnsTheClientAndLetsTheEditThrough(t *testing.T) {
 	env.Need(t)
-	ns := env.Namespace(t, nil)
+	// This contract picks its namespace by label.
+	ns := env.Namespace(t, map[string]string{"env": "prod"})
 	syncApp(t, ns)
 	alice := as(t, human)
 	c := production(ns)
+	c.Namespaces, c.NamespaceSelector = nil, &contract.Selector{MatchLabels: map[string]string{"env": "prod"},
+		MatchExpressions: []contract.Requirement{{Key: "sandbox", Operator: "DoesNotExist"}}}
 	install(t, c, []contract.Action{contract.ActionWarn, contract.ActionAudit}, dryRunHumanEdit(alice, ns),
 		func() bool { return len(alice.takeWarnings()) > 0 })
 
