@@ -110,14 +110,14 @@ func TestJudgeCountsVerdictsOfActiveFindingsAndFailsOnViolation(t *testing.T) {
 	if diff := cmp.Diff(want, r.Summary.ByVerdict); diff != "" {
 		t.Errorf("byVerdict (-want +got):\n%s", diff)
 	}
-	if got := r.ExitCode([]report.Class{report.FailOnViolation}); got != report.ExitDrift {
+	if got := r.ExitCodeFor(report.FailOn{Classes: []report.Class{}, Violations: true}); got != report.ExitDrift {
 		t.Errorf("--fail-on violation: exit %d, want %d", got, report.ExitDrift)
 	}
 	// With the violation gone, the uncovered human finding does not fail
 	// --fail-on violation.
 	r.Apps[0].Objects[0].Findings[0].Ignored = true
 	r.Finalize()
-	if got := r.ExitCode([]report.Class{report.FailOnViolation}); got != report.ExitOK {
+	if got := r.ExitCodeFor(report.FailOn{Classes: []report.Class{}, Violations: true}); got != report.ExitOK {
 		t.Errorf("--fail-on violation with no violation left: exit %d, want %d", got, report.ExitOK)
 	}
 }
