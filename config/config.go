@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	Audit *Audit `yaml:"audit"`
 	// Git holds the credentials Git sources are fetched with.
 	Git Git `yaml:"git"`
+	// Contracts say per group of namespaces who may change live state;
+	// every finding is judged against them (package contract).
+	Contracts []contract.Contract `yaml:"contracts"`
 
 	// Dir is the folder of the config file; relative source paths start there.
 	Dir string `yaml:"-"`
@@ -194,6 +198,13 @@ func Parse(data []byte) (*Config, error) {
 		if err := ValidateNotify(nc, cfg.Owners); err != nil {
 			errs = append(errs, fmt.Errorf("notify: %w", err))
 		}
+	}
+	if err := contract.Validate(cfg.Contracts); err != nil {
+		errs = append(errs, fmt.Errorf("contracts: %w", err))
+	}
+	if len(cfg.Contracts) > 0 && cfg.Notify != nil && cfg.Notify.Route.PagerDuty == nil {
+		// Once there are contracts, what pages is what breaks one.
+		cfg.Notify.Route.PagerDuty = ContractRoute()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -83,7 +83,9 @@ type PagerDuty struct {
 }
 
 // Route says which classes of drift go to which channel. A nil list means
-// the default (DefaultRoute); an empty list sends nothing there.
+// the default (DefaultRoute); an empty list sends nothing there. The entry
+// "violation" (report.FailOnViolation) sends every finding whose contract
+// verdict is violation, whatever its class.
 type Route struct {
 	Slack     []report.Class `yaml:"slack" json:"slack"`
 	PagerDuty []report.Class `yaml:"pagerduty" json:"pagerduty"`
@@ -118,9 +120,17 @@ func DefaultRoute() Route {
 	}
 }
 
-// Sends reports whether drift of class c goes to Slack (pagerDuty false) or
-// to PagerDuty, with the defaults applied to a nil list.
-func (r Route) Sends(pagerDuty bool, c report.Class) bool {
+// ContractRoute is the default PagerDuty route once the config has
+// contracts: page only for violations.
+func ContractRoute() []report.Class { return []report.Class{routeViolation} }
+
+// routeViolation is the route entry for contract violations.
+const routeViolation = report.Class(report.FailOnViolation)
+
+// Sends reports whether finding f goes to Slack (pagerDuty false) or to
+// PagerDuty, by its class or, for the entry "violation", its contract
+// verdict, with the defaults applied to a nil list.
+func (r Route) Sends(pagerDuty bool, f report.Finding) bool {
 	def := DefaultRoute()
 	list, fallback := r.Slack, def.Slack
 	if pagerDuty {
@@ -129,7 +139,10 @@ func (r Route) Sends(pagerDuty bool, c report.Class) bool {
 	if list == nil {
 		list = fallback
 	}
-	return slices.Contains(list, c)
+	if slices.Contains(list, f.Class) {
+		return true
+	}
+	return f.Contract != nil && f.Contract.Verdict == report.VerdictViolation && slices.Contains(list, routeViolation)
 }
 
 // SlackMode is how Slack is reached.
@@ -192,8 +205,8 @@ func (c Notify) Validate() error {
 		classes []report.Class
 	}{{"route.slack", c.Route.Slack}, {"route.pagerduty", c.Route.PagerDuty}} {
 		for _, cl := range list.classes {
-			if !slices.Contains(report.Classes, cl) {
-				errs = append(errs, fmt.Errorf("%s: unknown class %q (want one of %v)", list.name, cl, report.Classes))
+			if !slices.Contains(report.Classes, cl) && cl != routeViolation {
+				errs = append(errs, fmt.Errorf("%s: unknown class %q (want one of %v, or %s)", list.name, cl, report.Classes, routeViolation))
 			}
 		}
 	}

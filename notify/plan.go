@@ -190,7 +190,7 @@ func (p *planner) resolve(key Key, obj report.Object, prev *Delivery, why string
 func (p *planner) routed(ch Channel, drift []report.Finding) []report.Finding {
 	var out []report.Finding
 	for _, f := range drift {
-		if p.cfg.Route.Sends(ch == ChannelPagerDuty, f.Class) {
+		if p.cfg.Route.Sends(ch == ChannelPagerDuty, f) {
 			out = append(out, f)
 		}
 	}

@@ -36,3 +36,20 @@ type ContractVerdict struct {
 // stands for every finding whose contract verdict is violation, whatever its
 // class.
 const FailOnViolation = string(VerdictViolation)
+
+// contractText is the note a table or Markdown row gives a finding's
+// verdict: only a violation or an unknown needs reading there; the summary
+// counts the rest.
+func contractText(f Finding) string {
+	c := f.Contract
+	if c == nil {
+		return ""
+	}
+	switch c.Verdict {
+	case VerdictViolation:
+		return "violates contract " + c.Name
+	case VerdictUnknown:
+		return "contract " + c.Name + ": unknown until an audit attribution says who"
+	}
+	return ""
+}

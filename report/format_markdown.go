@@ -159,6 +159,9 @@ func writeMarkdownObject(b *strings.Builder, app App, o Object, width int, now t
 			if f.Ignored {
 				notes = append(notes, ignoredText(f))
 			}
+			if c := contractText(f); c != "" && !f.Ignored {
+				notes = append(notes, c)
+			}
 			if f.Hint != "" {
 				notes = append(notes, "hint: "+f.Hint)
 			}

@@ -166,6 +166,8 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 				}
 				if f.Ignored {
 					cells[len(cells)-1] = "(" + ignoredText(f) + ")"
+				} else if c := contractText(f); c != "" {
+					cells[len(cells)-1] = "(" + c + ")"
 				}
 				row(tableLine{indent: rowIndent, cells: cells, table: "findings", class: f.Class, dim: f.Ignored})
 				if f.Hint != "" {

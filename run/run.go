@@ -1,7 +1,8 @@
 // Package run is one `driftscan scan` from start to finish, as a library
 // call in the style of helm's pkg/action: it discovers apps, scans them,
 // marks the apps paused by breakglass (and with AutoResume resumes the
-// expired suspensions that are safe to resume), writes the report, tells the
+// expired suspensions that are safe to resume), judges every finding
+// against the live-change contracts, writes the report, tells the
 // owners under a Lease, and writes or pushes metrics. The CLI builds Options
 // from its flags and calls Scan; everything it needs to print is in the
 // Result.
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 	"github.com/calricon/driftscan/source"
@@ -42,6 +44,10 @@ type Options struct {
 	// AutoResume resumes an expired breakglass suspension when its app has
 	// no pipeline or human drift left that the next sync would revert.
 	AutoResume bool
+	// ContractParams, when set, is the contract policies' break-glass
+	// ConfigMap: the run removes from it the suspensions that ended or
+	// expired (a write, like AutoResume).
+	ContractParams *contract.ParamsRef
 	// Outputs are written once the report is complete, before anyone is
 	// notified: to a file atomically, else to Out. Write says how; its
 	// Color applies only to a table written to Out.
@@ -141,6 +147,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	}
 	attachDiscoveryErrors(r, found.Errors)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	if err := contracts(ctx, c, r, cfg, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}
 	r.Finalize()

@@ -27,6 +27,7 @@ type breakglassOptions struct {
 	gitCache   string
 	timeout    time.Duration
 	now        func() time.Time
+	params     string
 
 	restCfg *rest.Config
 	dynamic dynamic.Interface
@@ -50,6 +51,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: argocd, or flux-system for flux)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
+	addContractParams(f, &o.params)
 	cmd.AddCommand(o.suspendCommand(), o.resumeCommand(), o.statusCommand())
 	return cmd
 }
@@ -135,6 +137,9 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 				return err
 			}
 			o.printChange(ch, "suspended")
+			if err := o.lift(ctx, t, true, opts.DryRun); err != nil {
+				return err
+			}
 			if !ch.DryRun {
 				fmt.Fprintf(o.streams.Out, "until %s. Carry the hotfix back to Git, then: driftscan breakglass resume %s\n", opts.Now().Add(opts.TTL).UTC().Format(time.RFC3339), args[0])
 			}
@@ -171,7 +176,7 @@ func (o *breakglassOptions) resumeCommand() *cobra.Command {
 				return err
 			}
 			o.printChange(ch, "resumed")
-			return nil
+			return o.lift(ctx, t, false, opts.DryRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "resume even though the next sync will revert live drift")

@@ -48,6 +48,6 @@ Exit codes: 0 no drift, 1 drift, 2 an error kept part of the scan from finishing
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newVersionCommand(s), newScanCommand(s), newBreakglassCommand(s), newDoctorCommand(s), newBackportCommand(s))
+	root.AddCommand(newVersionCommand(s), newScanCommand(s), newBreakglassCommand(s), newDoctorCommand(s), newBackportCommand(s), newContractCommand(s))
 	return root
 }

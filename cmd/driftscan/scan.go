@@ -51,6 +51,7 @@ type scanOptions struct {
 	discover   discoverFlags
 	notify     notifyFlags
 	metrics    run.Metrics
+	params     string
 
 	// Filled by Complete.
 	cfg     *config.Config
@@ -97,11 +98,12 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	f.StringArrayVarP(&o.outputs, "output", "o", nil, "output FORMAT or FORMAT=FILE, repeatable: "+formatNames()+" (default: table on a terminal, json otherwise)")
-	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'; add 'warning' to exit 1 also when the scan lost fidelity (report warnings)")
+	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'; add 'violation' to exit 1 for every contract violation, 'warning' to exit 1 also when the scan lost fidelity (report warnings)")
 	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
 	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")
+	f.StringVar(&o.params, "contract-params", "", "NAMESPACE/NAME of the contract policies' break-glass ConfigMap: remove from it the suspensions that ended or expired (a write, like --auto-resume; default: leave it alone)")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
@@ -190,6 +192,13 @@ func (o *scanOptions) completeScan() error {
 		return err
 	}
 	o.run.Apps, o.run.Shard, o.run.AutoResume = o.apps, o.shardSpec, o.autoResume
+	if o.params != "" {
+		ref, err := parseParams(o.params)
+		if err != nil {
+			return err
+		}
+		o.run.ContractParams = &ref
+	}
 	o.run.Notify, o.run.Metrics = o.notify.options(), o.metrics
 	o.run.Write.Wide = o.wide
 	o.run.Write.Color = report.ColorFor(asFile(o.streams.Out))
