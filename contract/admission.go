@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
 )
 
 // Action is what an admission policy does with a change the contract does
@@ -92,12 +93,23 @@ type AdmissionOptions struct {
 	// config's appliers). Used by anyone else they are class unknown, as in
 	// the report.
 	ApplierManagers []string
-	// Rules are the config's classification rules, tried before the
-	// built-in ones to give a request's field manager its class.
-	Rules []classify.Rule
+	// Rules classify a request's field manager, first match wins: the
+	// config's rules and then the built-in ones, in the classifier's order
+	// (classify.Ordered). A manager no rule matches is class unknown.
+	Rules []ClassRule
 	// Resources are, by contract name, the resources its apps declare. A
 	// contract with none gets no policy (Admission says so).
 	Resources map[string][]Resource
+}
+
+// ClassRule is a classification rule as an admission policy applies it: a
+// regular expression (RE2, as in Go and CEL) on the field manager and, when
+// Subresource is set, the request's subresource. A rule's operation (Apply
+// or Update) is not checked: admission cannot tell them apart.
+type ClassRule struct {
+	Manager     string
+	Subresource *string
+	Class       report.Class
 }
 
 // DefaultAdmissionOptions returns Deny, DefaultParams and
@@ -157,8 +169,8 @@ func Admission(cs []Contract, opts AdmissionOptions) (Manifests, error) {
 		opts.ApplierUsers = DefaultApplierUsers
 	}
 	for i, r := range opts.Rules {
-		if err := r.Validate(); err != nil {
-			return Manifests{}, fmt.Errorf("rules[%d]: %w", i, err)
+		if _, err := regexp.Compile(r.Manager); err != nil {
+			return Manifests{}, fmt.Errorf("classification rule %d: manager %q: %w", i, r.Manager, err)
 		}
 	}
 	m := Manifests{

@@ -7,8 +7,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/calricon/driftscan/classify"
 )
 
 // What CEL sees of a request, and what it does not
@@ -139,15 +137,15 @@ func (g celGen) exempt() string {
 	return strings.Join(or, " || ")
 }
 
-// class gives the request's field manager its class with the config's rules
-// and then the built-in ones, as the report does; a GitOps applier's
-// manager used by anyone else, and a manager no rule knows, are unknown.
+// class gives the request's field manager its class with the rules, as the
+// report does; a GitOps applier's manager used by anyone else, and a
+// manager no rule knows, are unknown.
 func (g celGen) class() string {
 	var b strings.Builder
 	if len(g.opts.ApplierManagers) > 0 {
 		fmt.Fprintf(&b, "variables.manager in %s ? 'unknown' : ", celList(g.opts.ApplierManagers))
 	}
-	for _, r := range classify.Ordered(g.opts.Rules) {
+	for _, r := range g.opts.Rules {
 		cond := "variables.manager.matches(" + celString(r.Manager) + ")"
 		if r.Subresource != nil {
 			cond += " && variables.sub == " + celString(*r.Subresource)

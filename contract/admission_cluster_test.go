@@ -20,13 +20,18 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
+	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/fixtures/cluster"
 )
 
 var env *cluster.Env
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
+// TestMain runs the real kube-controller-manager as the identity it has in a
+// real cluster, so that the policies meet the control plane's own writes.
+func TestMain(m *testing.M) {
+	os.Exit(cluster.MainWith(m, &env, cluster.Options{ControllerManager: true, ControllerManagerUser: kcm}))
+}
 
 var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
@@ -138,7 +143,11 @@ func install(t *testing.T, c contract.Contract, actions []contract.Action, probe
 	opts := contract.DefaultAdmissionOptions()
 	opts.Actions, opts.Params = actions, params
 	opts.ApplierManagers = []string{"argocd-controller"}
-	opts.Resources = map[string][]contract.Resource{c.Name: {{Group: "apps", Resource: "deployments", Subresources: []string{"scale", "status"}}}}
+	opts.Rules = contract.ClassRules(classify.Ordered(nil))
+	opts.Resources = map[string][]contract.Resource{c.Name: {
+		{Group: "apps", Resource: "deployments", Subresources: []string{"scale", "status"}},
+		{Group: "", Resource: "configmaps"},
+	}}
 	m, err := contract.Admission([]contract.Contract{c}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -331,35 +340,63 @@ func TestAdmissionInWarnModeWarnsTheClientAndLetsTheEditThrough(t *testing.T) {
 	}
 }
 
-func TestAdmissionNeverDeniesTheDeploymentControllerOrTheGitOpsApplier(t *testing.T) {
+func TestAdmissionNeverDeniesTheControlPlaneOrTheGitOpsApplier(t *testing.T) {
 	env.Need(t)
 	ns := env.Namespace(t, nil)
 	syncApp(t, ns)
 	alice := as(t, human)
-	install(t, production(ns), []contract.Action{contract.ActionDeny}, dryRunHumanEdit(alice, ns), nil)
+	// A strict contract: no rule for operators or unknown actors, so only
+	// the exemptions let the control plane through.
+	c := production(ns)
+	c.Allow = []contract.Rule{
+		{Class: "pipeline", Managers: []string{"kubectl-set"}, Users: []string{deployerSA}},
+		{Class: "human", During: contract.DuringBreakglass},
+	}
+	install(t, c, []contract.Action{contract.ActionDeny}, dryRunHumanEdit(alice, ns), nil)
 	ctx := t.Context()
-	controller := as(t, kcm)
 
-	// What the Deployment controller writes: status, and the revision
-	// annotation through the status subresource; the HPA's scale.
-	if err := controller.patch(ctx, ns, "web", "kube-controller-manager", types.MergePatchType,
-		`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"2"}},"status":{"observedGeneration":1,"replicas":2}}`, "status"); err != nil {
-		t.Errorf("the Deployment controller's status write was denied: %v", err)
+	// The GitOps applier syncs a new image; the real Deployment controller
+	// (kube-controller-manager as system:kube-controller-manager) rolls it
+	// out: a new ReplicaSet, the revision annotation and the status.
+	obj := deployment(t, ns)
+	unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "app", "image": "nginx:1.27"}}, "spec", "template", "spec", "containers")
+	if _, err := as(t, argoSA).dyn.Resource(deployments).Namespace(ns).Apply(ctx, "web", obj, metav1.ApplyOptions{FieldManager: "argocd-controller", Force: true}); err != nil {
+		t.Fatalf("the GitOps applier's sync was denied: %v", err)
 	}
-	if err := controller.patch(ctx, ns, "web", "kube-controller-manager", types.MergePatchType, `{"spec":{"replicas":5}}`, "scale"); err != nil {
-		t.Errorf("the controller's scale write was denied: %v", err)
+	waitFor(t, "the Deployment controller's rollout", func() bool {
+		live := env.Get(t, cluster.Deployment, ns, "web")
+		observed, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+		return observed == live.GetGeneration() && live.GetAnnotations()["deployment.kubernetes.io/revision"] == "2"
+	})
+
+	// The root CA publisher recreates kube-root-ca.crt in every namespace:
+	// a ConfigMap create in the contract's namespace, naming no field
+	// manager (class unknown at admission).
+	if err := env.Client.CoreV1().ConfigMaps(ns).Delete(ctx, "kube-root-ca.crt", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	// A kube-system service account (a controller with its own credentials)
-	// on the main resource.
-	if err := as(t, "system:serviceaccount:kube-system:deployment-controller").patch(ctx, ns, "web", "kube-controller-manager", types.MergePatchType,
-		`{"metadata":{"finalizers":null}}`); err != nil {
+	waitFor(t, "kube-controller-manager to recreate kube-root-ca.crt", func() bool {
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil && cm.Data["ca.crt"] != ""
+	})
+	// The same create from a person is judged, and denied.
+	_, err := alice.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Create(ctx,
+		cluster.Object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: debug}, data: {a: b}}"), metav1.CreateOptions{})
+	mustDeny(t, err, "field manager not named, class unknown", "create configmaps "+ns+"/debug")
+
+	// The HPA's write through the scale subresource, as the controller
+	// manager (there is no metrics server to drive a real one).
+	if err := as(t, kcm).patch(ctx, ns, "web", "kube-controller-manager", types.MergePatchType, `{"spec":{"replicas":5}}`, "scale"); err != nil {
+		t.Errorf("the autoscaler's scale write was denied: %v", err)
+	}
+	// A kube-system service account (a controller with its own credentials).
+	if err := as(t, "system:serviceaccount:kube-system:deployment-controller").patch(ctx, ns, "web", "", types.MergePatchType,
+		`{"metadata":{"labels":{"touched":"by-a-controller"}}}`); err != nil {
 		t.Errorf("a kube-system service account's write was denied: %v", err)
 	}
-	// The next sync of the GitOps applier.
-	syncApp(t, ns)
 	// kubectl scale by a person goes through the same subresource, and is
 	// judged.
-	err := alice.patch(ctx, ns, "web", "kubectl", types.MergePatchType, `{"spec":{"replicas":9}}`, "scale")
+	err = alice.patch(ctx, ns, "web", "kubectl", types.MergePatchType, `{"spec":{"replicas":9}}`, "scale")
 	mustDeny(t, err, "field manager kubectl, class human", "update deployments/scale "+ns+"/web")
 	// So is a person creating a Deployment.
 	_, err = alice.dyn.Resource(deployments).Namespace(ns).Create(ctx, renamed(deployment(t, ns), "debug"), metav1.CreateOptions{FieldManager: "kubectl-create"})

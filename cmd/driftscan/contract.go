@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
@@ -202,7 +203,10 @@ Apply the output with kubectl apply -f (or server-side).`,
 			if opts.Params, err = parseParams(params); err != nil {
 				return err
 			}
-			opts.ApplierManagers, opts.Rules = o.cfg.Appliers, o.cfg.Rules
+			opts.ApplierManagers = o.cfg.Appliers
+			for _, r := range classify.Ordered(o.cfg.Rules) {
+				opts.Rules = append(opts.Rules, contract.ClassRule{Manager: r.Manager, Subresource: r.Subresource, Class: r.Class})
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
 			if opts.Resources, err = o.declaredResources(ctx, gitCache); err != nil {
