@@ -103,13 +103,17 @@ type AdmissionOptions struct {
 }
 
 // ClassRule is a classification rule as an admission policy applies it: a
-// regular expression (RE2, as in Go and CEL) on the field manager and, when
-// Subresource is set, the request's subresource. A rule's operation (Apply
-// or Update) is not checked: admission cannot tell them apart.
+// regular expression (RE2, as in Go and CEL) on the field manager, when
+// Subresource is set the request's subresource, and when Users or Groups
+// are set (patterns where * matches any run, as in classify.Rule) the
+// request's user or one of its groups: at admission the user is always
+// known. A rule's operation (Apply or Update) is not checked: admission
+// cannot tell them apart.
 type ClassRule struct {
-	Manager     string
-	Subresource *string
-	Class       report.Class
+	Manager       string
+	Subresource   *string
+	Users, Groups []string
+	Class         report.Class
 }
 
 // DefaultAdmissionOptions returns Deny, DefaultParams and

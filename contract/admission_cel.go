@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -150,6 +151,16 @@ func (g celGen) class() string {
 		if r.Subresource != nil {
 			cond += " && variables.sub == " + celString(*r.Subresource)
 		}
+		if len(r.Users) > 0 || len(r.Groups) > 0 {
+			var who []string
+			for _, u := range r.Users {
+				who = append(who, "request.userInfo.username.matches("+celString(starRegexp(u))+")")
+			}
+			for _, gr := range r.Groups {
+				who = append(who, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g.matches("+celString(starRegexp(gr))+")))")
+			}
+			cond += " && (" + strings.Join(who, " || ") + ")"
+		}
 		fmt.Fprintf(&b, "(%s) ? %s : ", cond, celString(string(r.Class)))
 	}
 	b.WriteString("'unknown'")
@@ -261,6 +272,12 @@ func (g celGen) message(c Contract) string {
 			celString(` --ttl 1h --reason "INC-..."`)
 	}
 	return msg
+}
+
+// starRegexp is the anchored expression of a classification rule's user or
+// group pattern, where only * is a wildcard (classify.Rule's globs).
+func starRegexp(p string) string {
+	return "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
 }
 
 // celString quotes s as a CEL string literal: Go's escapes are CEL's.

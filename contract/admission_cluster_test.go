@@ -23,14 +23,16 @@ import (
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
 )
 
 var env *cluster.Env
 
 // TestMain runs the real kube-controller-manager as the identity it has in a
-// real cluster, so that the policies meet the control plane's own writes.
+// real cluster, so that the policies meet the control plane's own writes,
+// and an audit log, so that scans can say who made a change.
 func TestMain(m *testing.M) {
-	os.Exit(cluster.MainWith(m, &env, cluster.Options{ControllerManager: true, ControllerManagerUser: kcm}))
+	os.Exit(cluster.MainWith(m, &env, cluster.Options{ControllerManager: true, ControllerManagerUser: kcm, Audit: &cluster.AuditOptions{}}))
 }
 
 var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
@@ -143,7 +145,8 @@ func install(t *testing.T, c contract.Contract, actions []contract.Action, probe
 	opts := contract.DefaultAdmissionOptions()
 	opts.Actions, opts.Params = actions, params
 	opts.ApplierManagers = []string{"argocd-controller"}
-	opts.Rules = contract.ClassRules(classify.Ordered(nil))
+	// A config rule by identity, as audit-aware configs write them.
+	opts.Rules = contract.ClassRules(classify.Ordered([]classify.Rule{{Users: []string{"system:serviceaccount:ci:*"}, Class: report.ClassPipeline}}))
 	opts.Resources = map[string][]contract.Resource{c.Name: {
 		{Group: "apps", Resource: "deployments", Subresources: []string{"scale", "status"}},
 		{Group: "", Resource: "configmaps"},

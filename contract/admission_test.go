@@ -12,7 +12,10 @@ import (
 func TestAdmissionPolicyGolden(t *testing.T) {
 	opts := DefaultAdmissionOptions()
 	opts.ApplierManagers = []string{"argocd-controller", "kustomize-controller", "helm-controller"}
-	opts.Rules = ClassRules(classify.Ordered([]classify.Rule{{Manager: "^ci-deployer$", Class: report.ClassPipeline}}))
+	opts.Rules = ClassRules(classify.Ordered([]classify.Rule{
+		{Manager: "^ci-deployer$", Class: report.ClassPipeline},
+		{Users: []string{"system:serviceaccount:ci:*"}, Groups: []string{"release-bots"}, Class: report.ClassPipeline},
+	}))
 	opts.Resources = map[string][]Resource{
 		"production": {
 			{Group: "apps", Resource: "deployments", Subresources: []string{"scale", "status"}},

@@ -11,7 +11,7 @@ import (
 func ClassRules(rules []classify.Rule) []ClassRule {
 	out := make([]ClassRule, len(rules))
 	for i, r := range rules {
-		out[i] = ClassRule{Manager: r.Manager, Subresource: r.Subresource, Class: r.Class}
+		out[i] = ClassRule{Manager: r.Manager, Subresource: r.Subresource, Users: r.Users, Groups: r.Groups, Class: r.Class}
 	}
 	return out
 }

@@ -56,10 +56,11 @@ func contracts(ctx context.Context, c clients, r *report.Report, cfg *config.Con
 }
 
 // AuditAttribution is who made a finding by its audit attribution: only an
-// exact one names a user a contract rule may match.
+// exact one names a user a contract rule may match, and never the requester
+// of a request a webhook changed (the webhook made the change).
 func AuditAttribution(_ report.App, _ report.Object, f report.Finding) *contract.Attribution {
 	a := f.Attribution
-	if a == nil || a.Confidence != report.ConfidenceExact || a.User == "" {
+	if a == nil || a.Confidence != report.ConfidenceExact || a.User == "" || a.Requester {
 		return nil
 	}
 	return &contract.Attribution{User: a.User, Groups: a.Groups}

@@ -205,7 +205,7 @@ Apply the output with kubectl apply -f (or server-side).`,
 			}
 			opts.ApplierManagers = o.cfg.Appliers
 			for _, r := range classify.Ordered(o.cfg.Rules) {
-				opts.Rules = append(opts.Rules, contract.ClassRule{Manager: r.Manager, Subresource: r.Subresource, Class: r.Class})
+				opts.Rules = append(opts.Rules, contract.ClassRule{Manager: r.Manager, Subresource: r.Subresource, Users: r.Users, Groups: r.Groups, Class: r.Class})
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
