@@ -26,7 +26,7 @@ type stage struct {
 
 // facades are the only driftscan packages cmd/driftscan may import: it
 // reaches every stage below them through run (docs/architecture.md).
-var facades = map[string]bool{"run": true, "doctor": true, "breakglass": true, "backport": true, "discover": true, "config": true, "report": true}
+var facades = map[string]bool{"run": true, "doctor": true, "breakglass": true, "contract": true, "backport": true, "discover": true, "config": true, "report": true}
 
 // listed is what `go list -json` says of one package: its non-test imports.
 type listed struct {

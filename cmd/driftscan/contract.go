@@ -5,23 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // contractOptions are the flags shared by the contract commands.
@@ -141,36 +132,7 @@ func (o *contractOptions) facts(ctx context.Context, ref contract.ParamsRef) (co
 	if err != nil {
 		return contract.Facts{}, err
 	}
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return contract.Facts{}, err
-	}
-	f := contract.Facts{ParamsRef: ref}
-	if f.Namespaces, err = run.NamespaceLabels(ctx, cs); err != nil {
-		return f, err
-	}
-	mwcs, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return f, fmt.Errorf("list MutatingWebhookConfigurations: %w", err)
-	}
-	f.Webhooks = []string{}
-	for _, m := range mwcs.Items {
-		f.Webhooks = append(f.Webhooks, m.Name)
-	}
-	vaps, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: contract.LabelManagedBy + "=driftscan"})
-	if err != nil {
-		return f, fmt.Errorf("list ValidatingAdmissionPolicies: %w", err)
-	}
-	for _, p := range vaps.Items {
-		f.Policies = append(f.Policies, p.Name)
-	}
-	_, err = cs.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	found := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return f, fmt.Errorf("get ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	f.Params = &found
-	return f, nil
+	return run.ContractFacts(ctx, restCfg, ref)
 }
 
 func (o *contractOptions) admissionCommand() *cobra.Command {
@@ -203,16 +165,18 @@ Apply the output with kubectl apply -f (or server-side).`,
 			if opts.Params, err = parseParams(params); err != nil {
 				return err
 			}
-			opts.ApplierManagers = o.cfg.Appliers
-			for _, r := range classify.Ordered(o.cfg.Rules) {
-				opts.Rules = append(opts.Rules, contract.ClassRule{Manager: r.Manager, Subresource: r.Subresource, Users: r.Users, Groups: r.Groups, Class: r.Class})
+			restCfg, _, _, err := o.kubeconfig.load()
+			if err != nil {
+				return err
+			}
+			scan := run.DefaultOptions().Scan
+			scan.RESTConfig = restCfg
+			if gitCache != "" {
+				scan.GitCacheDir = gitCache
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			if opts.Resources, err = o.declaredResources(ctx, gitCache); err != nil {
-				return err
-			}
-			m, err := contract.Admission(o.cfg.Contracts, opts)
+			m, err := run.ContractAdmission(ctx, o.cfg, scan, opts)
 			if err != nil {
 				return err
 			}
@@ -239,99 +203,4 @@ Apply the output with kubectl apply -f (or server-side).`,
 	f.StringVarP(&out, "output", "o", "", "write the manifests to this file (default: stdout)")
 	f.StringVar(&gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	return cmd
-}
-
-// declaredResources renders and reads the apps (a scan) and returns, by
-// contract, the resources its apps declare in its namespaces, with their
-// subresources as the API server serves them.
-func (o *contractOptions) declaredResources(ctx context.Context, gitCache string) (map[string][]contract.Resource, error) {
-	restCfg, _, _, err := o.kubeconfig.load()
-	if err != nil {
-		return nil, err
-	}
-	sopts := scanner.DefaultOptions()
-	sopts.RESTConfig = restCfg
-	if gitCache != "" {
-		sopts.GitCacheDir = gitCache
-	}
-	r, err := scanner.Scan(ctx, o.cfg, sopts)
-	if err != nil {
-		return nil, err
-	}
-	var labels map[string]map[string]string
-	if slices.ContainsFunc(o.cfg.Contracts, func(c contract.Contract) bool { return c.NamespaceSelector != nil }) {
-		cs, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return nil, err
-		}
-		if labels, err = run.NamespaceLabels(ctx, cs); err != nil {
-			return nil, err
-		}
-	}
-	served, err := servedResources(restCfg)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]contract.Resource{}
-	var errs []error
-	for _, app := range r.Apps {
-		if app.Error != "" {
-			errs = append(errs, fmt.Errorf("app %s: %s", app.Name, app.Error))
-		}
-		for _, obj := range app.Objects {
-			c := contract.For(o.cfg.Contracts, obj.Namespace, labels[obj.Namespace])
-			if c == nil {
-				continue
-			}
-			gv, err := schema.ParseGroupVersion(obj.APIVersion)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", obj.Ref(), err)
-			}
-			res, ok := served[gv.WithKind(obj.Kind)]
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: the cluster serves no %s %s", obj.Ref(), obj.APIVersion, obj.Kind))
-				continue
-			}
-			if !slices.ContainsFunc(out[c.Name], func(x contract.Resource) bool { return x.Group == res.Group && x.Resource == res.Resource }) {
-				out[c.Name] = append(out[c.Name], res)
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("the apps' kinds are not all known, so the policies would miss some: %w", err)
-	}
-	return out, nil
-}
-
-// servedResources maps each kind the API server serves to its resource and
-// subresources (deployments: scale, status).
-func servedResources(cfg *rest.Config) (map[schema.GroupVersionKind]contract.Resource, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	_, lists, err := cs.Discovery().ServerGroupsAndResources()
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("discovery: %w", err)
-	}
-	out := map[schema.GroupVersionKind]contract.Resource{}
-	subs := map[schema.GroupVersionResource][]string{}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if main, sub, ok := strings.Cut(r.Name, "/"); ok {
-				subs[gv.WithResource(main)] = append(subs[gv.WithResource(main)], sub)
-			}
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !r.Namespaced {
-				continue
-			}
-			out[gv.WithKind(r.Kind)] = contract.Resource{Group: gv.Group, Resource: r.Name, Subresources: subs[gv.WithResource(r.Name)]}
-		}
-	}
-	return out, nil
 }
