@@ -57,6 +57,10 @@ type Options struct {
 	Branch string
 	// Reason is why the cluster was changed (an incident, a ticket).
 	Reason string
+	// AllowSensitive writes values that look like credentials (see
+	// PlanOptions); the scan must have revealed them
+	// (scanner.Options.RevealSensitive).
+	AllowSensitive bool
 	// AuthorName and AuthorEmail sign the commit; by default the Git
 	// config's user.name and user.email, else driftscan <driftscan@localhost>.
 	AuthorName, AuthorEmail string
@@ -124,7 +128,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 	if app.Error != "" {
 		return nil, fmt.Errorf("app %s: the scan could not render it, so there is nothing reliable to backport: %s", app.Name, app.Error)
 	}
-	edits, skipped := Plan(app)
+	edits, skipped := Plan(app, PlanOptions{AllowSensitive: opts.AllowSensitive})
 	res := &Result{App: app.Name, Reason: opts.Reason, Skipped: skipped, Source: sourceKind(opts)}
 	if len(edits) == 0 {
 		return res, nil

@@ -70,10 +70,20 @@ func Backported(f report.Finding) bool {
 	return f.Active() && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman)
 }
 
+// PlanOptions say which findings Plan may write.
+type PlanOptions struct {
+	// AllowSensitive writes Sensitive findings (an env var named like a
+	// password, a SealedSecret's data) whose values the report has, which
+	// it has only when the scan revealed them. Secret data and values a
+	// redaction rule masks are never written.
+	AllowSensitive bool
+}
+
 // Plan picks the findings of app that backport carries to Git (see
 // Backported) and turns each into an Edit. A finding whose live value the
-// report masks can never be written: it is skipped with the reason.
-func Plan(app report.App) (edits []Edit, skipped []Skip) {
+// report masks can never be written, and a Sensitive one is written only
+// with AllowSensitive: either is skipped with the reason.
+func Plan(app report.App, opts PlanOptions) (edits []Edit, skipped []Skip) {
 	for _, o := range app.Objects {
 		ref := ObjectRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 		for _, f := range o.Findings {
@@ -84,13 +94,21 @@ func Plan(app report.App) (edits []Edit, skipped []Skip) {
 				Object: ref, File: o.File, Line: o.Line, Path: f.Path, Type: f.Type,
 				Git: f.Git, Live: f.Live, Class: f.Class, Manager: f.Manager, Operation: f.Operation, Time: f.Time,
 			}
-			if f.Masked {
+			switch {
+			case f.Sensitive && !opts.AllowSensitive:
+				skipped = append(skipped, Skip{Edit: e, Reason: "the value looks like a credential (an environment variable named like a password or token, or a Secret-like kind's data), and driftscan writes it to Git only with --allow-sensitive: check that it belongs in Git, then run again with --allow-sensitive, or set it by hand"})
+				continue
+			case f.Masked:
 				reason := "the value is masked in the report (a redaction rule matches it), and driftscan never writes masked values to Git: set it in Git by hand"
 				if o.Kind == "Secret" && ref.group() == "" {
 					reason = "Secret data is masked in the report and driftscan never writes secrets to Git: put the new value where the secret comes from (sealed secret, external secret store) by hand"
 				}
 				skipped = append(skipped, Skip{Edit: e, Reason: reason})
 				continue
+			case f.Sensitive:
+				// Written with --allow-sensitive; the commit message and the
+				// summary still show no value.
+				e.Git, e.Live = maskText(f.Git, false), maskText(f.Live, f.Git != "")
 			}
 			at, err := PathOf(f.PathElements)
 			if err != nil {
@@ -109,4 +127,16 @@ func Plan(app report.App) (edits []Edit, skipped []Skip) {
 		}
 	}
 	return edits, skipped
+}
+
+// maskText is the report's mask for a value: "***", or "*** (differs)" on
+// the live side of a change; "" stays "".
+func maskText(text string, differs bool) string {
+	switch {
+	case text == "":
+		return ""
+	case differs:
+		return "*** (differs)"
+	}
+	return "***"
 }

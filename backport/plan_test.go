@@ -33,7 +33,7 @@ func TestPlanTakesPipelineAndHumanDriftAndNeverSecrets(t *testing.T) {
 		APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "db",
 		Findings: []report.Finding{{Path: ".data.password", PathElements: []string{"f:data", "f:password"}, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "***", Live: "*** (differs)", Masked: true}},
 	}}}
-	edits, skipped := Plan(app)
+	edits, skipped := Plan(app, PlanOptions{})
 	var got []string
 	for _, e := range edits {
 		got = append(got, e.Field())
@@ -73,7 +73,7 @@ func TestPlanSkipsAFindingThatDoesNotSayWhereItIs(t *testing.T) {
 	app := report.App{Name: "web", Objects: []report.Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web",
 		Findings: []report.Finding{{Path: ".data.A", Type: report.Changed, Class: report.ClassHuman, Git: "a", Live: "b", GitValue: "a", LiveValue: "b"}},
 	}}}
-	edits, skipped := Plan(app)
+	edits, skipped := Plan(app, PlanOptions{})
 	if len(edits) != 0 || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "pathElements") {
 		t.Errorf("edits %v, skipped %v; want the finding skipped for its missing pathElements", edits, skipped)
 	}

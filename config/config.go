@@ -40,9 +40,12 @@ type Config struct {
 	Rules []classify.Rule `yaml:"rules"`
 	// Ignore rules hide findings; each is a debt with an owner and a review date.
 	Ignore []classify.IgnoreRule `yaml:"ignore"`
-	// Redact are regular expressions on finding paths whose values are
-	// masked like Secret data.
-	Redact []string `yaml:"redact"`
+	// Redact rules mask the values of matching findings like Secret data.
+	Redact []RedactRule `yaml:"redact"`
+	// SensitiveEnvNames are regular expressions on environment variable
+	// names whose values are masked like Secret data wherever a container
+	// declares them; empty means DefaultSensitiveEnvNames.
+	SensitiveEnvNames []string `yaml:"sensitiveEnvNames"`
 	// Owners say where each owner is told about drift; Notify configures
 	// the channels. Both are read by package notify.
 	Owners Owners  `yaml:"owners"`
@@ -185,9 +188,14 @@ func Parse(data []byte) (*Config, error) {
 			errs = append(errs, fmt.Errorf("ignore[%d]: %w", i, err))
 		}
 	}
-	for i, expr := range cfg.Redact {
+	for i, r := range cfg.Redact {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("redact[%d]: %w", i, err))
+		}
+	}
+	for i, expr := range cfg.SensitiveEnvNames {
 		if _, err := regexp.Compile(expr); err != nil {
-			errs = append(errs, fmt.Errorf("redact[%d] %q: %w", i, expr, err))
+			errs = append(errs, fmt.Errorf("sensitiveEnvNames[%d] %q: %w", i, expr, err))
 		}
 	}
 	if cfg.Notify != nil || len(cfg.Owners) > 0 {

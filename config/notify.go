@@ -80,6 +80,12 @@ type PagerDuty struct {
 	// EventsURL is the Events API v2 base ("https://events.eu.pagerduty.com")
 	// or its enqueue URL; default DefaultEventsURL.
 	EventsURL string `yaml:"eventsURL,omitempty" json:"eventsURL,omitempty"`
+	// IncludeValues puts each finding's Git and live values into the
+	// event's custom_details. Off by default: PagerDuty keeps events for
+	// everyone with access to the service, and a value masked nowhere else
+	// (a ConfigMap's connection string) would sit there too. Path, class,
+	// manager and hint are always sent.
+	IncludeValues bool `yaml:"includeValues,omitempty" json:"includeValues,omitempty"`
 }
 
 // Route says which classes of drift go to which channel. A nil list means

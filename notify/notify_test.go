@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -458,5 +459,67 @@ func TestNotifyWithACorruptState(t *testing.T) {
 	}
 	if _, err := (&FileStore{Path: path}).Load(t.Context()); err != nil {
 		t.Errorf("the state saved after a corrupt one: %v", err)
+	}
+}
+
+// TestPagerDutyEventsCarryNoValuesUnlessAsked: a page's custom_details
+// are kept by PagerDuty for everyone with access to the service, so they
+// name what drifted and who did it, not the values (a connection string
+// in a ConfigMap is masked nowhere else). pagerduty.includeValues puts
+// them back.
+func TestPagerDutyEventsCarryNoValuesUnlessAsked(t *testing.T) {
+	r := testReport()
+	var values []string
+	for _, a := range r.Apps {
+		for _, o := range a.Objects {
+			for _, f := range o.Findings {
+				for _, v := range []string{f.Git, f.Live} {
+					if len(v) > 3 && !strings.HasPrefix(v, "***") {
+						values = append(values, v)
+					}
+				}
+			}
+		}
+	}
+	if len(values) == 0 {
+		t.Fatal("the test report has no values to look for")
+	}
+	for _, include := range []bool{false, true} {
+		f := newFakeAPI(t)
+		opts := f.options()
+		opts.Config.Slack = config.Slack{}
+		opts.Owners = config.Owners{}
+		for name, o := range testOwners() {
+			o.Slack = nil
+			opts.Owners[name] = o
+		}
+		opts.Config.PagerDuty.IncludeValues = include
+		if _, err := Notify(t.Context(), r, &FileStore{Path: filepath.Join(t.TempDir(), "state.json")}, opts); err != nil {
+			t.Fatal(err)
+		}
+		var events, withValues int
+		for _, req := range f.take() {
+			if req.Path != pathEvents {
+				continue
+			}
+			events++
+			body, _ := json.Marshal(req.Body)
+			for _, v := range values {
+				enc, _ := json.Marshal(v) // the value as the body holds it
+				if strings.Contains(string(body), string(enc[1:len(enc)-1])) {
+					withValues++
+					break
+				}
+			}
+		}
+		if events == 0 {
+			t.Fatalf("includeValues %v: no PagerDuty event sent", include)
+		}
+		if include && withValues == 0 {
+			t.Errorf("includeValues: no event carries a value")
+		}
+		if !include && withValues > 0 {
+			t.Errorf("%d of %d events carry a finding's value", withValues, events)
+		}
 	}
 }

@@ -83,11 +83,12 @@ type pdFinding struct {
 	Path  string       `json:"path,omitempty"`
 	Type  report.Type  `json:"type"`
 	Class report.Class `json:"class"`
-	Git   string       `json:"git"`
-	Live  string       `json:"live"`
-	By    string       `json:"by,omitempty"`
-	Time  string       `json:"time,omitempty"`
-	Hint  string       `json:"hint,omitempty"`
+	// Git and Live are sent only with PagerDuty.IncludeValues.
+	Git  string `json:"git,omitempty"`
+	Live string `json:"live,omitempty"`
+	By   string `json:"by,omitempty"`
+	Time string `json:"time,omitempty"`
+	Hint string `json:"hint,omitempty"`
 	// Attribution is who made the finding, from the audit log.
 	Attribution *report.Attribution `json:"attribution,omitempty"`
 }
@@ -116,11 +117,11 @@ func triggerEvent(it item, routingKey, severity string, mc messageContext, scann
 			d.OmittedFindings = len(it.findings) - i
 			break
 		}
-		d.Findings = append(d.Findings, pdFinding{
-			Path: f.Path, Type: f.Type, Class: f.Class,
-			Git: cutBytes(f.Git, pdMaxValue), Live: cutBytes(f.Live, pdMaxValue),
-			By: f.By(), Time: f.Time, Hint: f.Hint, Attribution: f.Attribution,
-		})
+		pf := pdFinding{Path: f.Path, Type: f.Type, Class: f.Class, By: f.By(), Time: f.Time, Hint: f.Hint, Attribution: f.Attribution}
+		if mc.pagerDutyValues {
+			pf.Git, pf.Live = cutBytes(f.Git, pdMaxValue), cutBytes(f.Live, pdMaxValue)
+		}
+		d.Findings = append(d.Findings, pf)
 	}
 	var names []string
 	for _, c := range report.Classes {

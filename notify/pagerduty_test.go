@@ -28,7 +28,7 @@ func TestTriggerDetailsAreCut(t *testing.T) {
 	for range pdMaxFindings + 7 {
 		findings = append(findings, report.Finding{Path: ".data.a", Class: report.ClassHuman, Type: report.Changed, Live: strings.Repeat("v", 5000)})
 	}
-	ev := triggerEvent(item{key: Key{Kind: "ConfigMap", Name: "a"}, findings: findings}, "key", "error", messageContext{}, scannedAt)
+	ev := triggerEvent(item{key: Key{Kind: "ConfigMap", Name: "a"}, findings: findings}, "key", "error", messageContext{pagerDutyValues: true}, scannedAt)
 	d := ev.Payload.Details.(pdDetails)
 	if len(d.Findings) != pdMaxFindings || d.OmittedFindings != 7 {
 		t.Errorf("%d findings with %d omitted, want %d and 7", len(d.Findings), d.OmittedFindings, pdMaxFindings)

@@ -41,12 +41,13 @@ func newRun(o Options, st *State, res *Result, r *report.Report, cluster string,
 		}
 	}
 	return &run{
-		o:         o,
-		st:        st,
-		res:       res,
-		secrets:   &secrets{getenv: o.Getenv, readFile: o.ReadFile},
-		http:      &hc,
-		mc:        messageContext{cluster: cluster, reportURL: o.ReportURL, now: now, expiredDebts: debts},
+		o:       o,
+		st:      st,
+		res:     res,
+		secrets: &secrets{getenv: o.Getenv, readFile: o.ReadFile},
+		http:    &hc,
+		mc: messageContext{cluster: cluster, reportURL: o.ReportURL, now: now, expiredDebts: debts,
+			pagerDutyValues: o.Config.PagerDuty.IncludeValues},
 		scannedAt: r.ScannedAt,
 	}
 }

@@ -46,6 +46,8 @@ type messageContext struct {
 	now       time.Time
 	// expiredDebts counts, per owner, ignore rules past their date.
 	expiredDebts map[string]int
+	// pagerDutyValues puts the findings' values into PagerDuty events.
+	pagerDutyValues bool
 }
 
 // driftMessage is the message for new, changed and still-open drift: a

@@ -209,10 +209,16 @@ type Finding struct {
 	// both absent when Masked.
 	GitValue  any `json:"gitValue,omitempty"`
 	LiveValue any `json:"liveValue,omitempty"`
-	// Masked says the values are Secret data or match a redaction rule: Git
-	// and Live show only "***" (and "*** (differs)" on the live side of a
-	// change), and GitValue and LiveValue are left out.
-	Masked     bool        `json:"masked"`
+	// Masked says the values are Secret data, match a redaction rule or are
+	// Sensitive: Git and Live show only "***" (and "*** (differs)" on the
+	// live side of a change), and GitValue and LiveValue are left out.
+	Masked bool `json:"masked"`
+	// Sensitive says the values look like credentials outside a Secret's
+	// data (an environment variable named like a password or token, the
+	// data of a SealedSecret- or ExternalSecret-style kind). They are
+	// Masked unless the scan was told to reveal them (backport
+	// --allow-sensitive), and backport writes them to Git only then.
+	Sensitive  bool        `json:"sensitive,omitempty"`
 	Ignored    bool        `json:"ignored"`
 	IgnoreRule *IgnoreRule `json:"ignoreRule"`
 	Hint       string      `json:"hint"`

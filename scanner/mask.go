@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -17,17 +18,30 @@ const (
 // masker hides Secret data and whatever a redaction rule matches before a
 // value reaches the report, and so any log, golden file or notification.
 type masker struct {
-	redact []*regexp.Regexp
+	redact    []redactRule
+	sensitive *sensitive
+	// reveal leaves Sensitive values unmasked (they are still marked).
+	reveal bool
 }
 
-func newMasker(exprs []string) (*masker, error) {
-	m := &masker{}
-	for _, e := range exprs {
-		re, err := regexp.Compile(e)
+// redactRule is a compiled config.RedactRule.
+type redactRule struct {
+	path        *regexp.Regexp
+	group, kind string
+}
+
+func newMasker(rules []config.RedactRule, sensitiveEnvNames []string, reveal bool) (*masker, error) {
+	sens, err := newSensitive(sensitiveEnvNames)
+	if err != nil {
+		return nil, err
+	}
+	m := &masker{sensitive: sens, reveal: reveal}
+	for _, r := range rules {
+		re, err := regexp.Compile(r.Path)
 		if err != nil {
-			return nil, fmt.Errorf("redact %q: %w", e, err)
+			return nil, fmt.Errorf("redact %q: %w", r.Path, err)
 		}
-		m.redact = append(m.redact, re)
+		m.redact = append(m.redact, redactRule{path: re, group: r.Group, kind: r.Kind})
 	}
 	return m, nil
 }
@@ -47,10 +61,14 @@ func secretPath(path string) bool {
 // finding is marked Masked.
 func (m *masker) mask(group, kind string, f *report.Finding) {
 	hide := group == "" && kind == "Secret" && secretPath(f.Path)
-	for _, re := range m.redact {
-		if re.MatchString(f.Path) {
+	for _, r := range m.redact {
+		if (r.kind == "" || (r.kind == kind && r.group == group)) && r.path.MatchString(f.Path) {
 			hide = true
 		}
+	}
+	if !hide && m.sensitive.matches(group, kind, f) {
+		f.Sensitive = true
+		hide = !m.reveal
 	}
 	if !hide {
 		return

@@ -54,6 +54,11 @@ type Options struct {
 	// JQ bounds each ignore rule's jq path expression on each object; zero
 	// fields take classify.DefaultJQLimits.
 	JQ classify.JQLimits
+	// RevealSensitive leaves the values of Sensitive findings (an env var
+	// named like a password, a SealedSecret's data) unmasked, still marked
+	// Sensitive: backport --allow-sensitive needs them to write them to
+	// Git. Secret data and redact rules are masked all the same.
+	RevealSensitive bool
 	// Redact are regular expressions on finding paths whose values are
 	// masked like Secret data, in addition to the config's.
 	Redact []string
@@ -139,7 +144,11 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMasker(append(append([]string{}, cfg.Redact...), opts.Redact...))
+	redact := append([]config.RedactRule{}, cfg.Redact...)
+	for _, expr := range opts.Redact {
+		redact = append(redact, config.RedactRule{Path: expr})
+	}
+	m, err := newMasker(redact, cfg.SensitiveEnvNames, opts.RevealSensitive)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ type backportOptions struct {
 	output     string
 	gitCache   string
 	timeout    time.Duration
+	allowSens  bool
 	now        func() time.Time
 
 	// Filled by Complete.
@@ -52,8 +53,10 @@ working tree with uncommitted changes is refused.
 Plain YAML is edited in place (comments, order and formatting kept); a
 kustomize overlay gets a strategic-merge patch next to its kustomization; a
 Helm chart gets the value that renders the field, when one value maps to it
-one to one, and a suggested patch file otherwise. Secret data is never
-written.
+one to one, and a suggested patch file otherwise. Secret data and values a
+redact rule masks are never written; values that look like credentials (an
+env var named like a password or token, a SealedSecret's or ExternalSecret's
+data) only with --allow-sensitive, and the commit message shows none.
 
 Exit codes: 0 everything carried back (or nothing to do), 1 some findings
 could not be carried back (listed with the reason), 2 an error; nothing was
@@ -91,6 +94,7 @@ func (o *backportOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for apps whose source is a remote repository (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
+	f.BoolVar(&o.allowSens, "allow-sensitive", false, "also write values that look like credentials (env vars named like a password, token or key; SealedSecret and ExternalSecret data) into Git; Secret data never")
 }
 
 // Complete loads the config and the kubeconfig.
@@ -119,8 +123,12 @@ func (o *backportOptions) Complete() error {
 	if o.gitCache != "" {
 		o.opts.Scan.GitCacheDir = o.gitCache
 	}
+	// Only with --allow-sensitive does the scan show what looks like a
+	// credential, and only then may backport write it.
+	o.opts.Scan.RevealSensitive = o.allowSens
 	b := &o.opts.Backport
 	b.Repo, b.Branch, b.Reason, b.Now = o.repo, o.branch, o.reason, o.now
+	b.AllowSensitive = o.allowSens
 	return nil
 }
 
