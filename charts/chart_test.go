@@ -524,7 +524,7 @@ var badValues = []struct {
 	{"every API group", `rbac: {rules: [{apiGroups: ["*"], resources: [deployments]}]}`, []string{"/rbac/rules/0/apiGroups/0", "does not match pattern"}},
 	{"a subresource", `rbac: {extraRules: [{apiGroups: [""], resources: [pods/exec]}]}`, []string{"/rbac/extraRules/0/resources/0", "does not match pattern"}},
 	{"Secrets in a rule instead of rbac.secrets", `rbac: {extraRules: [{apiGroups: [""], resources: [secrets]}]}`, []string{"/rbac/extraRules/0/resources/0"}},
-	{"the old apiGroups and resources values", `rbac: {apiGroups: ["*"], resources: ["*"]}`, []string{"/rbac", "additional properties 'apiGroups', 'resources' not allowed"}},
+	{"the old apiGroups and resources values", `rbac: {apiGroups: ["*"], resources: ["*"]}`, []string{"/rbac", "additional properties", "'apiGroups'", "'resources'", "not allowed"}}, // the validator names them in map order
 	{"a negative timeout", `timeoutSeconds: -1`, []string{"/timeoutSeconds", "minimum"}},
 	{"a deadline that leaves the scan no time", `activeDeadlineSeconds: 5`, []string{"/activeDeadlineSeconds", "minimum"}},
 	{"auto-resume as a string", `autoResume: "yes"`, []string{"/autoResume", "want boolean"}},
