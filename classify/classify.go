@@ -33,6 +33,8 @@ type Object struct {
 	Webhooks []string
 	// Scalers are the autoscalers that target the object.
 	Scalers []Scaler
+	// Tracking is what reconcilers write on this app's objects.
+	Tracking Tracking
 }
 
 // Scaler is an autoscaler that targets an object and owns some of its fields.
@@ -58,6 +60,21 @@ type Change struct {
 	// nil when the scan read none. User rules may match it, and it becomes
 	// the finding's Attribution.
 	Attribution *report.Attribution
+
+	// What the scanner established about the two values, for dismiss:
+	// ZeroGit: Git's value is its type's zero value (0, false, "", or a
+	// struct of them). Omitted: the API type does not store that value
+	// (decoded into the type and encoded again, it is gone). Contained:
+	// for a Changed structure, live holds everything Git declares (Git's
+	// zero values may be missing) and Git's value is what the applier last
+	// sent, as far as the object tells; Filled is then what live has
+	// beyond it, as JSON, "" when nothing.
+	// InLastApplied: the path is in the live object's
+	// kubectl.kubernetes.io/last-applied-configuration.
+	ZeroGit, Omitted bool
+	Contained        bool
+	Filled           string
+	InLastApplied    bool
 }
 
 // Result is the verdict on one change.
@@ -66,6 +83,9 @@ type Result struct {
 	// or a field an operator owns that Git leaves out.
 	Drift   bool
 	Finding report.Finding
+	// Reason and Detail say why a change is no drift (Drift false).
+	Reason report.Reason
+	Detail string
 }
 
 // Options configure a Classifier.
@@ -137,6 +157,9 @@ func (c *Classifier) Classify(o Object, ch Change) Result {
 			f.Time = owner.Time.UTC().Format(time.RFC3339)
 		}
 	}
+	if r, ok := c.dismiss(o, ch, f); ok {
+		return r
+	}
 	switch ch.Type {
 	case report.Added:
 		return c.added(o, ch, owner, f)
@@ -181,21 +204,34 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		if !ch.NewKey {
 			// A scalar or struct filled in under a parent Git declares:
 			// a server default.
-			return Result{Drift: false, Finding: f}
+			return dismissed(f, report.Defaulted, "no manager owns it, under a parent Git declares: a default the API server filled in")
 		}
-		f.Class = report.ClassWebhook
 		if len(o.Webhooks) > 0 {
+			f.Class = report.ClassWebhook
 			f.Actor = strings.Join(o.Webhooks, ",")
 			f.Hint = fmt.Sprintf("no manager owns this field: injected at admission, most likely by MutatingWebhookConfiguration %s; add it to Git or ignore it", strings.Join(o.Webhooks, ", "))
 		} else {
-			f.Hint = "no manager owns this field: injected at admission by a mutating webhook (none matches this object now)"
+			// Admission runs after the field manager has recorded who
+			// wrote what, so what it adds is owned by nobody; with no
+			// webhook registered for the object, the API server's own
+			// admission plugins (or a webhook since removed) added it.
+			f.Class = report.ClassUnknown
+			f.Actor = "kube-apiserver"
+			f.Hint = "no manager owns this field and no MutatingWebhookConfiguration matches the object: the API server or one of its admission plugins added it at admission (or a webhook that is no longer registered); add it to Git or ignore it"
 		}
 		return Result{Drift: true, Finding: f}
 	}
 	if c.appliers[owner.Manager] {
 		if owner.Operation != "Apply" {
+			if ch.InLastApplied {
+				// kubectl apply's three-way merge deletes what left the
+				// last-applied configuration.
+				f.Class = report.ClassUnknown
+				f.Hint = fmt.Sprintf("Git no longer declares this field, but %s applied it at the last sync (it is in kubectl.kubernetes.io/last-applied-configuration): the next apply removes it", owner.Manager)
+				return Result{Drift: true, Finding: f}
+			}
 			// Client-side appliers own the defaults of what they created.
-			return Result{Drift: false, Finding: f}
+			return dismissed(f, report.Defaulted, fmt.Sprintf("the client-side applier %s owns it and never sent it (it is not in its last-applied configuration): a default the API server filled in", owner.Manager))
 		}
 		// A server-side applier owns only what it sent: Git sent this field
 		// at the last sync and no longer declares it.
@@ -206,7 +242,7 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 	f.Class = c.classOf(*owner, ch.Attribution)
 	if f.Class == report.ClassOperator {
 		// An operator's own field that Git leaves out is not drift.
-		return Result{Drift: false, Finding: f}
+		return dismissed(f, report.OperatorOwned, fmt.Sprintf("%s owns it and Git leaves it out", owner.Manager))
 	}
 	return Result{Drift: true, Finding: f}
 }

@@ -192,6 +192,8 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		}
 	}
 
+	lines = append(lines, dismissedLines(r, color, width)...)
+
 	if len(r.Debts) > 0 {
 		text("")
 		text("%s", paint(color, ansiBold, "IGNORE-RULE DEBTS"))
@@ -205,7 +207,11 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 	if quiet > 0 {
 		scan += fmt.Sprintf(" (%d in sync)", quiet)
 	}
-	text("%s, %s", scan, summaryText(r.Summary))
+	last := scan + ", " + summaryText(r.Summary)
+	if d := dismissedText(r); d != "" {
+		last += "; " + d
+	}
+	text("%s", last)
 
 	return printTable(w, lines, color)
 }

@@ -82,6 +82,9 @@ type Stats struct {
 	// Throttled counts answers of 429 Too Many Requests.
 	Throttled       int64   `json:"throttled"`
 	DurationSeconds float64 `json:"durationSeconds"`
+	// Dismissed counts the differences between Git and live that were no
+	// drift, by reason: nothing is silenced without being counted.
+	Dismissed Dismissed `json:"dismissed,omitempty"`
 	// Audit counts the audit events the scan read, when it read any.
 	Audit *AuditStats `json:"audit,omitempty"`
 }
@@ -169,6 +172,9 @@ type Object struct {
 	// Owner overrides the app's owner for this object, from the live
 	// object's owner label or annotation (--owner-label).
 	Owner string `json:"owner,omitempty"`
+	// Dismissed lists the differences that are no drift, and why; only
+	// with --explain-dismissed (Stats.Dismissed always counts them).
+	Dismissed []Dismissal `json:"dismissed,omitempty"`
 }
 
 // Finding is one field that differs between Git and live.
@@ -338,6 +344,7 @@ func (r *Report) Finalize() {
 				o.Findings = []Finding{}
 			}
 			sort.SliceStable(o.Findings, func(i, j int) bool { return o.Findings[i].Path < o.Findings[j].Path })
+			sort.SliceStable(o.Dismissed, func(i, j int) bool { return o.Dismissed[i].Path < o.Dismissed[j].Path })
 			if o.Status == InSync || o.Status == Drifted || o.Status == "" {
 				o.Status = InSync
 				if len(o.ActiveFindings()) > 0 {

@@ -40,6 +40,10 @@ const (
 	// metadata.generateName (a hook, a Job per sync): the API server names
 	// each copy, so no live object can be matched to it and it is skipped.
 	WarnGenerateNameSkipped WarningCode = "GenerateNameSkipped"
+	// WarnUnstableRender: the app's chart renders differently each time
+	// from the same commit (a generated password, a checksum of it), so the
+	// fields that differ between two renders were not compared.
+	WarnUnstableRender WarningCode = "UnstableRender"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

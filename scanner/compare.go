@@ -185,8 +185,8 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			ro.Owner = l.GetAnnotations()[k]
 		}
 	}
-	liveObj := normalize(l)
-	changes, err := diff(s.c.typer, gvk.GroupVersion(), normalize(d.obj), liveObj)
+	liveObj, git := normalize(l), normalize(d.obj)
+	changes, err := diff(s.c.typer, gvk.GroupVersion(), git, liveObj)
 	if err != nil {
 		return err
 	}
@@ -208,24 +208,33 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	// The ignore rules' jq expressions run here, in this worker, bounded by
 	// Options.JQ: a slow one holds up no other object.
 	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
+	obj.Tracking = s.tracking[d.app]
+	facts := &objectFacts{typer: s.c.typer, gvk: gvk, git: git, live: l}
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
+		if touches(d.unstable, ch.Path) {
+			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
+			continue
+		}
 		var who *report.Attribution
 		if s.audit != nil && (owner != nil || ch.Type != report.Added || ch.NewKey) {
 			who = s.attribute(d, cl, obj, ch, owner)
 		}
-		res := cl.Classify(obj, classify.Change{
+		cch := classify.Change{
 			Path: ch.Path.String(), Type: ch.Type, Owner: owner, NewKey: ch.NewKey,
 			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
 			Attribution: who,
-		})
+		}
+		facts.fill(&cch, ch)
+		res := cl.Classify(obj, cch)
 		if !res.Drift {
+			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, res)
 			continue
 		}
 		f := res.Finding
 		ch.record(&f)
-		if g := s.r.Apps[d.app].GitOps; g != nil && g.SelfHeal && !g.Suspended && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman) {
-			f.Hint = joinHint(f.Hint, fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object))
+		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
+			f.Hint = joinHint(f.Hint, h)
 		}
 		s.masker.mask(gvk.Group, gvk.Kind, &f)
 		ignores.Apply(ch.Pointer, &f)

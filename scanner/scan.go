@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/calricon/driftscan/audit"
 	"github.com/calricon/driftscan/classify"
@@ -65,6 +66,10 @@ type Options struct {
 	// OwnerLabel names a label or annotation on live objects whose value
 	// overrides the app's owner for that object (Object.Owner).
 	OwnerLabel string
+	// ExplainDismissed lists every difference dismissed as no drift on its
+	// object (report.Object.Dismissed), with the reason; they are always
+	// counted in the report's stats.
+	ExplainDismissed bool
 	// Now is the clock; Getenv reads credentials from the environment.
 	Now    func() time.Time
 	Getenv func(string) string
@@ -103,6 +108,10 @@ type desired struct {
 	object  int
 	obj     *unstructured.Unstructured
 	mapping *meta.RESTMapping
+	// twin is the object from a chart's second render, nil when rendered
+	// once; unstable holds the fields that differ between the two.
+	twin     *unstructured.Unstructured
+	unstable *fieldpath.Set
 }
 
 type listKey struct {
@@ -161,7 +170,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		cluster = opts.RESTConfig.Host
 	}
 	r := report.New(now, cluster)
-	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]string{}}
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]string{},
+		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
@@ -170,6 +180,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	s.warnUnpublished()
 	auditDone := s.readAudit(ctx)
+	s.findUnstable()
+	s.warnUnstable()
 	live := s.read(ctx)
 	s.audit = auditDone()
 	s.compare(ctx, live)
@@ -185,7 +197,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 			r.Apps[i].OverIgnoreCap = true
 		}
 	}
-	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds()}
+	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
 	s.auditReport()
 	r.Finalize()
 	return r, nil
@@ -204,6 +216,13 @@ type scan struct {
 	objects     []desired
 	declared    map[objectKey]string // object -> app that declares it
 	audit       *audit.Index         // nil without an audit log
+
+	// What is no drift: the counts by reason, what reconcilers write on
+	// each app's objects (by app, in report order), and what differs
+	// between a chart's two renders.
+	dismissed    dismissals
+	tracking     []classify.Tracking
+	unstableSeen unstableFields
 }
 
 func (s *scan) progress(stage string, done, total int) {
@@ -222,6 +241,8 @@ func (s *scan) render(ctx context.Context) error {
 	// scan's CPU), then add their objects in config order.
 	type rendered struct {
 		manifests []render.Manifest
+		again     []render.Manifest // a chart's second render (unstable.go)
+		release   string            // the Helm release, "" for no chart
 		commit    string
 		err       error
 	}
@@ -244,11 +265,16 @@ func (s *scan) render(ctx context.Context) error {
 			} else {
 				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, source.Options{CacheDir: s.opts.GitCacheDir, MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv, Git: s.cfg.Git})
 			}
-			var manifests []render.Manifest
+			var res rendered
 			if err == nil {
-				manifests, err = render.Manifests(ctx, render.Options{Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions})
+				ropts := render.Options{Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, KubeVersion: s.c.version, APIVersions: apiVersions}
+				res.manifests, err = render.Manifests(ctx, ropts)
+				if err == nil {
+					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)
+				}
 			}
-			results[i] = rendered{manifests: manifests, commit: loc.Commit, err: err}
+			res.commit, res.err = loc.Commit, err
+			results[i] = res
 			mu.Lock()
 			done++
 			s.progress("render", done, len(s.cfg.Apps))
@@ -263,6 +289,7 @@ func (s *scan) render(ctx context.Context) error {
 		}
 		s.classifiers = append(s.classifiers, cl)
 		res := results[i]
+		s.tracking = append(s.tracking, trackingOf(app, res.release))
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
 			Source: report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
 		if res.err != nil {
@@ -271,8 +298,12 @@ func (s *scan) render(ctx context.Context) error {
 			s.opts.Logger.Warn("render failed", "app", app.Name, "err", redact.Text(res.err.Error()))
 		}
 		s.r.Apps = append(s.r.Apps, ra)
-		for _, mf := range res.manifests {
-			s.addDesired(len(s.r.Apps)-1, app, mf)
+		pairs, alone := twins(res.manifests, res.again)
+		if len(alone) > 0 {
+			s.unstableSeen.alone[len(s.r.Apps)-1] = alone
+		}
+		for j, mf := range res.manifests {
+			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j])
 		}
 	}
 	return nil
@@ -281,7 +312,7 @@ func (s *scan) render(ctx context.Context) error {
 // renderWorkers is how many apps are fetched and rendered at once.
 var renderWorkers = max(2, runtime.GOMAXPROCS(0))
 
-func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
+func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
 	obj := mf.Object
 	gvk := obj.GroupVersionKind()
 	ro := report.Object{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), File: mf.File, Line: mf.Line}
@@ -313,6 +344,9 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
 			Message: fmt.Sprintf("%s (%s line %d) has metadata.generateName and no name: the API server names each copy it creates, so it is not compared", ref, mf.File, mf.Line)})
 		return
 	}
+	if twin != nil {
+		twin.SetNamespace(obj.GetNamespace())
+	}
 	key := keyOf(obj)
 	if other, dup := s.declared[key]; dup {
 		ro.Status = report.Error
@@ -326,5 +360,5 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest) {
 	}
 	s.declared[key] = app.Name
 	ra.Objects = append(ra.Objects, ro)
-	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, mapping: mapping})
+	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, mapping: mapping, twin: twin})
 }

@@ -27,6 +27,8 @@ type typer struct {
 	loaded      map[schema.GroupVersion]bool
 	conv        managedfields.TypeConverter
 	deduced     managedfields.TypeConverter
+	// kinds indexes schemas by kind, for their published defaults.
+	kinds kindSchemas
 }
 
 func newTyper(root openapi3.Root) *typer {
@@ -77,6 +79,7 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 		return fmt.Errorf("build type converter: %w", err)
 	}
 	t.conv = conv
+	t.kinds = kindSchemas{}
 	return nil
 }
 

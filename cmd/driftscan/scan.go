@@ -35,6 +35,7 @@ type scanOptions struct {
 	wide       bool
 	quiet      bool
 	extra      bool
+	explain    bool
 	autoResume bool
 	qps        float32
 	burst      int
@@ -102,6 +103,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
+	f.BoolVar(&o.explain, "explain-dismissed", false, "list every difference dismissed as no drift (server defaults, zero values, unstable renders, reconciler metadata, built-ins), with the reason; the counts are always in the report's stats")
 	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")
 	f.StringVar(&o.params, "contract-params", "", "NAMESPACE/NAME of the contract policies' break-glass ConfigMap: remove from it the suspensions that ended or expired (a write, like --auto-resume; default: leave it alone)")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
@@ -181,6 +183,7 @@ func (o *scanOptions) completeScan() error {
 	s := &o.run.Scan
 	s.Extra, s.MaxIgnoresPerApp, s.OwnerLabel = o.extra, o.maxIgnores, o.ownerLabel
 	s.AuditLogs, s.AuditStdin = o.auditLogs, o.streams.In
+	s.ExplainDismissed = o.explain
 	if o.gitCache != "" {
 		s.GitCacheDir = o.gitCache
 	}

@@ -1,0 +1,102 @@
+package classify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// builtinAddition is a key that the API server, one of its built-in admission
+// plugins or a built-in controller of kube-controller-manager adds to
+// objects on every cluster. None of them is drift; each is listed with who
+// adds it, so the dismissal says so.
+type builtinAddition struct {
+	group, kind string
+	// path matches the whole path; prefix and suffix, when set instead,
+	// match a path with any one list key between them, or with one of
+	// keys between them when keys is set.
+	path, prefix, suffix string
+	keys                 []string
+	by                   string
+	// gitEmpty: only when Git leaves the field out or empty (an
+	// allocation the server makes when Git asks for none).
+	gitEmpty bool
+}
+
+var builtinAdditions = []builtinAddition{
+	// The StorageObjectInUseProtection admission plugin, on create:
+	// https://kubernetes.io/docs/concepts/storage/persistent-volumes/#storage-object-in-use-protection
+	{kind: "PersistentVolumeClaim", path: `.metadata.finalizers[="kubernetes.io/pvc-protection"]`, by: "the StorageObjectInUseProtection admission plugin"},
+	{kind: "PersistentVolume", path: `.metadata.finalizers[="kubernetes.io/pv-protection"]`, by: "the StorageObjectInUseProtection admission plugin"},
+	// The DaemonSet registry strategy, on create and on every template
+	// change (pkg/registry/apps/daemonset/strategy.go).
+	{group: "apps", kind: "DaemonSet", path: ".metadata.annotations.deprecated.daemonset.template.generation", by: "the API server's DaemonSet strategy"},
+	// The Deployment controller, through the status subresource.
+	{group: "apps", kind: "Deployment", path: ".metadata.annotations.deployment.kubernetes.io/revision", by: "kube-controller-manager's Deployment controller"},
+	// The namespace registry strategy labels every namespace with its name.
+	{kind: "Namespace", path: ".metadata.labels.kubernetes.io/metadata.name", by: "the API server (every namespace is labelled with its own name)"},
+	{kind: "Namespace", path: ".spec.finalizers", by: "the API server (the namespace controller's finalizer)"},
+	// The Job registry strategy selects the Job's pods by its uid.
+	{group: "batch", kind: "Job", path: ".spec.selector", by: "the API server's Job strategy", gitEmpty: true},
+	{group: "batch", kind: "Job", prefix: ".spec.template.metadata.labels.", by: "the API server's Job strategy", keys: jobLabels},
+	{group: "batch", kind: "Job", prefix: ".metadata.labels.", by: "the API server's Job strategy", keys: jobLabels},
+	// Service allocations, when Git asks for none.
+	{kind: "Service", path: ".spec.clusterIP", by: "the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.clusterIPs", by: "the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.ipFamilies", by: "the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.ipFamilyPolicy", by: "the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", prefix: ".spec.ports[", suffix: "].nodePort", by: "the API server's node port allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.healthCheckNodePort", by: "the API server's node port allocator", gitEmpty: true},
+}
+
+func (b builtinAddition) matches(o Object, path string) bool {
+	if b.group != o.Group || b.kind != o.Kind {
+		return false
+	}
+	if b.path != "" {
+		return path == b.path
+	}
+	mid, ok := strings.CutPrefix(path, b.prefix)
+	if !ok {
+		return false
+	}
+	mid, ok = strings.CutSuffix(mid, b.suffix)
+	if b.keys != nil {
+		return ok && slices.Contains(b.keys, mid)
+	}
+	return ok && !strings.ContainsAny(mid, "[]")
+}
+
+// jobLabels are the labels the Job strategy puts on a Job and its pod
+// template to select the Job's pods by its uid
+// (pkg/registry/batch/job/strategy.go).
+var jobLabels = []string{"batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"}
+
+// builtinKey dismisses a key that the API server or a built-in controller
+// adds, when Git does not declare it (or, for an allocation, declares it
+// empty) and it is owned by nobody, by kube-controller-manager or by the
+// applier (which owns what it created, for a client-side apply).
+func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, bool) {
+	if ch.Type == report.Removed {
+		return Result{}, false
+	}
+	if m := ch.Owner; m != nil && !c.appliers[m.Manager] && m.Manager != "kube-controller-manager" {
+		// Someone else wrote the key: the ordinary rules name them.
+		return Result{}, false
+	}
+	for _, b := range builtinAdditions {
+		if !b.matches(o, ch.Path) {
+			continue
+		}
+		if ch.Type == report.Changed && !(b.gitEmpty && ch.ZeroGit) {
+			return Result{}, false
+		}
+		if b.kind == "Namespace" && strings.HasSuffix(b.path, "metadata.name") && ch.Live != o.Name {
+			return Result{}, false
+		}
+		return dismissed(f, report.Builtin, fmt.Sprintf("added by %s", b.by)), true
+	}
+	return Result{}, false
+}

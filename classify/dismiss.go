@@ -1,0 +1,66 @@
+package classify
+
+import (
+	"fmt"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// dismiss decides, before any actor is looked for, whether a change is what
+// the API server, a built-in controller or the reconciler itself does on
+// every clean sync. It returns the verdict and true when one of these
+// mechanisms explains the change; a reconciler's tracking value that names
+// another app comes back as drift, with the hint that two apps fight.
+//
+// The mechanisms, in order:
+//   - reconciler metadata: the tracking label or annotation Argo CD, Flux or
+//     Helm writes, with the value it writes for this app (reconciler.go);
+//   - built-in keys: what the API server, an admission plugin or a built-in
+//     controller adds (builtin.go);
+//   - zero values: Git writes 0, false or "" where the API type stores
+//     nothing, and either the applier still owns the field (it sent it and
+//     nobody took it) or the type's own encoding drops the value;
+//   - defaults inside atomic values: the applier still owns the value and
+//     live holds everything Git declares plus keys the server filled in.
+func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, bool) {
+	if r, ok := c.reconcilerMetadata(o, ch, f); ok {
+		return r, true
+	}
+	if r, ok := c.builtinKey(o, ch, f); ok {
+		return r, true
+	}
+	owned := ch.Owner != nil && c.appliers[ch.Owner.Manager]
+	switch ch.Type {
+	case report.Removed:
+		if !ch.ZeroGit {
+			return Result{}, false
+		}
+		switch {
+		case owned:
+			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which %s sent and still owns; the API server does not store it", zeroText(ch.Git), ch.Owner.Manager)), true
+		case ch.Omitted:
+			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which the API type does not store", zeroText(ch.Git))), true
+		}
+	case report.Changed:
+		switch {
+		case !ch.Contained || !owned:
+		case ch.Filled != "":
+			return dismissed(f, report.Defaulted, fmt.Sprintf("the API server filled in %s inside this value, which %s still owns; live holds everything Git declares", ch.Filled, ch.Owner.Manager)), true
+		default:
+			return dismissed(f, report.ZeroValue, fmt.Sprintf("live holds everything Git declares in this value, which %s still owns, but the zero values, which the API server does not store", ch.Owner.Manager)), true
+		}
+	}
+	return Result{}, false
+}
+
+// dismissed is the verdict on a change that is no drift.
+func dismissed(f report.Finding, reason report.Reason, detail string) Result {
+	return Result{Drift: false, Finding: f, Reason: reason, Detail: detail}
+}
+
+func zeroText(git string) string {
+	if git == "" {
+		return `""`
+	}
+	return git
+}

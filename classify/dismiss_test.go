@@ -1,0 +1,173 @@
+package classify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// The dismissals, case by case, as data: what the scanner hands over, and
+// the verdict. The scanner's own tests (scanner/cleansync) prove the same on
+// the real API server; these pin each rule's edges.
+func TestDismissals(t *testing.T) {
+	apply := &Entry{Manager: "argocd-controller", Operation: "Apply"}
+	csa := &Entry{Manager: "kubectl-client-side-apply", Operation: "Update"}
+	human := &Entry{Manager: "kubectl-edit", Operation: "Update"}
+	kcm := &Entry{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status"}
+	deploy := Object{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web",
+		Tracking: Tracking{ArgoApps: []string{"web"}, FluxName: "web"}}
+	chart := deploy
+	chart.Tracking = Tracking{ArgoApps: []string{"web"}, FluxName: "web", HelmRelease: "web", HelmNamespace: "shop"}
+	fluxApp := deploy
+	fluxApp.Tracking = Tracking{FluxKind: "Kustomization", FluxName: "apps", FluxNamespace: "flux-system"}
+	pvc := Object{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data"}
+	svc := Object{Version: "v1", Kind: "Service", Namespace: "shop", Name: "web"}
+	ns := Object{Version: "v1", Kind: "Namespace", Name: "shop"}
+
+	for _, c := range []struct {
+		name   string
+		obj    Object
+		ch     Change
+		drift  bool
+		reason report.Reason
+		class  report.Class
+		hint   string
+	}{
+		// Defaults inside atomic values.
+		{name: "a default filled in inside an atomic value the applier owns", obj: deploy,
+			ch:     Change{Path: `.spec.template.spec.containers[name="app"].env[name="POD"].valueFrom.fieldRef`, Type: report.Changed, Owner: apply, Contained: true, Filled: `{"apiVersion":"v1"}`},
+			reason: report.Defaulted},
+		{name: "an atomic value someone else rewrote is drift even if it holds Git's", obj: deploy,
+			ch:    Change{Path: `.spec.template.spec.containers[name="app"].env[name="POD"].valueFrom.fieldRef`, Type: report.Changed, Owner: human, Contained: true, Filled: `{"apiVersion":"v1"}`},
+			drift: true, class: report.ClassHuman},
+		{name: "an atomic value that lost what Git declares is drift", obj: deploy,
+			ch:    Change{Path: ".subjects", Type: report.Changed, Owner: apply},
+			drift: true, class: report.ClassUnknown},
+		{name: "Git's zero values inside an atomic value the server dropped", obj: deploy,
+			ch:     Change{Path: ".spec.ingress", Type: report.Changed, Owner: csa, Contained: true},
+			reason: report.ZeroValue},
+
+		// Zero values.
+		{name: "a zero value the applier sent and still owns", obj: deploy,
+			ch:     Change{Path: ".spec.minReadySeconds", Type: report.Removed, Owner: apply, Git: "0", ZeroGit: true},
+			reason: report.ZeroValue},
+		{name: "a zero value the API type does not store, owned by nobody", obj: deploy,
+			ch:     Change{Path: ".spec.template.spec.hostNetwork", Type: report.Removed, Git: "false", ZeroGit: true, Omitted: true},
+			reason: report.ZeroValue},
+		{name: "a zero value the type keeps, that someone removed, is drift", obj: deploy,
+			ch:    Change{Path: ".spec.template.spec.automountServiceAccountToken", Type: report.Removed, Git: "false", ZeroGit: true},
+			drift: true},
+		{name: "a removed field that is not a zero value is drift", obj: deploy,
+			ch:    Change{Path: ".spec.minReadySeconds", Type: report.Removed, Owner: apply, Git: "10"},
+			drift: true},
+
+		// What the server and its controllers add.
+		{name: "the pvc-protection finalizer", obj: pvc,
+			ch:     Change{Path: `.metadata.finalizers[="kubernetes.io/pvc-protection"]`, Type: report.Added, NewKey: true},
+			reason: report.Builtin},
+		{name: "a finalizer nobody knows is not built in", obj: pvc,
+			ch:    Change{Path: `.metadata.finalizers[="example.com/cleanup"]`, Type: report.Added, NewKey: true},
+			drift: true, class: report.ClassUnknown, hint: "the API server or one of its admission plugins"},
+		{name: "the Deployment controller's revision", obj: deploy,
+			ch:     Change{Path: ".metadata.annotations.deployment.kubernetes.io/revision", Type: report.Added, NewKey: true, Owner: kcm},
+			reason: report.Builtin},
+		{name: "a revision annotation a human wrote is the human's", obj: deploy,
+			ch:    Change{Path: ".metadata.annotations.deployment.kubernetes.io/revision", Type: report.Added, NewKey: true, Owner: human},
+			drift: true, class: report.ClassHuman},
+		{name: "a cluster IP allocated where Git asks for none", obj: svc,
+			ch:     Change{Path: ".spec.clusterIP", Type: report.Changed, Owner: apply, Git: "", Live: "10.0.0.7", ZeroGit: true},
+			reason: report.Builtin},
+		{name: "a cluster IP other than the one Git asks for is drift", obj: svc,
+			ch:    Change{Path: ".spec.clusterIP", Type: report.Changed, Owner: apply, Git: "10.0.0.9", Live: "10.0.0.7"},
+			drift: true},
+		{name: "a node port allocated", obj: svc,
+			ch:     Change{Path: `.spec.ports[port=80,protocol="TCP"].nodePort`, Type: report.Added},
+			reason: report.Builtin},
+		{name: "the namespace's name label", obj: ns,
+			ch:     Change{Path: ".metadata.labels.kubernetes.io/metadata.name", Type: report.Added, NewKey: true, Live: "shop"},
+			reason: report.Builtin},
+		{name: "a name label that names another namespace is not the server's", obj: ns,
+			ch:    Change{Path: ".metadata.labels.kubernetes.io/metadata.name", Type: report.Added, NewKey: true, Live: "prod"},
+			drift: true},
+
+		// Reconciler metadata.
+		{name: "Argo CD's tracking id for this app and object", obj: deploy,
+			ch:     Change{Path: ".metadata.annotations.argocd.argoproj.io/tracking-id", Type: report.Added, NewKey: true, Owner: apply, Live: "web:apps/Deployment:shop/web"},
+			reason: report.ReconcilerMetadata},
+		{name: "Argo CD's tracking id naming another app: two apps fight", obj: deploy,
+			ch:    Change{Path: ".metadata.annotations.argocd.argoproj.io/tracking-id", Type: report.Added, NewKey: true, Owner: apply, Live: "billing:apps/Deployment:shop/web"},
+			drift: true, class: report.ClassPipeline, hint: "Argo CD application billing claims this object"},
+		{name: "a tracking id copied from another object", obj: deploy,
+			ch:    Change{Path: ".metadata.annotations.argocd.argoproj.io/tracking-id", Type: report.Added, NewKey: true, Owner: apply, Live: "web:apps/Deployment:shop/api"},
+			drift: true, class: report.ClassPipeline, hint: "two apps fight"},
+		{name: "Argo CD's tracking label where the chart writes the release name", obj: deploy,
+			ch:     Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.Changed, Owner: apply, Git: "web-prod", Live: "web"},
+			reason: report.ReconcilerMetadata},
+		{name: "a tracking label a human set to another app is the human's", obj: deploy,
+			ch:    Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.Added, NewKey: true, Owner: human, Live: "billing"},
+			drift: true, class: report.ClassHuman},
+		{name: "Flux's labels for this Kustomization", obj: fluxApp,
+			ch:     Change{Path: ".metadata.labels.kustomize.toolkit.fluxcd.io/namespace", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "kustomize-controller", Operation: "Apply"}, Live: "flux-system"},
+			reason: report.ReconcilerMetadata},
+		{name: "Flux's label for another Kustomization", obj: fluxApp,
+			ch:    Change{Path: ".metadata.labels.kustomize.toolkit.fluxcd.io/name", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "kustomize-controller", Operation: "Apply"}, Live: "infra"},
+			drift: true, class: report.ClassPipeline, hint: "two apps fight"},
+		{name: "an Argo CD label on a Flux app names another tool's app", obj: fluxApp,
+			ch:    Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.Added, NewKey: true, Owner: apply, Live: "web"},
+			drift: true, class: report.ClassPipeline},
+		{name: "Helm's release annotations for this chart", obj: chart,
+			ch:     Change{Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "web"},
+			reason: report.ReconcilerMetadata},
+		{name: "Helm's managed-by label on a chart", obj: chart,
+			ch:     Change{Path: ".metadata.labels.app.kubernetes.io/managed-by", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "Helm"},
+			reason: report.ReconcilerMetadata},
+		{name: "another release's annotation: Helm refuses to upgrade", obj: chart,
+			ch:    Change{Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "billing"},
+			drift: true, class: report.ClassPipeline, hint: "invalid ownership metadata"},
+		{name: "a Helm release annotation on an app that renders no chart", obj: deploy,
+			ch:    Change{Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.Added, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "web"},
+			drift: true, class: report.ClassPipeline},
+
+		// The client-side applier's defaults, and what it dropped.
+		{name: "a field the client-side applier owns and never sent is a default", obj: deploy,
+			ch:     Change{Path: ".spec.progressDeadlineSeconds", Type: report.Added, Owner: csa},
+			reason: report.Defaulted},
+		{name: "a field in the last-applied configuration that Git dropped is drift", obj: deploy,
+			ch:    Change{Path: ".spec.paused", Type: report.Added, Owner: csa, InLastApplied: true},
+			drift: true, class: report.ClassUnknown, hint: "the next apply removes it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := New(Options{Appliers: []string{"argocd-controller", "kubectl-client-side-apply"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cl.Classify(c.obj, c.ch)
+			if got.Drift != c.drift {
+				t.Fatalf("drift = %v (reason %q, %s; hint %q), want %v", got.Drift, got.Reason, got.Detail, got.Finding.Hint, c.drift)
+			}
+			if !c.drift {
+				if got.Reason != c.reason || got.Detail == "" {
+					t.Errorf("dismissed as %q (%q), want %q with a detail", got.Reason, got.Detail, c.reason)
+				}
+				return
+			}
+			if c.class != "" && got.Finding.Class != c.class {
+				t.Errorf("class = %s, want %s (hint %q)", got.Finding.Class, c.class, got.Finding.Hint)
+			}
+			if !strings.Contains(got.Finding.Hint, c.hint) {
+				t.Errorf("hint = %q, want it to contain %q", got.Finding.Hint, c.hint)
+			}
+		})
+	}
+}
+
+func TestArgoLabelValueIsCutAsArgoCDCutsIt(t *testing.T) {
+	long := strings.Repeat("a", 62) + "-b"
+	if got := argoLabelValue(long); got != strings.Repeat("a", 62) {
+		t.Errorf("argoLabelValue(%q) = %q: a label may not end in '-'", long, got)
+	}
+	if got := argoLabelValue("web"); got != "web" {
+		t.Errorf("argoLabelValue(web) = %q", got)
+	}
+}

@@ -1,0 +1,212 @@
+package classify
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// Tracking is what each reconciler writes on the objects of the app being
+// scanned, so that its own tracking metadata can be told from another
+// app's. The scanner fills it from the app's config or from the Argo CD
+// Application or Flux object it was discovered from.
+type Tracking struct {
+	// ArgoApps are the names Argo CD may write for the app: the
+	// Application's name, and <namespace>_<name> for an Application
+	// outside Argo CD's own namespace. Empty: no Argo CD tracking is
+	// expected, and any names another app.
+	ArgoApps []string
+	// FluxKind is Kustomization or HelmRelease when the app was discovered
+	// from Flux, "" when it could be either; FluxName and FluxNamespace name
+	// the object (FluxNamespace "" matches any namespace).
+	FluxKind, FluxName, FluxNamespace string
+	// HelmRelease and HelmNamespace are the Helm release the app renders,
+	// "" when it renders no chart. HelmNamespace "" means the object's own.
+	HelmRelease, HelmNamespace string
+}
+
+// The keys reconcilers write, with what writes them.
+//   - Argo CD: https://argo-cd.readthedocs.io/en/stable/user-guide/resource_tracking/
+//     (util/argo/resource_tracking.go: the annotation's value is
+//     <app>:<group>/<kind>:<namespace>/<name>, the label's the app name cut
+//     to 63 characters);
+//   - Flux kustomize-controller and helm-controller: <kind>.toolkit.fluxcd.io/name
+//     and /namespace labels naming the Kustomization or HelmRelease;
+//   - Helm, at install and upgrade (not at template): the
+//     meta.helm.sh/release-name and -namespace annotations and the
+//     app.kubernetes.io/managed-by=Helm label (pkg/action/validate.go,
+//     setMetadataVisitor).
+const (
+	argoTrackingID     = "argocd.argoproj.io/tracking-id"
+	argoInstallationID = "argocd.argoproj.io/installation-id"
+	argoInstance       = "app.kubernetes.io/instance"
+	helmReleaseName    = "meta.helm.sh/release-name"
+	helmReleaseNS      = "meta.helm.sh/release-namespace"
+	managedBy          = "app.kubernetes.io/managed-by"
+)
+
+// metadataKey splits a path into .metadata.labels or .metadata.annotations
+// and the key; ok is false for any other path.
+func metadataKey(path string) (where, key string, ok bool) {
+	for _, w := range []string{"labels", "annotations"} {
+		if k, found := strings.CutPrefix(path, ".metadata."+w+"."); found {
+			return w, k, true
+		}
+	}
+	return "", "", false
+}
+
+// verdict is what one reconciler key says of a live value.
+type verdict struct {
+	tool string
+	// mine: the value is what tool writes for this app.
+	mine bool
+	// other names whom the value claims the object for, when not mine.
+	other string
+	// detail says what was checked.
+	detail string
+}
+
+// reconcilerMetadata dismisses the tracking metadata a reconciler writes on
+// this app's objects, and reports a tracking value that names another app
+// as two apps fighting over the object. A key a person set by hand (owned
+// by a manager that is neither an applier nor the tool) that names another
+// app is left to the ordinary rules.
+func (c *Classifier) reconcilerMetadata(o Object, ch Change, f report.Finding) (Result, bool) {
+	if ch.Type == report.Removed {
+		return Result{}, false
+	}
+	where, key, ok := metadataKey(ch.Path)
+	if !ok {
+		return Result{}, false
+	}
+	v, ok := o.Tracking.judge(o, where, key, ch.Live)
+	if !ok {
+		return Result{}, false
+	}
+	if v.mine {
+		return dismissed(f, report.ReconcilerMetadata, v.detail), true
+	}
+	if ch.Owner != nil && !c.appliers[ch.Owner.Manager] && !toolManager(ch.Owner.Manager) {
+		return Result{}, false
+	}
+	f.Class = report.ClassPipeline
+	f.Actor = v.other
+	if v.tool == "Helm" {
+		// Helm checks these annotations before it writes anything
+		// (pkg/action/validate.go, checkOwnership).
+		f.Hint = fmt.Sprintf("%s owns this object, not this app's release: two releases claim it, and a helm install or upgrade of this one fails with \"invalid ownership metadata\" until one gives it up (or takes it with --take-ownership)", v.other)
+	} else {
+		f.Hint = fmt.Sprintf("%s claims this object, not this app: two apps fight over it, and each sync of one takes it from the other; keep the object in one app only", v.other)
+	}
+	return Result{Drift: true, Finding: f}, true
+}
+
+// toolManager reports whether manager is one of the reconcilers' own field
+// managers.
+func toolManager(manager string) bool {
+	switch manager {
+	case "argocd-controller", "argocd-application-controller", "kustomize-controller", "helm-controller", "helm":
+		return true
+	}
+	return false
+}
+
+// judge reads one metadata key; ok is false for a key no reconciler writes.
+func (t Tracking) judge(o Object, where, key, live string) (verdict, bool) {
+	switch {
+	case where == "annotations" && key == argoTrackingID:
+		return t.argoTrackingID(o, live), true
+	case where == "annotations" && key == argoInstallationID:
+		// The Argo CD installation's own id: the same on every app it syncs.
+		return verdict{tool: "Argo CD", mine: len(t.ArgoApps) > 0, other: "another Argo CD installation", detail: "the Argo CD installation id " + live}, true
+	case where == "labels" && key == argoInstance:
+		for _, a := range t.ArgoApps {
+			if live == argoLabelValue(a) {
+				return verdict{tool: "Argo CD", mine: true, detail: fmt.Sprintf("Argo CD's tracking label for application %s", a)}, true
+			}
+		}
+		return verdict{tool: "Argo CD", other: "Argo CD application " + live, detail: fmt.Sprintf("the tracking label names application %q", live)}, true
+	case where == "labels" && (key == "kustomize.toolkit.fluxcd.io/name" || key == "kustomize.toolkit.fluxcd.io/namespace"):
+		return t.flux(o, "Kustomization", key, live), true
+	case where == "labels" && (key == "helm.toolkit.fluxcd.io/name" || key == "helm.toolkit.fluxcd.io/namespace"):
+		return t.flux(o, "HelmRelease", key, live), true
+	case where == "annotations" && key == helmReleaseName:
+		if t.HelmRelease != "" && live == t.HelmRelease {
+			return verdict{tool: "Helm", mine: true, detail: "Helm's release annotation for release " + live}, true
+		}
+		return verdict{tool: "Helm", other: "Helm release " + live, detail: fmt.Sprintf("the Helm release annotation names release %q", live)}, true
+	case where == "annotations" && key == helmReleaseNS:
+		want := t.HelmNamespace
+		if want == "" {
+			want = o.Namespace
+		}
+		if t.HelmRelease != "" && (live == want || want == "") {
+			return verdict{tool: "Helm", mine: true, detail: "Helm's release namespace annotation " + live}, true
+		}
+		return verdict{tool: "Helm", other: "a Helm release in namespace " + live, detail: fmt.Sprintf("the Helm release namespace annotation names namespace %q", live)}, true
+	case where == "labels" && key == managedBy && live == "Helm" && t.HelmRelease != "":
+		return verdict{tool: "Helm", mine: true, detail: "the label Helm writes on what it installs"}, true
+	}
+	return verdict{}, false
+}
+
+// argoTrackingID judges Argo CD's annotation
+// <app>:<group>/<kind>:<namespace>/<name>, where namespace is the
+// Application's destination namespace for a cluster-scoped object.
+func (t Tracking) argoTrackingID(o Object, live string) verdict {
+	v := verdict{tool: "Argo CD"}
+	app, rest, ok := strings.Cut(live, ":")
+	gk, nsName, ok2 := strings.Cut(rest, ":")
+	group, kind, ok3 := strings.Cut(gk, "/")
+	ns, name, ok4 := strings.Cut(nsName, "/")
+	if !ok || !ok2 || !ok3 || !ok4 {
+		v.other, v.detail = "an unreadable Argo CD tracking id", fmt.Sprintf("the Argo CD tracking id %q is not <app>:<group>/<kind>:<namespace>/<name>", live)
+		return v
+	}
+	if !slices.Contains(t.ArgoApps, app) {
+		v.other, v.detail = "Argo CD application "+app, fmt.Sprintf("the Argo CD tracking id names application %q", app)
+		return v
+	}
+	if group != o.Group || kind != o.Kind || name != o.Name || (o.Namespace != "" && ns != o.Namespace) {
+		v.other, v.detail = "the object "+nsName+" of Argo CD application "+app, fmt.Sprintf("the Argo CD tracking id %q names another object (copied from another manifest?)", live)
+		return v
+	}
+	v.mine, v.detail = true, "Argo CD's tracking id for application "+app
+	return v
+}
+
+// flux judges the name and namespace labels of kind (Kustomization or
+// HelmRelease).
+func (t Tracking) flux(o Object, kind, key, live string) verdict {
+	v := verdict{tool: "Flux"}
+	field := key[strings.LastIndex(key, "/")+1:]
+	want := t.FluxName
+	if field == "namespace" {
+		want = t.FluxNamespace
+	}
+	if (t.FluxKind == "" || t.FluxKind == kind) && t.FluxName != "" && (live == want || want == "") {
+		v.mine, v.detail = true, fmt.Sprintf("Flux's %s %s label", kind, field)
+		return v
+	}
+	v.other, v.detail = fmt.Sprintf("Flux %s %s %s", kind, field, live), fmt.Sprintf("the Flux %s label %s names %q", kind, key, live)
+	return v
+}
+
+// argoLabelValue is the label value Argo CD writes for an application name:
+// cut to 63 characters, not ending in a special character.
+func argoLabelValue(app string) string {
+	if len(app) <= 63 {
+		return app
+	}
+	v := app[:63]
+	for len(v) > 1 && !okEnd.MatchString(v) {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+var okEnd = regexp.MustCompile(`[a-zA-Z0-9]$`)

@@ -1,0 +1,54 @@
+package scanner
+
+import (
+	"sync"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+)
+
+// dismissals counts what the scan dismissed as no drift, by reason, across
+// the workers that compare objects.
+type dismissals struct {
+	mu     sync.Mutex
+	counts report.Dismissed
+}
+
+func (d *dismissals) add(r report.Reason) {
+	d.mu.Lock()
+	if d.counts == nil {
+		d.counts = report.Dismissed{}
+	}
+	d.counts[r]++
+	d.mu.Unlock()
+}
+
+// snapshot returns the counts, nil when nothing was dismissed.
+func (d *dismissals) snapshot() report.Dismissed {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.counts) == 0 {
+		return nil
+	}
+	out := report.Dismissed{}
+	for k, v := range d.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// dismiss counts a change that is no drift and, with ExplainDismissed,
+// lists it on its object with its values masked like a finding's.
+func (s *scan) dismiss(ro *report.Object, group, kind string, ch change, owner *classify.Entry, res classify.Result) {
+	s.dismissed.add(res.Reason)
+	if !s.opts.ExplainDismissed {
+		return
+	}
+	f := report.Finding{Path: ch.Path.String(), Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent)}
+	s.masker.mask(group, kind, &f)
+	d := report.Dismissal{Path: f.Path, Type: ch.Type, Reason: res.Reason, Detail: res.Detail, Git: f.Git, Live: f.Live}
+	if owner != nil {
+		d.Manager = owner.Manager
+	}
+	ro.Dismissed = append(ro.Dismissed, d)
+}
