@@ -4,13 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/calricon/driftscan/report"
 )
 
 // TestAChartThatRendersDifferentlyEachTimeIsWarnedOnce: the fields a chart
 // generates at render time (a randAlphaNum password, the checksum/secret
-// of it) are named once in one warning for the app, are not compared, and
-// the password never reaches the report.
+// of it, a generated token) are named once in one warning for the app, are
+// not compared, and the generated credentials never reach the report.
 func TestAChartThatRendersDifferentlyEachTimeIsWarnedOnce(t *testing.T) {
 	m := modes[0]
 	ns := env.Namespace(t, nil)
@@ -46,16 +48,25 @@ func TestAChartThatRendersDifferentlyEachTimeIsWarnedOnce(t *testing.T) {
 			t.Errorf("warning names %q, which both renders agree on:\n%s", stable, w.Message)
 		}
 	}
-	if r.Stats.Dismissed[report.UnstableRender] != 2 {
-		t.Errorf("unstable-render dismissals = %d, want 2 (the password, its checksum)", r.Stats.Dismissed[report.UnstableRender])
+	if r.Stats.Dismissed[report.UnstableRender] != 3 {
+		t.Errorf("unstable-render dismissals = %d, want 3 (the password, its checksum, the token)", r.Stats.Dismissed[report.UnstableRender])
 	}
-	live := env.Get(t, secretGVK, ns, "chart-random-db")
-	password, _ := live.Object["data"].(map[string]any)["password"].(string)
+	// Generated credentials stay masked in --explain-dismissed as in findings.
+	secret := env.Get(t, secretGVK, ns, "chart-random-db")
+	password, _ := secret.Object["data"].(map[string]any)["password"].(string)
+	deploy := env.Get(t, deployment, ns, "chart-random")
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	token, _ := containers[0].(map[string]any)["env"].([]any)[0].(map[string]any)["value"].(string)
+	if password == "" || token == "" {
+		t.Fatalf("no generated password (%q) or token (%q) live", password, token)
+	}
 	for _, a := range r.Apps {
 		for _, o := range a.Objects {
 			for _, d := range o.Dismissed {
-				if password != "" && (strings.Contains(d.Live, password) || strings.Contains(d.Git, password)) {
-					t.Errorf("the generated password reached the report in %s %s", o.Ref(), d.Path)
+				for _, generated := range []string{password, token} {
+					if strings.Contains(d.Live, generated) || strings.Contains(d.Git, generated) {
+						t.Errorf("a generated credential reached the report in %s %s: %q", o.Ref(), d.Path, d.Live)
+					}
 				}
 			}
 		}
