@@ -24,6 +24,9 @@ type Tool struct {
 	Findings int `json:"findings,omitempty"`
 	// FindingsByClass splits driftscan's findings by class.
 	FindingsByClass map[report.Class]int `json:"findingsByClass,omitempty"`
+	// Dismissed counts the differences driftscan dismissed as no drift, by
+	// reason: what a naive compare would have reported on this estate.
+	Dismissed report.Dismissed `json:"dismissed,omitempty"`
 	// DriftedObjects counts objects driftscan reports Drifted, or kubectl
 	// shows a diff for.
 	DriftedObjects int     `json:"driftedObjects"`
@@ -75,6 +78,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 	p, r := procs[m], reports[m]
 	t.Objects, t.Findings, t.DriftedObjects = r.Summary.Objects, r.Summary.Findings, r.Summary.Drifted
 	t.FindingsByClass = r.Summary.ByClass
+	t.Dismissed = r.Stats.Dismissed
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
 	t.APIRequests = r.Stats.APIRequests
 	if runs > 1 {

@@ -48,6 +48,9 @@ func (r *Result) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "driftscan findings by class: %s\n", strings.Join(classes, ", "))
+	if n := d.Dismissed.Total(); n > 0 {
+		fmt.Fprintf(w, "driftscan dismissed %d differences as no drift: %s\n", n, d.Dismissed)
+	}
 	fmt.Fprintf(w, "wall and peak RSS of each tool as a child of bench/rusage (its own floor: %.0f MiB); median of %d run(s)\n", d.RSSFloorMiB, max(1, len(d.RunsWallSeconds)))
 	if k == nil {
 		fmt.Fprintf(w, "kubectl diff skipped: %s\n", r.KubectlSkipped)
