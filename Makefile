@@ -118,7 +118,7 @@ fuzz:
 demo: testbin build
 	@$(GO) run ./fixtures/demo -driftscan $(BIN)/driftscan
 
-## bench: the scan at scale, side by side with kubectl diff (not part of make test); BENCHFLAGS=-scaling adds 1k/5k/20k
+## bench: the scan at scale, side by side with kubectl diff (not part of make test); BENCHFLAGS=-scaling adds 1k/5k/20k, -audit a scan with the audit log
 BENCHFLAGS ?=
 bench: testbin build
 	$(GO) run ./bench -driftscan $(BIN)/driftscan -out bench/results/latest.json $(BENCHFLAGS)

@@ -29,6 +29,28 @@ func bodyEffect(verb string, body []byte, p Path) effect {
 	if err := json.Unmarshal(body, &v); err != nil {
 		return unclear
 	}
+	return decodedEffect(verb, v, p)
+}
+
+// effectOn is bodyEffect of the event's request body, decoded once however
+// many findings ask.
+func (ev *Event) effectOn(p Path) effect {
+	if ev.Body == nil {
+		return unclear
+	}
+	ev.decodeOnce.Do(func() {
+		if json.Unmarshal(ev.Body, &ev.decoded) != nil {
+			ev.decoded = nil
+		}
+	})
+	if ev.decoded == nil {
+		return unclear
+	}
+	return decodedEffect(ev.Verb, ev.decoded, p)
+}
+
+// decodedEffect is bodyEffect of a decoded body.
+func decodedEffect(verb string, v any, p Path) effect {
 	if ops, ok := v.([]any); ok {
 		return jsonPatchEffect(ops, p)
 	}

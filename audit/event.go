@@ -17,6 +17,7 @@ package audit
 import (
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -62,6 +63,9 @@ type Event struct {
 	Webhooks []WebhookMutation
 	// Source is where the event was read: FILE:LINE or FILE#N.
 	Source string
+
+	decodeOnce sync.Once
+	decoded    any // Body decoded, for effectOn
 }
 
 // WebhookMutation is one mutating webhook call that changed the object, from

@@ -127,7 +127,7 @@ func (ix *Index) byOwner(q Query) *report.Attribution {
 		return none(fmt.Sprintf("no request by %s on this object at %s in the audit log read (%s)", what, stamp, ix.coverage()))
 	}
 	touch := filterEvents(inSec, func(ev *Event) bool {
-		e := bodyEffect(ev.Verb, ev.Body, q.Path)
+		e := ev.effectOn(q.Path)
 		return e == sets || e == unclear
 	})
 	if len(touch) == 0 {
@@ -135,7 +135,7 @@ func (ix *Index) byOwner(q Query) *report.Attribution {
 		// older than the entry's time, which the manager's newest write moved.
 		for i := len(same) - 1; i >= 0; i-- {
 			ev := same[i]
-			if ev.Completed.Truncate(time.Second).Before(sec) && bodyEffect(ev.Verb, ev.Body, q.Path) == sets {
+			if ev.Completed.Truncate(time.Second).Before(sec) && ev.effectOn(q.Path) == sets {
 				return ix.verdict([]*Event{ev}, false, fmt.Sprintf("the newest request by %s (%s) did not write this field; this is its newest earlier request that did", what, stamp))
 			}
 		}
@@ -159,7 +159,7 @@ func (ix *Index) byOwner(q Query) *report.Attribution {
 func (ix *Index) byNewest(q Query, same []*Event, what string) *report.Attribution {
 	const noTime = "the API server recorded no time for this managedFields entry"
 	for i := len(same) - 1; i >= 0; i-- {
-		if bodyEffect(same[i].Verb, same[i].Body, q.Path) == sets {
+		if same[i].effectOn(q.Path) == sets {
 			a := ix.verdict(same[i:i+1], true, "")
 			a.Reason = noTime + "; this is the newest request by " + what + " whose body wrote this field"
 			return a
@@ -226,7 +226,7 @@ func (ix *Index) byBody(q Query) *report.Attribution {
 		if q.IsApplier != nil && ev.ManagerKnown && q.IsApplier(ev.Manager) {
 			continue
 		}
-		e := bodyEffect(ev.Verb, ev.Body, q.Path)
+		e := ev.effectOn(q.Path)
 		if ev.Body == nil {
 			bodiless++
 		}

@@ -275,12 +275,13 @@ func (s *stream) value(raw []byte, src string, depth int) error {
 var nativePrefix = []byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1",`)
 
 // quickSkip reports whether a line of the API server's own format is an
-// event that cannot explain a finding (another stage than
-// ResponseComplete, a read-only verb), without decoding it, and its
-// stageTimestamp. Inside a JSON string every quote is escaped, so the first
-// `"stage":"` and `"verb":"` of such a line are the event's own; and the
-// last `"stageTimestamp":"` is the event's, as only annotations (strings)
-// follow it.
+// event that cannot explain a finding, without decoding the line: another
+// stage than ResponseComplete, a read-only verb, or (with Keep) an object
+// no app declares. It also returns the event's stageTimestamp. Inside a JSON
+// string every quote is escaped, so the first `"stage":"`, `"verb":"` and
+// `"objectRef":{` of such a line are the event's own (they come before the
+// request body), and the last `"stageTimestamp":"` is the event's, as only
+// annotations (strings) follow it.
 func (s *stream) quickSkip(line []byte) (bool, time.Time) {
 	if !bytes.HasPrefix(line, nativePrefix) {
 		return false, time.Time{}
@@ -290,7 +291,7 @@ func (s *stream) quickSkip(line []byte) (bool, time.Time) {
 	if stage == nil || verb == nil {
 		return false, time.Time{}
 	}
-	if string(stage) == "ResponseComplete" && mutatingVerbs[string(verb)] {
+	if string(stage) == "ResponseComplete" && mutatingVerbs[string(verb)] && !s.unwanted(line) {
 		return false, time.Time{}
 	}
 	var t time.Time
@@ -298,6 +299,28 @@ func (s *stream) quickSkip(line []byte) (bool, time.Time) {
 		t, _ = time.Parse(time.RFC3339Nano, string(ts))
 	}
 	return true, t
+}
+
+// unwanted reports whether Keep rejects the object of a line, read from its
+// objectRef alone (a flat object of strings).
+func (s *stream) unwanted(line []byte) bool {
+	if s.opts.Keep == nil {
+		return false
+	}
+	i := bytes.Index(line, []byte(`"objectRef":{`))
+	if i < 0 {
+		return false
+	}
+	ref := line[i+len(`"objectRef":`):]
+	end := bytes.IndexByte(ref, '}')
+	if end < 0 {
+		return false
+	}
+	var o objectRef
+	if json.Unmarshal(ref[:end+1], &o) != nil {
+		return false
+	}
+	return !s.opts.Keep(ObjectRef{Group: o.APIGroup, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name})
 }
 
 // fieldValue returns the string after the first (or last) key in line, up

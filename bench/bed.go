@@ -40,10 +40,11 @@ type bed struct {
 	stopWebhook func()
 }
 
-// newBed starts a control plane, installs the Route CRD, serves the test
+// newBed starts a control plane (writing an audit log when withAudit is
+// set), installs the Route CRD, serves the test
 // webhook, writes an estate to dir and syncs and drifts it. Close stops
 // everything newBed started, also when it returns an error.
-func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float64, workers int) (b *bed, err error) {
+func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float64, workers int, withAudit bool) (b *bed, err error) {
 	b = &bed{}
 	defer func() {
 		if err != nil {
@@ -59,7 +60,13 @@ func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float
 	say("generated %d objects in %d apps over %d namespaces in %s", len(est.Objects), spec.Apps, spec.Namespaces, est.Repo)
 
 	say("starting a local kube-apiserver and etcd (the ones the tests use)...")
-	if b.env, err = cluster.Start(); err != nil {
+	var opts cluster.Options
+	if withAudit {
+		// The default policy: writes of the estate's kinds with their
+		// bodies, everything else at Metadata level.
+		opts.Audit = &cluster.AuditOptions{}
+	}
+	if b.env, err = cluster.StartWith(opts); err != nil {
 		return b, err
 	}
 	if v, err := b.env.Client.Discovery().ServerVersion(); err == nil {

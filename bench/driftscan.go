@@ -45,15 +45,19 @@ type Tool struct {
 
 // timeDriftscan runs `driftscan scan` over the estate runs times as a child
 // process and returns the median run and its report.
-func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int) (Tool, *report.Report, error) {
+func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, extra ...string) (Tool, *report.Report, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version")}
 	var walls []time.Duration
 	var procs []process
 	var reports []*report.Report
 	for i := 0; i < runs; i++ {
-		file := filepath.Join(outDir, fmt.Sprintf("driftscan-%d.json", i))
-		errFile := filepath.Join(outDir, fmt.Sprintf("driftscan-%d.stderr", i))
-		args := []string{"scan", "--kubeconfig", b.env.Kubeconfig, "--config", b.est.Config, "-o", "json=" + file, "--fail-on", "none", "--quiet"}
+		name := fmt.Sprintf("driftscan-%d", i)
+		if len(extra) > 0 {
+			name += "-audit"
+		}
+		file := filepath.Join(outDir, name+".json")
+		errFile := filepath.Join(outDir, name+".stderr")
+		args := append([]string{"scan", "--kubeconfig", b.env.Kubeconfig, "--config", b.est.Config, "-o", "json=" + file, "--fail-on", "none", "--quiet"}, extra...)
 		t.Command = append([]string{"driftscan"}, args...)
 		stderr, err := os.Create(errFile)
 		if err != nil {

@@ -58,6 +58,9 @@ type Options struct {
 	Keep bool
 	// Rusage is the bench/rusage launcher; "" builds it with `go build`.
 	Rusage string
+	// Audit starts the control plane with an audit log and also times the
+	// scan with --audit-log.
+	Audit bool
 }
 
 // DefaultOptions returns what `make bench` runs.
@@ -97,6 +100,7 @@ func main() {
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up after this long")
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
 	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")
+	flag.BoolVar(&o.Audit, "audit", o.Audit, "write an audit log on the control plane and also time the scan with --audit-log")
 	flag.Parse()
 	// envtest logs through controller-runtime, which prints a stack trace
 	// when no logger is set; the benchmark's own lines say what happens.

@@ -33,6 +33,8 @@ type Result struct {
 	Requests *Requests    `json:"requests,omitempty"`
 	Scaling  []ScalePoint `json:"scaling,omitempty"`
 	Targets  []Target     `json:"targets"`
+	// Audit is the scan with --audit-log, with -audit.
+	Audit *AuditRun `json:"audit,omitempty"`
 }
 
 // Machine describes where the numbers were measured.

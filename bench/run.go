@@ -49,7 +49,7 @@ func run(ctx context.Context, o Options) (err error) {
 	}
 
 	spec := estateSpec{Objects: o.Objects, Apps: o.Apps, Namespaces: o.Namespaces, WebhookNamespaces: o.WebhookNamespaces, Prefix: "bench-"}
-	b, err := newBed(ctx, filepath.Join(tmp, "main"), spec, o.DriftPercent, o.Workers)
+	b, err := newBed(ctx, filepath.Join(tmp, "main"), spec, o.DriftPercent, o.Workers, o.Audit)
 	if err != nil {
 		return err
 	}
@@ -63,6 +63,12 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan = ds
+	if o.Audit {
+		say("timing driftscan scan --audit-log (%d run(s))...", o.Runs)
+		if res.Audit, err = timeAudit(ctx, l, driftscan, b, outDir, o.Runs, ds); err != nil {
+			return err
+		}
+	}
 	var changed map[string]bool
 	if kubectl != "" {
 		say("timing kubectl diff (%d run(s))...", o.Runs)
@@ -102,6 +108,9 @@ func run(ctx context.Context, o Options) (err error) {
 	}
 	res.targets()
 	res.print(os.Stdout)
+	if res.Audit != nil {
+		res.Audit.print(os.Stdout)
+	}
 	argo.print(os.Stdout)
 	if o.Out != "" {
 		if err := res.write(o.Out); err != nil {

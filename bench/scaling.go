@@ -53,7 +53,7 @@ func scalePoint(ctx context.Context, o Options, l *launcher, bin, dir string, sp
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	b, err := newBed(ctx, dir, spec, o.DriftPercent, o.Workers)
+	b, err := newBed(ctx, dir, spec, o.DriftPercent, o.Workers, false)
 	if err != nil {
 		return ScalePoint{}, err
 	}
