@@ -1,14 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"text/tabwriter"
-
-	"github.com/mattn/go-isatty"
 )
 
 // The table is for an on-call engineer in a terminal: only what needs
@@ -16,6 +11,13 @@ import (
 // columns aligned across the whole report, with the scan summary last so it
 // is on screen when the output ends. InSync objects and quiet apps are only
 // counted.
+//
+// On a terminal the table fits its width (WriteOptions.Width): when a
+// finding's row does not fit on one line, its "git → live" goes on a line of
+// its own under the path, paths are cut at the start and other long cells in
+// the middle, the person the audit log names goes on a line of its own too,
+// and prose (headers, errors, hints) wraps at spaces. A finding's row always
+// keeps class, type, path, manager and age.
 
 // ANSI SGR codes.
 const (
@@ -48,32 +50,6 @@ var statusColor = map[Status]string{
 	Extra:   ansiMagenta,
 }
 
-// ColorFor reports whether output written to f may use colour: f is a
-// terminal and NO_COLOR is not set to a non-empty value (https://no-color.org)
-// and TERM is not "dumb".
-func ColorFor(f *os.File) bool {
-	if f == nil {
-		return false
-	}
-	fd := f.Fd()
-	return colorFor(isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd), os.LookupEnv)
-}
-
-// colorFor is ColorFor with the terminal check done and the environment
-// injected.
-func colorFor(terminal bool, lookupEnv func(string) (string, bool)) bool {
-	if !terminal {
-		return false
-	}
-	if v, ok := lookupEnv("NO_COLOR"); ok && v != "" {
-		return false
-	}
-	if v, _ := lookupEnv("TERM"); v == "dumb" {
-		return false
-	}
-	return true
-}
-
 // paint wraps s in an ANSI colour when on is set.
 func paint(on bool, color, s string) string {
 	if !on || color == "" || s == "" {
@@ -82,38 +58,66 @@ func paint(on bool, color, s string) string {
 	return color + s + ansiReset
 }
 
-// tableLine is one output line: either text printed as is, or a row whose
-// cells are aligned with every other row of the report.
+// tableLine is one output line: prose, the findings table's header, a
+// finding's row, a debt's row, or a row of another table (cells). Rows of
+// one table are aligned with each other across the whole report.
 type tableLine struct {
-	text   string
+	text    string // prose; may hold colour codes
+	hang    int    // prose: the indent of its continuation lines
+	header  bool
+	finding *findingRow
+	debt    *Debt
+	// A row of the table named table: its cells aligned with the table's
+	// other rows after indent, dimmed when dim. When it does not fit the
+	// width, its last cell goes on the lines under it.
+	cells  []string
+	table  string
 	indent string
-	cells  []string // a row when not nil
-	table  string   // rows of the same table share their column widths
-	class  Class    // colours the first cell
-	dim    bool     // an ignored finding
+	dim    bool
 }
 
-// tableColumns heads the finding rows.
-var tableColumns = []string{"CLASS", "TYPE", "PATH", "GIT → LIVE", "MANAGER", "AGE", ""}
+// findingRow is a finding's cells, already one line each.
+type findingRow struct {
+	class     Class
+	typ       string
+	path      string
+	git, live string // cut at the value width; <none> when absent
+	who       string // manager and person, for one line
+	manager   string // the manager alone, and
+	person    string // the person, each on a line of its own when stacked
+	age       string
+	note      string // why it is ignored
+	ignored   bool
+}
+
+// The findings table's column titles.
+const (
+	colClass  = "CLASS"
+	colType   = "TYPE"
+	colPath   = "PATH"
+	colValues = "GIT → LIVE"
+	colWho    = "MANAGER"
+	colAge    = "AGE"
+)
 
 const (
-	appIndent     = "  "
-	rowIndent     = "    "
-	hintIndent    = "      "
-	tablePadding  = 2
-	gitLiveArrow  = " → "
-	tableMinWidth = 0
+	appIndent    = "  "
+	rowIndent    = "    "
+	hintIndent   = "      "
+	colGap       = "  "
+	gitLiveArrow = " → "
 )
 
 func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 	color := opts.Color
-	width := opts.valueWidth()
+	valueWidth := opts.valueWidth()
 	now := opts.now(r)
 	var lines []tableLine
-	text := func(format string, a ...any) { lines = append(lines, tableLine{text: fmt.Sprintf(format, a...)}) }
-	row := func(l tableLine) { lines = append(lines, l) }
+	text := func(hang int, format string, a ...any) {
+		lines = append(lines, tableLine{text: fmt.Sprintf(format, a...), hang: hang})
+	}
 
-	text("%s %s  scanned %s", paint(color, ansiBold, "CLUSTER"), r.Cluster, r.ScannedAt.UTC().Format("2006-01-02 15:04:05 MST"))
+	text(2, "%s %s  scanned %s", paint(color, ansiBold, "CLUSTER"), r.Cluster, r.ScannedAt.UTC().Format("2006-01-02 15:04:05 MST"))
 
 	quiet := 0
 	for _, app := range r.Apps {
@@ -121,7 +125,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 			quiet++
 			continue
 		}
-		text("")
+		text(0, "")
 		head := paint(color, ansiBold, "APP "+app.Name)
 		if app.Owner != "" {
 			head += "  owner " + app.Owner
@@ -129,12 +133,12 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		if src := sourceText(app.Source); src != "" {
 			head += "  " + src
 		}
-		text("%s", head)
+		text(len(rowIndent), "%s", head)
 		if app.Error != "" {
-			text("%s%s %s", appIndent, paint(color, ansiBoldRed, "error:"), oneLine(app.Error))
+			text(len(rowIndent), "%s%s %s", appIndent, paint(color, ansiBoldRed, "error:"), oneLine(app.Error))
 		}
 		if app.OverIgnoreCap {
-			text("%s%s this app has more ignore rules than --max-ignores-per-app allows", appIndent, paint(color, ansiYellow, "warning:"))
+			text(len(rowIndent), "%s%s this app has more ignore rules than --max-ignores-per-app allows", appIndent, paint(color, ansiYellow, "warning:"))
 		}
 		headed := false
 		for _, o := range app.Objects {
@@ -142,7 +146,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 				continue
 			}
 			if !headed && len(o.Findings) > 0 {
-				row(tableLine{indent: rowIndent, cells: tableColumns, table: "findings"})
+				lines = append(lines, tableLine{header: true})
 				headed = true
 			}
 			status := paint(color, statusColor[o.Status], string(o.Status))
@@ -153,56 +157,59 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 			if p := app.ManifestPath(o); p != "" {
 				head += "  (" + location(p, o.Line) + ")"
 			}
-			text("%s", head)
+			text(len(rowIndent), "%s", head)
 			for _, f := range o.Findings {
-				cells := []string{
-					string(f.Class),
-					string(f.Type),
-					oneLine(f.Path),
-					cellValue(f.Git, width) + gitLiveArrow + cellValue(f.Live, width),
-					orDash(f.By()),
-					f.Age(now),
-					"",
+				row := &findingRow{
+					class:   f.Class,
+					typ:     string(f.Type),
+					path:    oneLine(f.Path),
+					git:     cellValue(f.Git, valueWidth),
+					live:    cellValue(f.Live, valueWidth),
+					who:     orDash(oneLine(f.By())),
+					manager: orDash(oneLine(f.manager())),
+					person:  oneLine(f.Attribution.Who()),
+					age:     f.Age(now),
+					ignored: f.Ignored,
 				}
 				if f.Ignored {
-					cells[len(cells)-1] = "(" + ignoredText(f) + ")"
+					row.note = "(" + oneLine(ignoredText(f)) + ")"
 				} else if c := contractText(f); c != "" {
-					cells[len(cells)-1] = "(" + c + ")"
+					row.note = "(" + oneLine(c) + ")"
 				}
-				row(tableLine{indent: rowIndent, cells: cells, table: "findings", class: f.Class, dim: f.Ignored})
+				lines = append(lines, tableLine{finding: row})
 				if f.Hint != "" {
-					text("%shint: %s", hintIndent, oneLine(f.Hint))
+					text(len(hintIndent)+len("hint: "), "%shint: %s", hintIndent, oneLine(f.Hint))
 				}
 			}
 		}
-		text("%s%s: %s", appIndent, app.Name, summaryText(app.Summary()))
+		text(len(rowIndent), "%s%s: %s", appIndent, app.Name, summaryText(app.Summary()))
 	}
 
 	if len(r.Errors) > 0 {
-		text("")
+		text(0, "")
 		for _, e := range r.Errors {
-			text("%s %s", paint(color, ansiBoldRed, "error:"), oneLine(e))
+			text(2, "%s %s", paint(color, ansiBoldRed, "error:"), oneLine(e))
 		}
 	}
 
 	if len(r.Warnings) > 0 {
-		text("")
+		text(0, "")
 		for _, w := range r.Warnings {
-			text("%s %s", paint(color, ansiYellow, "warning:"), warningText(w))
+			text(len("warning: "), "%s %s", paint(color, ansiYellow, "warning:"), warningText(w))
 		}
 	}
 
-	lines = append(lines, dismissedLines(r, color, width)...)
+	lines = append(lines, dismissedLines(r, color, valueWidth)...)
 
 	if len(r.Debts) > 0 {
-		text("")
-		text("%s", paint(color, ansiBold, "IGNORE-RULE DEBTS"))
-		for _, d := range r.Debts {
-			row(tableLine{indent: appIndent, cells: []string{string(d.Kind), orDash(d.Owner), d.Rule.Target(), debtText(d)}, table: "debts"})
+		text(0, "")
+		text(0, "%s", paint(color, ansiBold, "IGNORE-RULE DEBTS"))
+		for i := range r.Debts {
+			lines = append(lines, tableLine{debt: &r.Debts[i]})
 		}
 	}
 
-	text("")
+	text(0, "")
 	scan := "scan: " + plural(r.Summary.Apps, "app")
 	if quiet > 0 {
 		scan += fmt.Sprintf(" (%d in sync)", quiet)
@@ -211,9 +218,9 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 	if d := dismissedText(r); d != "" {
 		last += "; " + d
 	}
-	text("%s", last)
+	text(len("scan: "), "%s", last)
 
-	return printTable(w, lines, color)
+	return printTable(w, lines, opts.width(), color)
 }
 
 // location is "file:line", or the file alone when the line is unknown.
@@ -224,57 +231,38 @@ func location(p string, line int) string {
 	return p
 }
 
-// printTable aligns every row of lines in one pass of text/tabwriter, so
-// columns line up across objects and apps, then prints the rows between the
-// text lines. Colour is added after alignment so escape codes take no width.
-func printTable(w io.Writer, lines []tableLine, color bool) error {
-	// Finding rows and debt rows have different columns: align each table
-	// on its own.
-	aligned := map[int]string{}
-	groups := map[string][]int{}
-	for i, l := range lines {
-		if l.cells != nil {
-			groups[l.table] = append(groups[l.table], i)
+// printTable lays the lines out in width columns (0: no limit) and writes
+// them. Colour is added after the widths are measured, so escape codes take
+// no room.
+func printTable(w io.Writer, lines []tableLine, width int, color bool) error {
+	var findings []*findingRow
+	var debts []*Debt
+	for _, l := range lines {
+		switch {
+		case l.finding != nil:
+			findings = append(findings, l.finding)
+		case l.debt != nil:
+			debts = append(debts, l.debt)
 		}
 	}
-	for _, idx := range groups {
-		var buf bytes.Buffer
-		tw := tabwriter.NewWriter(&buf, tableMinWidth, 8, tablePadding, ' ', 0)
-		for _, i := range idx {
-			if _, err := io.WriteString(tw, strings.Join(lines[i].cells, "\t")+"\n"); err != nil {
-				return err
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		out := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-		for k, i := range idx {
-			aligned[i] = strings.TrimRight(out[k], " ")
-		}
-	}
+	fc := layoutFindings(findings, width)
+	dc := layoutDebts(debts)
+	tables := layoutTables(lines)
 
 	var b strings.Builder
-	for i, l := range lines {
-		if l.cells == nil {
-			b.WriteString(l.text)
-			b.WriteByte('\n')
-			continue
-		}
-		s := aligned[i]
+	for _, l := range lines {
 		switch {
-		case !color:
-		case l.dim:
-			s = ansiDim + s + ansiReset
-		case l.class != "":
-			// The row starts with the class name, padded by the alignment.
-			if c := classColor[l.class]; c != "" && strings.HasPrefix(s, string(l.class)) {
-				s = c + string(l.class) + ansiReset + s[len(l.class):]
-			}
+		case l.header:
+			fc.writeHeader(&b, color)
+		case l.finding != nil:
+			fc.writeRow(&b, l.finding, width, color)
+		case l.debt != nil:
+			dc.writeRow(&b, l.debt, width)
+		case l.cells != nil:
+			tables[l.table].writeRow(&b, l, width, color)
+		default:
+			wrapInto(&b, l.text, width, l.hang)
 		}
-		b.WriteString(l.indent)
-		b.WriteString(s)
-		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

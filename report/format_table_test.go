@@ -1,7 +1,9 @@
 package report
 
 import (
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +73,9 @@ func TestTableHasNoEscapeCodesWithoutColor(t *testing.T) {
 func TestTableCutsLongValuesUnlessWide(t *testing.T) {
 	long := `{"image":"docker.io/istio/proxyv2:1.24.0","name":"istio-proxy"`
 	cut := string(render(t, FormatTable, WriteOptions{MaxValueWidth: 20}))
-	if strings.Contains(cut, long) || !strings.Contains(cut, `{"image":"docker.io…`) {
-		t.Error("table does not cut the long value at MaxValueWidth with …")
+	// Cut in the middle: both ends of the value stay.
+	if strings.Contains(cut, long) || !strings.Contains(cut, `{"imag…`) || !strings.Contains(cut, `:"TCP"}]}`) {
+		t.Error("table does not cut the long value in the middle at MaxValueWidth with …")
 	}
 	if wide := string(render(t, FormatTable, WriteOptions{MaxValueWidth: 20, Wide: true})); !strings.Contains(wide, long) {
 		t.Error("table --wide cuts the long value")
@@ -108,3 +111,74 @@ func TestTableOfAQuietScanIsShort(t *testing.T) {
 		t.Errorf("table of an in-sync scan =\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestTableFitsTheTerminalAndKeepsEveryColumn(t *testing.T) {
+	r := loadFixture(t)
+	for _, width := range []int{80, 120, 200} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			opts := DefaultWriteOptions()
+			opts.Width, opts.Color = width, true
+			var b strings.Builder
+			if err := Write(&b, FormatTable, r, opts); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			for _, l := range lines {
+				if w := textWidth(l); w > width && strings.Contains(strings.TrimSpace(l), " ") {
+					t.Errorf("line is %d columns wide on a %d-column terminal:\n%s", w, width, l)
+				}
+			}
+			// Each finding keeps one row with its class, type, the end of its
+			// path, manager and age; its values follow on the row or the next line.
+			for _, app := range r.Apps {
+				for _, o := range app.Objects {
+					for _, f := range o.Findings {
+						end := f.Path[len(f.Path)-min(len(f.Path), 12):]
+						row := -1
+						for i, l := range lines {
+							plain := stripANSI(l)
+							if strings.HasPrefix(strings.TrimSpace(plain), string(f.Class)+" ") && strings.Contains(plain, " "+string(f.Type)+" ") &&
+								strings.Contains(plain, end) && strings.Contains(plain, f.Age(r.ScannedAt)) {
+								row = i
+								break
+							}
+						}
+						if row < 0 {
+							t.Errorf("no row for %s %s with class, type, path, age", o.Ref(), f.Path)
+							continue
+						}
+						valueLine := stripANSI(lines[row]) + stripANSI(lines[min(row+1, len(lines)-1)])
+						if !strings.Contains(valueLine, "→") {
+							t.Errorf("%s %s: no git → live on its row or the line under it", o.Ref(), f.Path)
+						}
+						if m := f.manager(); m != "" && !strings.Contains(stripANSI(lines[row]), m[len(m)-min(len(m), 5):]) {
+							t.Errorf("%s %s: its row %q does not name the manager (%s)", o.Ref(), f.Path, lines[row], m)
+						}
+						// The person the audit log names: on the row, or on the
+						// lines under it, whole.
+						if p := f.Attribution.Who(); p != "" {
+							next := strings.Join(lines[row:min(row+5, len(lines))], " ")
+							if !strings.Contains(strings.Join(strings.Fields(stripANSI(next)), " "), p) {
+								t.Errorf("%s %s: %q is not on its row or the lines under it", o.Ref(), f.Path, p)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestTableWideIgnoresTheWidth(t *testing.T) {
+	opts := DefaultWriteOptions()
+	opts.Width, opts.Wide = 80, true
+	wide := render(t, FormatTable, opts)
+	opts.Width = 0
+	if unlimited := render(t, FormatTable, opts); string(wide) != string(unlimited) {
+		t.Error("--wide output depends on the terminal's width")
+	}
+}
+
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+
+func stripANSI(s string) string { return ansiEscape.ReplaceAllString(s, "") }

@@ -18,6 +18,11 @@ func FuzzWriteFinding(f *testing.F) {
 		r.Apps = []App{{Name: "a", Objects: []Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "o", File: "f.yaml", Line: 1,
 			Findings: []Finding{{Path: path, Type: Changed, Class: ClassHuman, Manager: manager, Git: git, Live: live, Hint: hint}}}}}}
 		r.Finalize()
+		narrow := DefaultWriteOptions()
+		narrow.Width = 40
+		if err := Write(&bytes.Buffer{}, FormatTable, r, narrow); err != nil {
+			t.Fatalf("table at 40 columns: %v", err)
+		}
 		for _, format := range Formats {
 			var buf bytes.Buffer
 			if err := Write(&buf, format, r, DefaultWriteOptions()); err != nil {

@@ -18,8 +18,11 @@ func oneLine(s string) string {
 	return strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
 }
 
-// cut shortens s to at most width characters, ending it with "…";
-// width 0 leaves s whole.
+// cut shortens s to at most width characters by taking out its middle and
+// putting "…" there, so that both ends stay readable: the registry and the
+// tag of an image, the algorithm and the last digits of a hash. The end,
+// which tells values apart more often, gets two thirds. Width 0 leaves s
+// whole.
 func cut(s string, width int) string {
 	if width <= 0 || utf8.RuneCountInString(s) <= width {
 		return s
@@ -28,7 +31,23 @@ func cut(s string, width int) string {
 		return "…"
 	}
 	r := []rune(s)
-	return string(r[:width-1]) + "…"
+	head := (width - 1) / 3
+	tail := width - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// cutStart shortens s to at most width characters by taking out its
+// beginning: for a field path, whose end names the field. Width 0 leaves s
+// whole.
+func cutStart(s string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	if width == 1 {
+		return "…"
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-(width-1):])
 }
 
 // cellValue is a Git or live value as a table cell: one line, cut, and

@@ -65,6 +65,10 @@ type WriteOptions struct {
 	// MaxValueWidth is the width, in characters, at which a value is cut
 	// with "…"; 0 means DefaultMaxValueWidth.
 	MaxValueWidth int
+	// Width is the terminal's width in columns, which the table fits its
+	// lines into; 0 means no limit, and Wide ignores it. The CLI sets it from
+	// WidthFor(os.Stdout).
+	Width int
 }
 
 // DefaultWriteOptions returns options for plain, non-wide output.
@@ -90,6 +94,14 @@ func (o WriteOptions) valueWidth() int {
 	default:
 		return o.MaxValueWidth
 	}
+}
+
+// width is the line width the table fits; 0 means no limit.
+func (o WriteOptions) width() int {
+	if o.Wide || o.Width < 0 {
+		return 0
+	}
+	return o.Width
 }
 
 // Write renders r to w in format f.

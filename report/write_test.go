@@ -58,11 +58,24 @@ var goldenCases = []struct {
 	{"report.table.golden", FormatTable, DefaultWriteOptions},
 	{"report.table-color.golden", FormatTable, func() WriteOptions { o := DefaultWriteOptions(); o.Color = true; return o }},
 	{"report.table-wide.golden", FormatTable, func() WriteOptions { o := DefaultWriteOptions(); o.Wide = true; return o }},
+	{"report.table-80.golden", FormatTable, widthOptions(80, false)},
+	{"report.table-120.golden", FormatTable, widthOptions(120, false)},
+	{"report.table-200.golden", FormatTable, widthOptions(200, false)},
+	{"report.table-80-color.golden", FormatTable, widthOptions(80, true)},
 	{"report.diff.golden", FormatDiff, DefaultWriteOptions},
 	{"report.json.golden", FormatJSON, DefaultWriteOptions},
 	{"report.markdown.golden", FormatMarkdown, DefaultWriteOptions},
 	{"report.sarif.golden", FormatSARIF, DefaultWriteOptions},
 	{"report.junit.golden", FormatJUnit, DefaultWriteOptions},
+}
+
+// widthOptions are the options of a terminal width columns wide.
+func widthOptions(width int, color bool) func() WriteOptions {
+	return func() WriteOptions {
+		o := DefaultWriteOptions()
+		o.Width, o.Color = width, color
+		return o
+	}
 }
 
 func TestGolden(t *testing.T) {

@@ -33,11 +33,14 @@ func writeOutputs(r *report.Report, o Options) error {
 			}
 			continue
 		}
-		wo.Color = false
+		// The terminal's colour and width are not a file's.
+		wo.Color, wo.Width = false, 0
 		err := report.WriteFileAtomic(out.File, func(w io.Writer) error { return report.Write(w, out.Format, r, wo) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("write %s to %s: %w", out.Format, out.File, err))
+			continue
 		}
+		o.Logger.Info("wrote report", "format", out.Format, "file", out.File)
 	}
 	return errors.Join(errs...)
 }

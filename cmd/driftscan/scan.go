@@ -60,6 +60,8 @@ type scanOptions struct {
 	fail    report.FailOn
 	outTerm bool
 	errTerm bool
+	// progress is the progress line on a terminal's stderr, nil without one.
+	progress *progressLine
 }
 
 func newScanCommand(s streams) *cobra.Command {
@@ -100,7 +102,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	f.StringArrayVarP(&o.outputs, "output", "o", nil, "output FORMAT or FORMAT=FILE, repeatable: "+formatNames()+" (default: table on a terminal, json otherwise)")
 	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'; add 'violation' to exit 1 for every contract violation, 'warning' to exit 1 also when the scan lost fidelity (report warnings)")
-	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table")
+	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table and ignore the terminal's width")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
 	f.BoolVar(&o.explain, "explain-dismissed", false, "list every difference dismissed as no drift (server defaults, zero values, unstable renders, reconciler metadata, built-ins), with the reason; the counts are always in the report's stats")
@@ -140,7 +142,12 @@ func isTerminal(w io.Writer) bool {
 // Complete loads the config and the kubeconfig and builds the run's options.
 func (o *scanOptions) Complete() error {
 	o.outTerm, o.errTerm = isTerminal(o.streams.Out), isTerminal(o.streams.Err)
-	logger, err := newLogger(o.streams.Err, o.logLevel, o.logFormat, o.errTerm)
+	logTo, out := o.streams.Err, o.streams.Out
+	if !o.quiet && o.errTerm {
+		o.progress = newProgressLine(o.streams.Err)
+		logTo, out = o.progress, o.progress.erasingBefore(out)
+	}
+	logger, err := newLogger(logTo, o.logLevel, o.logFormat, o.errTerm)
 	if err != nil {
 		return err
 	}
@@ -166,7 +173,7 @@ func (o *scanOptions) Complete() error {
 		clusterName = o.cluster
 	}
 	o.run = run.DefaultOptions()
-	o.run.Logger, o.run.Out = logger, o.streams.Out
+	o.run.Logger, o.run.Out = logger, out
 	o.run.Scan.RESTConfig, o.run.Scan.Cluster = restCfg, clusterName
 	if err := o.completeScan(); err != nil {
 		return err
@@ -205,6 +212,7 @@ func (o *scanOptions) completeScan() error {
 	o.run.Notify, o.run.Metrics = o.notify.options(), o.metrics
 	o.run.Write.Wide = o.wide
 	o.run.Write.Color = report.ColorFor(asFile(o.streams.Out))
+	o.run.Write.Width = report.WidthFor(asFile(o.streams.Out))
 	return nil
 }
 
@@ -232,10 +240,9 @@ func (o *scanOptions) Validate() error {
 func (o *scanOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if !o.quiet && o.outTerm && o.errTerm {
-		p := newProgressLine(o.streams.Err)
-		defer p.done()
-		o.run.Scan.Progress = p.update
+	if o.progress != nil {
+		defer o.progress.done()
+		o.run.Scan.Progress = o.progress.update
 	}
 	res, err := run.Scan(ctx, o.cfg, o.run)
 	if err != nil {
