@@ -91,6 +91,19 @@ rbac:
 		states: []string{"driftscan-state"},
 	},
 	{
+		name: "html-report",
+		values: `
+report:
+  html: {enabled: true, existingClaim: driftscan-reports}
+reportURL: https://drift.example.com/report.html
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--output", "html=/var/lib/driftscan/report/report.html",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--report-url", "https://drift.example.com/report.html"},
+		states: []string{"driftscan-state"},
+	},
+	{
 		name: "pushgateway",
 		values: `
 image:
@@ -513,6 +526,8 @@ var badValues = []struct {
 	{"an app without a name", `config: {apps: [{owner: team-web}]}`, []string{"/config/apps/0", "missing property 'name'"}},
 	{"a metrics file the textfile collector ignores", `metrics: {file: /metrics/driftscan.txt}`, []string{"/metrics/file", "does not match pattern"}},
 	{"a pushgateway URL with a space", `metrics: {pushgateway: "http://pgw :9091"}`, []string{"/metrics/pushgateway"}},
+	{"an HTML report without a claim to write it to", `report: {html: {enabled: true}}`, []string{"/report/html/existingClaim", "minLength"}},
+	{"a typo under report.html", `report: {html: {enable: true}}`, []string{"/report/html", "additional properties 'enable' not allowed"}},
 	{"a pod annotation that is not a string", `podAnnotations: {prometheus.io/scrape: true}`, []string{"/podAnnotations/prometheus.io~1scrape", "want string"}},
 	{"a Secret name with capitals", `secrets: {slack: {name: Slack}}`, []string{"/secrets/slack/name"}},
 	{"an env var name with a dash", `secrets: {git: {name: git, env: {GIT-TOKEN: token}}}`, []string{"/secrets/git/env", "additional properties 'GIT-TOKEN' not allowed"}},

@@ -33,6 +33,10 @@ func FuzzWriteFinding(f *testing.F) {
 				if !json.Valid(buf.Bytes()) {
 					t.Errorf("%s output is not valid JSON", format)
 				}
+			case FormatHTML:
+				if err := checkHTML(buf.Bytes()); err != nil {
+					t.Errorf("html output: %v", err)
+				}
 			case FormatJUnit:
 				var v any
 				if err := xml.Unmarshal(buf.Bytes(), &v); err != nil {

@@ -22,10 +22,11 @@ const (
 	FormatMarkdown Format = "markdown"
 	FormatSARIF    Format = "sarif"
 	FormatJUnit    Format = "junit"
+	FormatHTML     Format = "html"
 )
 
 // Formats lists every output format, in the order help text shows them.
-var Formats = []Format{FormatTable, FormatDiff, FormatJSON, FormatMarkdown, FormatSARIF, FormatJUnit}
+var Formats = []Format{FormatTable, FormatDiff, FormatJSON, FormatMarkdown, FormatSARIF, FormatJUnit, FormatHTML}
 
 // ParseFormat returns the format named s (case-insensitive), or an error that
 // lists the valid names.
@@ -123,6 +124,8 @@ func Write(w io.Writer, f Format, r *Report, opts WriteOptions) error {
 		err = writeSARIF(w, r, opts)
 	case FormatJUnit:
 		err = writeJUnit(w, r, opts)
+	case FormatHTML:
+		err = writeHTML(w, r, opts)
 	default:
 		return fmt.Errorf("write report: unknown output format %q (valid: %s)", f, formatList())
 	}

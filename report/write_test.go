@@ -67,6 +67,7 @@ var goldenCases = []struct {
 	{"report.markdown.golden", FormatMarkdown, DefaultWriteOptions},
 	{"report.sarif.golden", FormatSARIF, DefaultWriteOptions},
 	{"report.junit.golden", FormatJUnit, DefaultWriteOptions},
+	{"report.html.golden", FormatHTML, DefaultWriteOptions},
 }
 
 // widthOptions are the options of a terminal width columns wide.

@@ -83,7 +83,8 @@ func TestScanWritesSeveralFormatsInOneRun(t *testing.T) {
 	ns := driftedWeb(t)
 	dir := t.TempDir()
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns,
-		"-o", "json", "-o", "sarif="+filepath.Join(dir, "drift.sarif"), "-o", "junit="+filepath.Join(dir, "drift.xml"))
+		"-o", "json", "-o", "sarif="+filepath.Join(dir, "drift.sarif"), "-o", "junit="+filepath.Join(dir, "drift.xml"),
+		"-o", "html="+filepath.Join(dir, "drift.html"))
 	if res.code != 1 {
 		t.Fatalf("exit %d; stderr:\n%s", res.code, res.err)
 	}
@@ -99,6 +100,11 @@ func TestScanWritesSeveralFormatsInOneRun(t *testing.T) {
 		if err != nil || len(data) == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "drift.html"))
+	if err != nil || !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) ||
+		!bytes.Contains(page, []byte("nginx:1.26")) || !bytes.Contains(page, []byte("kubectl-edit")) {
+		t.Errorf("drift.html is not the HTML report of this scan (%v):\n%.300s", err, page)
 	}
 }
 
