@@ -132,6 +132,13 @@ func Suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		if !found {
 			return Change{}, fmt.Errorf("%w: %s has no automated sync to suspend", ErrRefused, t)
 		}
+		why, err := restorer(ctx, client, obj)
+		if err != nil {
+			return Change{}, fmt.Errorf("suspend %s: %w", t, err)
+		}
+		if why != "" {
+			return Change{}, fmt.Errorf("%w: suspend %s would not last: %s", ErrRefused, t, why)
+		}
 		saved, err := json.Marshal(automated)
 		if err != nil {
 			return Change{}, err

@@ -96,6 +96,12 @@ type Source struct {
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`
 	Kustomize *KustomizeSource `yaml:"kustomize"`
+	// ReleaseName names the Helm release when Helm is not set and Path
+	// turns out to be a chart (it holds a Chart.yaml); default the folder's
+	// name. Not read from config files: discovery from Argo CD sets it to
+	// the Application's name, because that is what Argo CD names the release
+	// of every chart it renders.
+	ReleaseName string `yaml:"-"`
 }
 
 // GitAuth names environment variables or files that hold Git credentials.

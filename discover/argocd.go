@@ -101,9 +101,10 @@ type appDirectory struct {
 //     error and the values file is left out;
 //   - a chart from a Helm repository and a config management plugin are
 //     skipped, with the reason;
-//   - Argo CD renders a Chart.yaml folder with the Application's name as the
-//     release name only when spec.source.helm is set here; without it the
-//     scanner detects the chart and names the release after the folder;
+//   - a chart's release is named after the Application unless
+//     helm.releaseName says otherwise, with or without spec.source.helm: the
+//     real Argo CD v3.5.7 does so for every Chart.yaml folder it renders
+//     (e2e TestArgoCDCleanSyncsScanClean);
 //   - directory.recurse is not read: the scanner always reads subfolders.
 //
 // Only Applications whose destination is the scanned cluster are kept.
@@ -298,7 +299,7 @@ func anyIfStar(s string) string {
 // argoSource turns one Application source into a scanner source, and says
 // what of it driftscan does not apply.
 func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (config.Source, []string) {
-	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path)}
+	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), ReleaseName: appName}
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}

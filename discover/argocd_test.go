@@ -94,7 +94,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "web", Owner: "team-web", Namespace: "shop",
-			Source: config.Source{Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
+			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"},
 				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there", "db.host": "db.prod", "db.port": "5432", `podAnnotations.prometheus\.io/scrape`: "yes"},
 			}},
@@ -132,7 +132,7 @@ spec:
 		apps: []config.App{
 			{
 				Name: "shop", Owner: "team-shop", Namespace: "shop",
-				Source: config.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{
+				Source: config.Source{ReleaseName: "shop", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{
 					ReleaseName: "shop", ValuesFiles: []string{"../../envs/prod/values.yaml", "values.yaml"},
 				}},
 				Appliers: argoAppliers,
@@ -140,13 +140,13 @@ spec:
 			},
 			{
 				Name: "shop-2", Owner: "team-shop", Namespace: "shop",
-				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{ReleaseName: "shop", Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 			},
 			{
 				Name: "shop-config", Owner: "team-shop", Namespace: "shop",
-				Source:   config.Source{Repo: "https://git.example.com/shop/config.git", Path: "apps/config"},
+				Source:   config.Source{ReleaseName: "shop", Repo: "https://git.example.com/shop/config.git", Path: "apps/config"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 			},
@@ -172,7 +172,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "web", Owner: "shop", Namespace: "shop",
-			Source:   config.Source{Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
+			Source:   config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
@@ -224,7 +224,7 @@ spec:
 		apps: []config.App{
 			{
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
-				Source: config.Source{Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
+				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
 					ReleaseName: "web-helm", Set: map[string]string{"replicas": "3", "nested.ok": "fine", "count": "3"},
 				}},
 				Appliers: argoAppliers,
@@ -232,7 +232,7 @@ spec:
 			},
 			{
 				Name: "web-kustomize", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{}},
+				Source:   config.Source{ReleaseName: "web-kustomize", Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-kustomize", Suspended: true},
 			},
@@ -277,13 +277,13 @@ spec:
 		apps: []config.App{
 			{
 				Name: "filtered", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{ReleaseName: "filtered", Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/filtered", Suspended: true},
 			},
 			{
 				Name: "plain", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{ReleaseName: "plain", Repo: deployRepo, Path: "apps/web"},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/plain", Suspended: true},
 			},
@@ -319,7 +319,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "web", Owner: "shop", Namespace: "shop",
-			Source:   config.Source{Repo: deployRepo, Path: "apps/web"},
+			Source:   config.Source{ReleaseName: "web", Repo: deployRepo, Path: "apps/web"},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
@@ -363,11 +363,11 @@ spec:
   syncPolicy: {automated: {enabled: false, selfHeal: true, prune: true}, syncOptions: [ServerSideApply=true]}
 `},
 		apps: []config.App{
-			{Name: "healing", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "healing", Owner: "shop", Source: config.Source{ReleaseName: "healing", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/healing", SelfHeal: true}},
-			{Name: "pruning", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "pruning", Owner: "shop", Source: config.Source{ReleaseName: "pruning", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/pruning", Prune: true}},
-			{Name: "switched-off", Owner: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "switched-off", Owner: "shop", Source: config.Source{ReleaseName: "switched-off", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/switched-off", Suspended: true}},
 		},
 	},
@@ -407,9 +407,9 @@ spec:
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
 `},
 		apps: []config.App{
-			{Name: "by-name", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "by-name", Owner: "shop", Namespace: "shop", Source: config.Source{ReleaseName: "by-name", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-name", Suspended: true}},
-			{Name: "by-url", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+			{Name: "by-url", Owner: "shop", Namespace: "shop", Source: config.Source{ReleaseName: "by-url", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/by-url", Suspended: true}},
 		},
 		skipped: []string{
@@ -440,7 +440,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "mixed", Owner: "infra", Namespace: "infra",
-			Source: config.Source{Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
+			Source: config.Source{ReleaseName: "mixed", Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
 			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/mixed", Suspended: true},
 		}},
 		skipped: []string{
@@ -502,7 +502,7 @@ spec:
 				Error: "repository https://attacker.example/x.git?token=redacted is not in the sourceRepos of AppProject NS/tenant, so driftscan does not fetch it",
 			},
 			{
-				Name: "ok", Owner: "tenant", Namespace: "tenant", Source: config.Source{Repo: "https://git.example.com/tenant/deploy.git", Path: "apps/web"},
+				Name: "ok", Owner: "tenant", Namespace: "tenant", Source: config.Source{ReleaseName: "ok", Repo: "https://git.example.com/tenant/deploy.git", Path: "apps/web"},
 				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/ok", Suspended: true},
 			},
 			{

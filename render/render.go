@@ -39,6 +39,9 @@ type Options struct {
 	// every YAML/JSON file under Dir.
 	Helm      *config.HelmSource
 	Kustomize *config.KustomizeSource
+	// ReleaseName is the release of a chart that was detected (Helm nil,
+	// a Chart.yaml in Dir); default the folder's name.
+	ReleaseName string
 	// KubeVersion is the cluster's version (for example v1.37.2), given to
 	// Helm as .Capabilities.KubeVersion.
 	KubeVersion string
@@ -67,7 +70,7 @@ func Manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 	case opts.Kustomize != nil:
 		return renderKustomize(ctx, opts)
 	case exists(filepath.Join(opts.Dir, "Chart.yaml")):
-		opts.Helm = &config.HelmSource{}
+		opts.Helm = &config.HelmSource{ReleaseName: opts.ReleaseName}
 		return renderHelm(ctx, opts)
 	case exists(filepath.Join(opts.Dir, "kustomization.yaml")),
 		exists(filepath.Join(opts.Dir, "kustomization.yml")),

@@ -42,6 +42,9 @@ func helmRelease(opts render.Options) string {
 	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
 		return opts.Helm.ReleaseName
 	}
+	if opts.Helm == nil && opts.ReleaseName != "" {
+		return opts.ReleaseName // a detected chart, named by discovery
+	}
 	return filepath.Base(opts.Dir)
 }
 

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+)
+
+// argoApp says what Application a test creates.
+type argoApp struct {
+	Name, Namespace string // the Application's name; its destination namespace
+	Repo            *reconcilers.Repo
+	Path            string
+	// Source is extra YAML under spec.source (helm:, kustomize:), indented
+	// by four spaces.
+	Source string
+	// SSA adds the sync option ServerSideApply=true.
+	SSA bool
+	// Automated is the YAML of spec.syncPolicy.automated; "" for none.
+	Automated string
+}
+
+// createArgoApp creates the Application as a person does with kubectl, and
+// deletes it (not what it deployed) when the test ends.
+func createArgoApp(t *testing.T, a argoApp) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source:
+    repoURL: %s
+    targetRevision: main
+    path: %s
+%s  syncPolicy:
+`, a.Name, argo.Namespace, a.Namespace, a.Repo.URL, a.Path, a.Source)
+	if a.Automated != "" {
+		fmt.Fprintf(&b, "    automated: %s\n", a.Automated)
+	}
+	if a.SSA {
+		b.WriteString("    syncOptions: [ServerSideApply=true]\n")
+	}
+	obj := cluster.Object(t, b.String())
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create Application %s: %v", a.Name, err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
+	})
+}
+
+// getArgoApp reads an Application.
+func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get Application %s: %v", name, err)
+	}
+	return u
+}
+
+// waitArgoSynced waits until Argo CD reports the Application Synced at
+// revision with its last sync operation Succeeded, and returns the time it
+// took.
+func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		status, _, _ := unstructured.NestedString(u.Object, "status", "sync", "status")
+		rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		opRev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		last = fmt.Sprintf("sync %s at %s, operation %s at %s, conditions %v", status, rev, phase, opRev, conds)
+		return status == "Synced" && rev == revision && phase == "Succeeded" && opRev == revision, nil
+	})
+	if err != nil {
+		t.Fatalf("Application %s never synced %s: %s\n%s", name, revision, last, argo.Logs(3000))
+	}
+	return time.Since(start)
+}
+
+// refreshArgoApp asks Argo CD to compare the Application with Git now,
+// bypassing its caches, as `argocd app get --hard-refresh` does.
+func refreshArgoApp(t *testing.T, name string) {
+	t.Helper()
+	patch := `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
+		t.Fatalf("refresh Application %s: %v", name, err)
+	}
+}

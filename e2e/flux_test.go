@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
+)
+
+// fluxInterval is how often the tests' Flux objects reconcile: short, so a
+// revert by drift correction is measured in seconds.
+const fluxInterval = "3s"
+
+// createFluxSource creates a GitRepository named name in ns for repo,
+// polled every fluxInterval.
+func createFluxSource(t *testing.T, ns, name string, repo *reconcilers.Repo) {
+	t.Helper()
+	createFluxObject(t, reconcilers.GitRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  url: %s
+  ref: {branch: main}
+`, name, ns, fluxInterval, repo.URL))
+}
+
+// createKustomization creates a GitRepository and a Kustomization named name
+// in ns that deploys path of repo into ns, with pruning.
+func createKustomization(t *testing.T, ns, name string, repo *reconcilers.Repo, path string) {
+	t.Helper()
+	createFluxSource(t, ns, name, repo)
+	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  path: ./%s
+  prune: true
+  targetNamespace: %s
+  sourceRef: {kind: GitRepository, name: %s}
+`, name, ns, fluxInterval, path, ns, name))
+}
+
+// createHelmRelease creates a GitRepository and a HelmRelease named name in
+// ns that installs the chart at path of repo. Nothing becomes ready without
+// nodes, so Helm is told not to wait.
+func createHelmRelease(t *testing.T, ns, name string, repo *reconcilers.Repo, path string) {
+	t.Helper()
+	createFluxSource(t, ns, name, repo)
+	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  chart:
+    spec:
+      chart: ./%s
+      reconcileStrategy: ChartVersion
+      sourceRef: {kind: GitRepository, name: %s}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+`, name, ns, fluxInterval, path, name))
+}
+
+func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest string) {
+	t.Helper()
+	obj := cluster.Object(t, manifest)
+	if _, err := env.Dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+}
+
+// waitFluxReady waits until the Flux object is Ready with
+// status.lastAppliedRevision at commit, and returns how long it took.
+func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		rev, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		last = fmt.Sprintf("lastAppliedRevision %q, conditions %v", rev, conds)
+		if !strings.HasSuffix(rev, commit) {
+			return false, nil
+		}
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Ready" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s %s/%s never became Ready at %s: %s\n%s", gvr.Resource, ns, name, commit, last, flux.Logs(3000))
+	}
+	return time.Since(start)
+}
+
+// checkClean checks a scan of a clean sync: no errors, no findings, every
+// one of n objects in sync.
+func checkClean(t *testing.T, r *report.Report, n int) {
+	t.Helper()
+	if errs := appErrors(r); len(errs) > 0 {
+		t.Errorf("scan errors: %v", errs)
+	}
+	if got := activeFindings(r); len(got) > 0 {
+		t.Errorf("a clean sync has %d findings, want none:\n%s", len(got), describe(got))
+	}
+	checkInSync(t, r, n)
+}

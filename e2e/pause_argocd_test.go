@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+)
+
+// Which ways of pausing an Application really stop the real Argo CD
+// v3.5.7 from reverting a human's edit, measured: each is written onto a
+// self-healing app, then a human edits its ConfigMap.
+func TestArgoCDPausingMechanisms(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		patch string
+		stops bool
+	}{
+		{"removing spec.syncPolicy.automated (what breakglass does)", `{"spec":{"syncPolicy":{"automated":null}}}`, true},
+		{"automated.enabled false", `{"spec":{"syncPolicy":{"automated":{"enabled":false}}}}`, true},
+		{"selfHeal false", `{"spec":{"syncPolicy":{"automated":{"selfHeal":false}}}}`, true},
+		{"the skip-reconcile annotation", `{"metadata":{"annotations":{"argocd.argoproj.io/skip-reconcile":"true"}}}`, true},
+		{"the sync-options annotation DisableAutoSync=true", `{"metadata":{"annotations":{"argocd.argoproj.io/sync-options":"DisableAutoSync=true"}}}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t, nil)
+			repo := gitServer.NewRepo(t, plainApp)
+			app := "pause-" + dnsLabel(c.name)
+			createArgoApp(t, argoApp{Name: app, Namespace: ns, Repo: repo, Path: "web", Automated: "{selfHeal: true, prune: true}"})
+			waitArgoSynced(t, app, repo.Head())
+			patchArgoApp(t, app, c.patch)
+			// Give the controller's informer the change before the edit.
+			time.Sleep(2 * time.Second)
+			humanEdit(t, ns, "debug")
+			if c.stops {
+				holds(t, ns, "debug", holdFor)
+				return
+			}
+			t.Logf("reverted %s after the edit despite the annotation", waitReverted(t, ns, "info", 30*time.Second))
+		})
+	}
+}
+
+func patchArgoApp(t *testing.T, name, patch string) {
+	t.Helper()
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatalf("patch Application %s: %v", name, err)
+	}
+}
+
+func dnsLabel(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 30 {
+		out = strings.Trim(out[:30], "-")
+	}
+	return out
+}
+
+// An app of apps: a parent Application with self-heal that deploys the
+// child Application from Git restores whatever the child's pause removed
+// within seconds, so breakglass refuses to suspend the child alone, names
+// the parent, and works once the parent is suspended first.
+func TestBreakglassRefusesAChildOfASelfHealingParent(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	files := map[string]string{}
+	for k, v := range plainApp {
+		files[k] = v
+	}
+	repo := gitServer.NewRepo(t, files)
+	const parent, child = "aoa-parent", "aoa-child"
+	repo.Commit(t, "the child app", map[string]string{"apps/child.yaml": fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source: {repoURL: %s, targetRevision: main, path: web}
+  syncPolicy:
+    automated: {selfHeal: true, prune: true}
+`, child, argo.Namespace, ns, repo.URL)})
+	createArgoApp(t, argoApp{Name: parent, Namespace: argo.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(t.Context(), child, metav1.DeleteOptions{})
+	})
+	waitArgoSynced(t, parent, repo.Head())
+	waitArgoSynced(t, child, repo.Head())
+
+	// What breakglass would do to the child alone does not last.
+	patchArgoApp(t, child, `{"spec":{"syncPolicy":{"automated":null}}}`)
+	start := time.Now()
+	for {
+		if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); found {
+			t.Logf("the parent restored the child's automated sync in %s", time.Since(start).Round(10*time.Millisecond))
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatal("the parent never restored the child's automated sync: the premise of this test is wrong")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	res := runDriftscan(t, "breakglass", "suspend", child, "--reason", "INC-9 hotfix", "--ttl", "1h")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+argo.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent) {
+		t.Fatalf("suspend of the child: exit %d, want a refusal that names the parent and how to suspend it:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); !found {
+		t.Fatal("the refused suspend changed the child")
+	}
+
+	for _, app := range []string{parent, child} {
+		if res := runDriftscan(t, "breakglass", "suspend", app, "--reason", "INC-9 hotfix", "--ttl", "1h"); res.Code != 0 {
+			t.Fatalf("suspend %s: exit %d\n%s%s", app, res.Code, res.Stdout, res.Stderr)
+		}
+	}
+	humanEdit(t, ns, "debug")
+	holds(t, ns, "debug", holdFor)
+	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); found {
+		t.Fatal("the child's automated sync came back while both were suspended")
+	}
+}
