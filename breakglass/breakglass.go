@@ -111,6 +111,11 @@ func Suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 	case opts.TTL > opts.MaxTTL:
 		return Change{}, fmt.Errorf("%w: suspend %s: --ttl %s is above --max-ttl %s", ErrRefused, t, opts.TTL, opts.MaxTTL)
 	}
+	return onConflict(ctx, func() (Change, error) { return suspend(ctx, client, t, opts) })
+}
+
+// suspend is one attempt of Suspend, from a fresh read of the object.
+func suspend(ctx context.Context, client dynamic.Interface, t Target, opts SuspendOptions) (Change, error) {
 	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
 		return Change{}, fmt.Errorf("get %s: %w", t, err)
@@ -178,6 +183,11 @@ func Resume(ctx context.Context, client dynamic.Interface, t Target, opts Resume
 		return Change{}, fmt.Errorf("%w: resume %s would revert drift that is not in Git yet (backport it or use --force):\n  %s",
 			ErrRefused, t, joinLines(opts.Blocking))
 	}
+	return onConflict(ctx, func() (Change, error) { return resume(ctx, client, t, opts) })
+}
+
+// resume is one attempt of Resume, from a fresh read of the object.
+func resume(ctx context.Context, client dynamic.Interface, t Target, opts ResumeOptions) (Change, error) {
 	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
 		return Change{}, fmt.Errorf("get %s: %w", t, err)
@@ -229,6 +239,30 @@ func apply(ctx context.Context, client dynamic.Interface, t Target, patch map[st
 		return Change{}, fmt.Errorf("patch %s: %w", t, err)
 	}
 	return ch, nil
+}
+
+// onConflict runs attempt again, from a fresh read, when the object changed
+// between its read and its conditional write. A reconciler writes its
+// object's status all the time (the real Argo CD does so right after it
+// self-heals, which is when a person reaches for breakglass), and that is
+// no reason to give up; each attempt still writes only over what it read.
+func onConflict(ctx context.Context, attempt func() (Change, error)) (Change, error) {
+	var ch Change
+	var err error
+	delay := 100 * time.Millisecond
+	for i := 0; i < 6; i++ {
+		ch, err = attempt()
+		if !apierrors.IsConflict(err) {
+			return ch, err
+		}
+		select {
+		case <-ctx.Done():
+			return ch, err
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+	return ch, err
 }
 
 func joinLines(lines []string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -230,12 +231,37 @@ func (r racingNamespace) Patch(ctx context.Context, name string, pt types.PatchT
 	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
 }
 
-func TestAConcurrentChangeMakesSuspendFailCleanly(t *testing.T) {
+// A reconciler writes its object all the time (Argo CD its status, right
+// after it self-heals): a change between breakglass's read and its write is
+// retried from a fresh read, and what the other writer changed is kept.
+func TestAConcurrentChangeIsRetriedFromAFreshRead(t *testing.T) {
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	raced := false
 	client := racing{Interface: env.Dynamic, before: func() {
-		env.Patch(t, "argocd-server", applicationGVK, ns, "payments", types.MergePatchType, `{"spec":{"source":{"targetRevision":"v2"}}}`)
+		if !raced {
+			raced = true
+			env.Patch(t, "argocd-server", applicationGVK, ns, "payments", types.MergePatchType, `{"spec":{"source":{"targetRevision":"v2"}}}`)
+		}
+	}}
+	if _, err := Suspend(t.Context(), client, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts()); err != nil {
+		t.Fatalf("suspend after one concurrent change: %v", err)
+	}
+	live := env.Get(t, applicationGVK, ns, "payments")
+	if rev, _, _ := unstructured.NestedString(live.Object, "spec", "source", "targetRevision"); rev != "v2" || live.GetAnnotations()[AnnotationUntil] == "" {
+		t.Errorf("after the retry: targetRevision %q (want the other writer's v2), until %q (want set)", rev, live.GetAnnotations()[AnnotationUntil])
+	}
+}
+
+func TestAnObjectThatKeepsChangingMakesSuspendFailCleanly(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
+	n := 0
+	client := racing{Interface: env.Dynamic, before: func() {
+		n++
+		env.Patch(t, "argocd-server", applicationGVK, ns, "payments", types.MergePatchType, fmt.Sprintf(`{"spec":{"source":{"targetRevision":"v%d"}}}`, n+1))
 	}}
 	_, err := Suspend(t.Context(), client, Target{Resource: Application, Namespace: ns, Name: "payments"}, suspendOpts())
 	if err == nil || !strings.Contains(err.Error(), "changed while breakglass was writing it") {
