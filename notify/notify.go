@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/calricon/driftscan/config"
@@ -122,6 +123,9 @@ type Result struct {
 	// Errors holds one error per failed notification or misrouted app; the
 	// state keeps those unsent, so the next run tries again.
 	Errors []error
+	// Warnings say what needs attention before it fails: a state that
+	// takes more than half of what its store holds.
+	Warnings []string
 }
 
 // Err joins Errors, nil when there are none.
@@ -154,6 +158,7 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 	switch {
 	case errors.As(err, &corrupt):
 		res.Errors = append(res.Errors, err)
+		logCorrupt(o, corrupt)
 	case err != nil:
 		return res, fmt.Errorf("notify: load state: %w", err)
 	}
@@ -166,6 +171,19 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
 	res.Skipped = pl.skipped
 	res.Errors = append(res.Errors, pl.errs...)
+	if !o.DryRun && len(pl.slack)+len(pl.pagerduty) > 0 {
+		would := st.clone()
+		pl.record(would, now)
+		u, err := store.Check(ctx, would)
+		if err != nil {
+			return res, fmt.Errorf("notify: nothing was sent: the state could not be saved afterwards, and a run that cannot remember what it sent would send it again on every run: %w", err)
+		}
+		if u.Limit > 0 && u.Bytes > u.Limit/2 {
+			w := fmt.Sprintf("the notify state takes %d KiB of the %d KiB its store holds (%d objects); at the limit nothing more is sent: split the apps over shards, each with its own state", u.Bytes>>10, u.Limit>>10, u.Objects)
+			res.Warnings = append(res.Warnings, w)
+			o.Logger.Warn(w)
+		}
+	}
 
 	rn := newRun(o, st, &res, r, cluster, now)
 	rn.sendSlack(ctx, pl.slack)
@@ -191,5 +209,34 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 // open is new.
 type memoryStore struct{}
 
-func (memoryStore) Load(context.Context) (*State, error) { return NewState(), nil }
-func (memoryStore) Save(context.Context, *State) error   { return nil }
+func (memoryStore) Load(context.Context) (*State, error)         { return NewState(), nil }
+func (memoryStore) Check(context.Context, *State) (Usage, error) { return Usage{}, nil }
+func (memoryStore) Save(context.Context, *State) error           { return nil }
+
+// logCorrupt logs, once, what an unreadable state held before it was reset,
+// with the values of the secrets the config names masked (a dry run reads
+// none, so masks none).
+func logCorrupt(o Options, e *CorruptStateError) {
+	if e.Content == "" {
+		return
+	}
+	sec := &secrets{getenv: o.Getenv, readFile: o.ReadFile}
+	if !o.DryRun {
+		for _, ref := range configuredSecrets(o) {
+			_, _ = sec.read("", ref) // a missing one has nothing to mask
+		}
+	}
+	o.Logger.Warn("notify: the state was not readable and was reset; this is what it held", "state", e.Ref, "err", e.Err.Error(), "content", sec.mask(e.Content))
+}
+
+// configuredSecrets are the places of every secret the config names.
+func configuredSecrets(o Options) []secretRef {
+	s := o.Config.Slack
+	refs := []secretRef{{Env: s.TokenEnv, File: s.TokenFile}, {Env: s.WebhookURLEnv, File: s.WebhookURLFile}}
+	for _, owner := range o.Owners {
+		if pd := owner.PagerDuty; pd != nil {
+			refs = append(refs, secretRef{Env: pd.RoutingKeyEnv, File: pd.RoutingKeyFile})
+		}
+	}
+	return slices.DeleteFunc(refs, func(r secretRef) bool { return !r.set() })
+}

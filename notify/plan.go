@@ -227,3 +227,21 @@ func resolvedWhy(o report.Object, driftLeft bool) string {
 	}
 	return "back in sync"
 }
+
+// record makes st what it will be once every notification of the plan is
+// accepted, for Store.Check.
+func (p plan) record(st *State, now time.Time) {
+	for ch, items := range map[Channel][]item{ChannelSlack: p.slack, ChannelPagerDuty: p.pagerduty} {
+		for _, it := range items {
+			if it.change == ChangeResolved {
+				st.Forget(it.key, ch, now)
+				continue
+			}
+			d := Delivery{Fingerprint: it.fingerprint, Owner: it.owner, Target: it.target, SentAt: now}
+			if ch == ChannelPagerDuty {
+				d.DedupKey = it.dedupKey
+			}
+			st.Record(it.key, ch, d)
+		}
+	}
+}

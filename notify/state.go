@@ -2,6 +2,7 @@ package notify
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,30 +36,42 @@ const (
 // Store keeps the State between scans.
 //
 // Load never returns a nil State without an error. When the stored state is
-// corrupt or not a driftscan state, Load keeps it aside under a new name and
-// returns an empty State with a *CorruptStateError, so a run still notifies
-// (at worst once more) and nothing is silently overwritten.
+// corrupt, Load starts from an empty State and returns it with a
+// *CorruptStateError, so a run still notifies (at worst once more): a
+// ConfigMapStore resets it in place, a FileStore keeps the file aside.
+//
+// Check says, before anything is sent, whether s (the state as it will be
+// once every planned notification is accepted) could be saved, and how
+// much of the store it would take; it writes nothing. A run that could not
+// save what it sent would send it again on every run.
 //
 // Save writes the changes made to the State since it was loaded. When
 // another scan saved in between, Save applies those changes on top of what
 // that scan saved instead of replacing it.
 type Store interface {
 	Load(ctx context.Context) (*State, error)
+	Check(ctx context.Context, s *State) (Usage, error)
 	Save(ctx context.Context, s *State) error
 }
 
-// CorruptStateError says the stored state could not be read and where it
-// was kept aside.
+// CorruptStateError says the stored state could not be read, and was reset
+// (Content holds what it was, for one log line) or kept aside (KeptAs).
 type CorruptStateError struct {
 	// Ref is the state's place ("configmap:ns/name", "file:path").
 	Ref string
-	// KeptAs is where the unreadable content is now.
+	// KeptAs is where the unreadable content is now, when it was kept.
 	KeptAs string
-	Err    error
+	// Content is the unreadable content, cut short, when it was reset in
+	// place instead.
+	Content string
+	Err     error
 }
 
 func (e *CorruptStateError) Error() string {
-	return fmt.Sprintf("state %s is not a readable %s (kept aside as %s, starting empty): %v", e.Ref, StateKind, e.KeptAs, e.Err)
+	if e.KeptAs != "" {
+		return fmt.Sprintf("state %s is not a readable %s (kept aside as %s, starting empty): %v", e.Ref, StateKind, e.KeptAs, e.Err)
+	}
+	return fmt.Sprintf("state %s was not a readable %s and was reset to an empty state (its content is in the log): %v", e.Ref, StateKind, e.Err)
 }
 
 func (e *CorruptStateError) Unwrap() error { return e.Err }
@@ -248,6 +261,41 @@ func (s *State) encode() ([]byte, error) {
 		return nil, err
 	}
 	return append(data, '\n'), nil
+}
+
+// encodeGzip is the compact saved form: JSON without indentation, gzipped.
+// The gzip header carries no time, so one state always encodes the same.
+func (s *State) encodeGzip() ([]byte, error) {
+	objects := s.Objects
+	if objects == nil {
+		objects = []Entry{}
+	}
+	data, err := json.Marshal(struct {
+		APIVersion string  `json:"apiVersion"`
+		Kind       string  `json:"kind"`
+		Objects    []Entry `json:"objects"`
+	}{StateAPIVersion, StateKind, objects})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// clone is a copy of s without its journal, that Record and Forget can
+// change without changing s.
+func (s *State) clone() *State {
+	return &State{APIVersion: s.APIVersion, Kind: s.Kind, Objects: slices.Clone(s.Objects)}
 }
 
 // decodeState parses a saved state. Empty input is an empty state; anything

@@ -1,11 +1,14 @@
 package notify
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,33 +19,46 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// StateDataKey is the ConfigMap data key that holds the state.
-const StateDataKey = "state.json"
-
-// Labels and annotations driftscan puts on its state ConfigMaps.
+// StateBinaryKey is the ConfigMap binaryData key that holds the state, as
+// gzipped JSON. StateDataKey is where driftscan kept it before, as
+// indented JSON; such a state is read and, at the next save, moved.
 const (
-	labelManagedBy       = "app.kubernetes.io/managed-by"
-	labelComponent       = "app.kubernetes.io/component"
-	annotationCorruptOf  = "driftscan.dev/corrupt-state-of"
-	annotationCorruptWhy = "driftscan.dev/corrupt-reason"
+	StateBinaryKey = "state.json.gz"
+	StateDataKey   = "state.json"
+)
+
+// A ConfigMap holds at most 1 MiB of data and binaryData together (the API
+// server refuses more). The state warns at half of that.
+const (
+	configMapLimit = 1 << 20
+	stateWarnBytes = configMapLimit / 2
+)
+
+// Labels driftscan and the chart put on state ConfigMaps.
+const (
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelComponent = "app.kubernetes.io/component"
 )
 
 // ConfigMapStore keeps the state in one ConfigMap, for scans that run in
-// the cluster. It needs get and update on that ConfigMap, and create in its
-// namespace the first time (or when a corrupt state is kept aside): a chart
-// may create it empty beforehand.
+// the cluster. It needs only get and update on that ConfigMap (the chart's
+// RBAC, by resourceNames); it creates the ConfigMap when it is missing if
+// it may, and otherwise says that the chart recreates it on `helm upgrade`.
+//
+// The state is compact: gzipped JSON under StateBinaryKey, about 40 bytes an
+// object (10,000 drifted objects on Slack and PagerDuty are about 400 KiB
+// of the 1 MiB a ConfigMap holds). Check reports the size, so a run can
+// warn well before the limit and refuse to send what it could not save.
 //
 // Every write carries the resourceVersion it read
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions),
 // so when two scans save at once one gets a Conflict, reads what the other
 // saved, applies its own changes on top and tries again.
-//
-// A ConfigMap holds at most 1 MiB, about 3000 objects with open drift.
 type ConfigMapStore struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Name      string
-	// Now stamps the name of a corrupt state kept aside; nil means time.Now.
+	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -52,9 +68,11 @@ func (c *ConfigMapStore) ref() string { return "configmap:" + c.Namespace + "/" 
 var saveBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: time.Second}
 
 // Load reads the ConfigMap; a missing one, or one without data, is an empty
-// state. One whose content is not a driftscan state is copied to
-// NAME-corrupt-<time>, reset to an empty state, and reported with a
-// *CorruptStateError beside the empty state.
+// state. One whose state cannot be read is reset in place to an empty
+// state, with an update (the only write the chart grants), and reported
+// with a *CorruptStateError that carries the unreadable content, for the
+// caller to log once. A ConfigMap that holds keys of something else is
+// not touched: that is an error.
 func (c *ConfigMapStore) Load(ctx context.Context) (*State, error) {
 	var (
 		st      *State
@@ -66,26 +84,20 @@ func (c *ConfigMapStore) Load(ctx context.Context) (*State, error) {
 			st = NewState()
 			return err
 		}
+		if err := foreignKeys(cm); err != nil {
+			return err
+		}
 		s, derr := decodeConfigMap(cm)
 		if derr == nil {
 			st = s
 			return nil
 		}
-		kept, err := c.keepAside(ctx, cm, derr)
-		if err != nil {
-			return err
-		}
-		empty, err := NewState().encode()
-		if err != nil {
-			return err
-		}
-		cm.Data = map[string]string{StateDataKey: string(empty)}
-		cm.BinaryData = nil
-		if _, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			return err
+		content := contentOf(cm)
+		if err := c.write(ctx, cm, NewState(), metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("reset the unreadable state (%v): %w", derr, err)
 		}
 		st = NewState()
-		corrupt = &CorruptStateError{Ref: c.ref(), KeptAs: "configmap:" + c.Namespace + "/" + kept, Err: derr}
+		corrupt = &CorruptStateError{Ref: c.ref(), Content: content, Err: derr}
 		return nil
 	})
 	if err != nil {
@@ -97,11 +109,59 @@ func (c *ConfigMapStore) Load(ctx context.Context) (*State, error) {
 	return st, nil
 }
 
-// Save applies s's changes to the ConfigMap as it is now and writes it with
-// the resourceVersion it read, again on a conflict. With no changes it
-// writes nothing. When the ConfigMap had become unreadable since Load, it
-// is kept aside, the state is written, and the *CorruptStateError is
-// returned.
+// Check says whether s could be saved now, writing nothing: the state it
+// would write is within the ConfigMap's limit, and a server-side dry run
+// of the update (or of the create, when the ConfigMap is missing) passes
+// authorization and validation.
+func (c *ConfigMapStore) Check(ctx context.Context, s *State) (Usage, error) {
+	data, err := s.encodeGzip()
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Bytes: len(StateBinaryKey) + len(data), Limit: configMapLimit, Objects: len(s.Objects)}
+	if u.Bytes > u.Limit {
+		return u, fmt.Errorf("state %s would be %d KiB for %d objects, over the %d KiB a ConfigMap holds: split the apps over shards (--shard, the chart's shards), each with its own state", c.ref(), u.Bytes>>10, u.Objects, u.Limit>>10)
+	}
+	cm, err := c.get(ctx)
+	if err != nil {
+		return u, fmt.Errorf("state %s: %w", c.ref(), err)
+	}
+	if cm == nil {
+		cm = c.newConfigMap()
+		cm.BinaryData = map[string][]byte{StateBinaryKey: data}
+		_, err = c.Client.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return u, c.missing(err)
+	}
+	if err := foreignKeys(cm); err != nil {
+		return u, fmt.Errorf("state %s: %w", c.ref(), err)
+	}
+	err = c.write(ctx, cm, s, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	if apierrors.IsConflict(err) {
+		err = nil // another scan saved since: Save merges with it
+	}
+	if err != nil {
+		return u, fmt.Errorf("state %s: %w", c.ref(), err)
+	}
+	return u, nil
+}
+
+// missing is the error of creating the state ConfigMap, nil when it was
+// created: without the right to create (the chart's RBAC) it says how the
+// ConfigMap comes back.
+func (c *ConfigMapStore) missing(err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("state %s does not exist and this identity may not create it (the chart creates it: `helm upgrade` the release to recreate it): %w", c.ref(), err)
+	}
+	if err != nil {
+		return fmt.Errorf("state %s: create: %w", c.ref(), err)
+	}
+	return nil
+}
+
+// Save applies s's changes to the ConfigMap as it is now and writes it
+// with the resourceVersion it read, again on a conflict. With no changes
+// it writes nothing. When the ConfigMap had become unreadable since Load,
+// it is reset and the *CorruptStateError returned with the state saved.
 func (c *ConfigMapStore) Save(ctx context.Context, s *State) error {
 	if !s.Changed() {
 		return nil
@@ -115,38 +175,32 @@ func (c *ConfigMapStore) Save(ctx context.Context, s *State) error {
 		}
 		base := NewState()
 		if cm != nil {
+			if err := foreignKeys(cm); err != nil {
+				return err
+			}
 			b, derr := decodeConfigMap(cm)
 			switch {
 			case derr == nil:
 				base = b
 			default:
-				kept, err := c.keepAside(ctx, cm, derr)
-				if err != nil {
-					return err
-				}
-				corrupt = &CorruptStateError{Ref: c.ref(), KeptAs: "configmap:" + c.Namespace + "/" + kept, Err: derr}
+				corrupt = &CorruptStateError{Ref: c.ref(), Content: contentOf(cm), Err: derr}
 			}
 		}
 		s.replay(base)
-		data, err := s.encode()
-		if err != nil {
-			return err
-		}
-		cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
 		if cm == nil {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name:      c.Name,
-				Namespace: c.Namespace,
-				Labels:    map[string]string{labelManagedBy: "driftscan", labelComponent: "notify-state"},
-			}}
-			cm.Data = map[string]string{StateDataKey: string(data)}
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			return err
+			data, err := s.encodeGzip()
+			if err != nil {
+				return err
+			}
+			cm = c.newConfigMap()
+			cm.BinaryData = map[string][]byte{StateBinaryKey: data}
+			_, err = c.Client.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			return c.missing(err)
 		}
-		cm.Data = map[string]string{StateDataKey: string(data)}
-		cm.BinaryData = nil
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
+		return c.write(ctx, cm, s, metav1.UpdateOptions{})
 	})
 	if err != nil {
 		return fmt.Errorf("state %s: %w", c.ref(), err)
@@ -158,6 +212,27 @@ func (c *ConfigMapStore) Save(ctx context.Context, s *State) error {
 	return nil
 }
 
+// write updates cm to hold s, with cm's resourceVersion.
+func (c *ConfigMapStore) write(ctx context.Context, cm *corev1.ConfigMap, s *State, opts metav1.UpdateOptions) error {
+	data, err := s.encodeGzip()
+	if err != nil {
+		return err
+	}
+	cm = cm.DeepCopy()
+	cm.Data = nil
+	cm.BinaryData = map[string][]byte{StateBinaryKey: data}
+	_, err = c.Client.CoreV1().ConfigMaps(c.Namespace).Update(ctx, cm, opts)
+	return err
+}
+
+func (c *ConfigMapStore) newConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:      c.Name,
+		Namespace: c.Namespace,
+		Labels:    map[string]string{labelManagedBy: "driftscan", labelComponent: "notify-state"},
+	}}
+}
+
 // get returns the ConfigMap, nil when there is none.
 func (c *ConfigMapStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
 	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
@@ -167,16 +242,48 @@ func (c *ConfigMapStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
 	return cm, err
 }
 
-// decodeConfigMap reads the state out of cm. A ConfigMap with keys other
-// than StateDataKey belongs to something else.
-func decodeConfigMap(cm *corev1.ConfigMap) (*State, error) {
-	if len(cm.BinaryData) > 0 {
-		return nil, fmt.Errorf("has binaryData keys %v", slices.Sorted(maps.Keys(cm.BinaryData)))
-	}
+// foreignKeys refuses a ConfigMap that holds keys other than the state's,
+// unless it is labelled as a state (app.kubernetes.io/component state or
+// notify-state): it belongs to something else, which a reset would erase.
+func foreignKeys(cm *corev1.ConfigMap) error {
+	var keys []string
 	for k := range cm.Data {
 		if k != StateDataKey {
-			return nil, fmt.Errorf("has data keys %v, want only %s", slices.Sorted(maps.Keys(cm.Data)), StateDataKey)
+			keys = append(keys, k)
 		}
+	}
+	for k := range cm.BinaryData {
+		if k != StateBinaryKey {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	switch cm.Labels[labelComponent] {
+	case "state", "notify-state":
+		return nil
+	}
+	slices.Sort(keys)
+	return fmt.Errorf("holds keys %v besides the state and is not labelled %s=state: it belongs to something else, so it is left alone; give --state a ConfigMap of its own", keys, labelComponent)
+}
+
+// maxStateJSON bounds what a gzipped state may unpack to.
+const maxStateJSON = 64 << 20
+
+// decodeConfigMap reads the state out of cm: StateBinaryKey, else the
+// older StateDataKey.
+func decodeConfigMap(cm *corev1.ConfigMap) (*State, error) {
+	if gz, ok := cm.BinaryData[StateBinaryKey]; ok {
+		data, err := gunzip(gz)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StateBinaryKey, err)
+		}
+		s, err := decodeState(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StateBinaryKey, err)
+		}
+		return s, nil
 	}
 	s, err := decodeState([]byte(cm.Data[StateDataKey]))
 	if err != nil {
@@ -185,51 +292,48 @@ func decodeConfigMap(cm *corev1.ConfigMap) (*State, error) {
 	return s, nil
 }
 
-// keepAside copies cm to NAME-corrupt-<time> and returns the copy's name.
-// A copy of that name with the same content is taken as made by a scan
-// racing this one.
-func (c *ConfigMapStore) keepAside(ctx context.Context, cm *corev1.ConfigMap, why error) (string, error) {
-	base := cm.Name
-	suffix := "-corrupt-" + stamp(c.Now)
-	if len(base)+len(suffix)+3 > 253 {
-		base = base[:253-len(suffix)-3]
+func gunzip(gz []byte) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
 	}
-	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
-	reason := why.Error()
-	if len(reason) > 1000 {
-		reason = reason[:1000]
+	data, err := io.ReadAll(io.LimitReader(r, maxStateJSON+1))
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i < 100; i++ {
-		name := base + suffix
-		if i > 0 {
-			name = fmt.Sprintf("%s%s-%d", base, suffix, i)
-		}
-		cp := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Namespace:   c.Namespace,
-				Labels:      maps.Clone(cm.Labels),
-				Annotations: maps.Clone(cm.Annotations),
-			},
-			Data:       cm.Data,
-			BinaryData: cm.BinaryData,
-		}
-		if cp.Annotations == nil {
-			cp.Annotations = map[string]string{}
-		}
-		cp.Annotations[annotationCorruptOf] = cm.Name
-		cp.Annotations[annotationCorruptWhy] = reason
-		_, err := cms.Create(ctx, cp, metav1.CreateOptions{})
-		if err == nil {
-			return name, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("keep corrupt state aside as %s: %w", name, err)
-		}
-		got, gerr := cms.Get(ctx, name, metav1.GetOptions{})
-		if gerr == nil && maps.Equal(got.Data, cm.Data) && maps.EqualFunc(got.BinaryData, cm.BinaryData, func(a, b []byte) bool { return string(a) == string(b) }) {
-			return name, nil
+	if len(data) > maxStateJSON {
+		return nil, fmt.Errorf("unpacks to more than %d MiB", maxStateJSON>>20)
+	}
+	return data, nil
+}
+
+// maxContent bounds the unreadable content a CorruptStateError carries.
+const maxContent = 4 << 10
+
+// contentOf is cm's data as text, for the log line of a reset: each key
+// and its value (a gzipped value unpacked where it unpacks), cut short.
+func contentOf(cm *corev1.ConfigMap) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		fmt.Fprintf(&b, "%s: %s\n", k, cm.Data[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+		if data, err := gunzip(cm.BinaryData[k]); err == nil {
+			fmt.Fprintf(&b, "%s (gzip): %s\n", k, data)
+		} else {
+			fmt.Fprintf(&b, "%s: %d bytes that do not unpack (%v)\n", k, len(cm.BinaryData[k]), err)
 		}
 	}
-	return "", errors.New("keep corrupt state aside: too many copies of this second")
+	s := b.String()
+	if len(s) > maxContent {
+		s = s[:maxContent] + "…"
+	}
+	return s
+}
+
+// Usage is how much of its store a state takes.
+type Usage struct {
+	Bytes   int
+	Limit   int // 0: no limit
+	Objects int
 }

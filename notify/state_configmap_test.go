@@ -50,8 +50,8 @@ func TestConfigMapStoreSavesAndLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels[labelManagedBy] != "driftscan" || len(cm.Data) != 1 || !strings.Contains(cm.Data[StateDataKey], `"kind": "NotifyState"`) {
-		t.Errorf("ConfigMap labels %v, data %v", cm.Labels, cm.Data)
+	if data, err := gunzip(cm.BinaryData[StateBinaryKey]); cm.Labels[labelManagedBy] != "driftscan" || len(cm.Data) != 0 || err != nil || !strings.Contains(string(data), `"kind":"NotifyState"`) {
+		t.Errorf("ConfigMap labels %v, data %v, %s: %s (%v)", cm.Labels, cm.Data, StateBinaryKey, data, err)
 	}
 
 	// A second save updates the same object.
@@ -84,14 +84,15 @@ func TestConfigMapStoreReadsAPrecreatedEmptyConfigMap(t *testing.T) {
 	}
 }
 
-func TestConfigMapStoreKeepsACorruptStateAside(t *testing.T) {
+func TestConfigMapStoreResetsACorruptStateInPlace(t *testing.T) {
 	tests := []struct {
-		name string
-		data map[string]string
-		why  string
+		name       string
+		data       map[string]string
+		binaryData map[string][]byte
+		why        string
 	}{
-		{"unreadable JSON", map[string]string{StateDataKey: `{"apiVersion": "driftscan.dev/v1alpha1", "kind":`}, "unexpected end of JSON input"},
-		{"another tool's ConfigMap", map[string]string{"app.properties": "debug=true", StateDataKey: ""}, "has data keys [app.properties state.json]"},
+		{"unreadable JSON", map[string]string{StateDataKey: `{"apiVersion": "driftscan.dev/v1alpha1", "kind":`}, nil, "unexpected end of JSON input"},
+		{"gzip that is not", nil, map[string][]byte{StateBinaryKey: []byte("not gzip")}, "state.json.gz: unexpected EOF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestConfigMapStoreKeepsACorruptStateAside(t *testing.T) {
 			cms := env.Client.CoreV1().ConfigMaps(store.Namespace)
 			orig := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: store.Name, Namespace: store.Namespace, Labels: map[string]string{"team": "web"}},
-				Data:       tt.data,
+				Data:       tt.data, BinaryData: tt.binaryData,
 			}
 			if _, err := cms.Create(ctx, orig, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -110,22 +111,20 @@ func TestConfigMapStoreKeepsACorruptStateAside(t *testing.T) {
 			if !errors.As(err, &corrupt) {
 				t.Fatalf("Load = %v, want a *CorruptStateError", err)
 			}
-			keptName := store.Name + "-corrupt-20260701-120030"
-			want := fmt.Sprintf("configmap:%s/%s", store.Namespace, keptName)
-			if corrupt.KeptAs != want || !strings.Contains(err.Error(), tt.why) || !strings.Contains(err.Error(), "configmap:"+store.Namespace+"/"+store.Name) {
-				t.Errorf("error %q (kept as %q), want it to name the state, %s and say %q", err, corrupt.KeptAs, want, tt.why)
+			if corrupt.KeptAs != "" || !strings.Contains(err.Error(), tt.why) || !strings.Contains(err.Error(), "configmap:"+store.Namespace+"/"+store.Name) || corrupt.Content == "" {
+				t.Errorf("error %q (content %q), want it to name the state, say %q and carry the content", err, corrupt.Content, tt.why)
 			}
-			kept, err := cms.Get(ctx, keptName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
+			list, err := cms.List(ctx, metav1.ListOptions{})
+			if err != nil || len(list.Items) != 1 {
+				t.Errorf("%d ConfigMaps after the reset (%v), want only the state: nothing is kept aside", len(list.Items), err)
 			}
-			if diff := cmp.Diff(tt.data, kept.Data); diff != "" {
-				t.Errorf("kept copy's data (-original +kept):\n%s", diff)
+			reset, err := cms.Get(ctx, store.Name, metav1.GetOptions{})
+			if err != nil || reset.Labels["team"] != "web" || len(reset.Data) != 0 {
+				t.Fatalf("the reset ConfigMap: %+v, %v", reset, err)
 			}
-			if kept.Annotations[annotationCorruptOf] != store.Name || kept.Labels["team"] != "web" {
-				t.Errorf("kept copy's metadata: labels %v, annotations %v", kept.Labels, kept.Annotations)
+			if again, err := store.Load(ctx); err != nil || len(again.Objects) != 0 {
+				t.Errorf("Load after the reset: %+v, %v; want an empty state, no error", again, err)
 			}
-			// The state is usable at once and saves over the reset original.
 			st.Record(key("a"), ChannelSlack, delivery("sha256:1", testNow))
 			if err := store.Save(ctx, st); err != nil {
 				t.Fatal(err)
@@ -134,6 +133,24 @@ func TestConfigMapStoreKeepsACorruptStateAside(t *testing.T) {
 				t.Errorf("after saving over it: %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// Another tool's ConfigMap named by mistake as the state is left alone.
+func TestConfigMapStoreLeavesAnotherToolsConfigMapAlone(t *testing.T) {
+	ctx := t.Context()
+	store := configMapStore(t)
+	cms := env.Client.CoreV1().ConfigMaps(store.Namespace)
+	orig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: store.Name, Namespace: store.Namespace}, Data: map[string]string{"app.properties": "debug=true"}}
+	if _, err := cms.Create(ctx, orig, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(ctx); err == nil || !strings.Contains(err.Error(), "holds keys [app.properties] besides the state") {
+		t.Errorf("Load: %v, want an error that the ConfigMap belongs to something else", err)
+	}
+	got, _ := cms.Get(ctx, store.Name, metav1.GetOptions{})
+	if diff := cmp.Diff(orig.Data, got.Data); diff != "" {
+		t.Errorf("the ConfigMap was changed (-before +after):\n%s", diff)
 	}
 }
 

@@ -102,6 +102,26 @@ func (f *FileStore) Save(ctx context.Context, s *State) error {
 	return nil
 }
 
+// Check encodes s and checks that its folder takes new files; a file has
+// no size limit.
+func (f *FileStore) Check(ctx context.Context, s *State) (Usage, error) {
+	data, err := s.encode()
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Bytes: len(data), Objects: len(s.Objects)}
+	dir := filepath.Dir(f.Path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return u, fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".check-*")
+	if err != nil {
+		return u, fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	_ = tmp.Close()
+	return u, os.Remove(tmp.Name())
+}
+
 // writeAtomic writes data to path through a temporary file and a rename.
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
