@@ -11,6 +11,9 @@
 // so of two runs that race for the same Lease exactly one wins; the other
 // reads the winner's Lease and gets ErrHeld.
 //
+// Work that may outlast the Lease's Duration runs under Keep, which renews
+// it and ends the work's context before the Lease could be taken over.
+//
 // It needs get and update on the Lease (both can be limited by
 // resourceNames), and create on leases in its namespace unless the Lease
 // already exists: Release clears the holder and keeps the object.

@@ -35,7 +35,11 @@ type Notify struct {
 	// Lease (NAMESPACE/NAME) is held while notifying, so two runs never
 	// notify twice; "" means the State ConfigMap's namespace and name
 	// (LeaseFor).
-	Lease         string
+	Lease string
+	// LeaseDuration is how long the Lease stays taken without a renewal;
+	// 0 means lease.DefaultDuration. The run renews it while it notifies
+	// and stops sending before it would run out (lease.Keep).
+	LeaseDuration time.Duration
 	RenotifyAfter time.Duration
 	// DryRun writes what would be sent to Options.Out and sends nothing.
 	DryRun    bool
@@ -119,7 +123,7 @@ func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Re
 		return []error{err}
 	}
 	if ref.Name != "" {
-		release, err := holdLease(ctx, client, ref, o)
+		held, release, err := holdLease(ctx, client, ref, o)
 		if errors.Is(err, lease.ErrHeld) {
 			// Another run is notifying: the report stands, the state is
 			// unchanged, and what is still open is notified next run.
@@ -130,6 +134,9 @@ func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Re
 			return []error{err}
 		}
 		defer release()
+		// Sending stops when the Lease is lost or about to run out; what
+		// was accepted until then is still saved.
+		ctx = held
 	}
 	res, err := notify.Notify(ctx, r, store, notifyOptions(r, cfg, o))
 	o.Logger.Info("notified", "sent", res.Sent, "resolved", res.Resolved, "skipped", res.Skipped, "failed", len(res.Errors))
@@ -157,19 +164,26 @@ func notifyOptions(r *report.Report, cfg *config.Config, o Options) notify.Optio
 	return opts
 }
 
-// holdLease takes the Lease and returns the function that gives it back,
-// even after ctx has ended.
-func holdLease(ctx context.Context, client kubernetes.Interface, ref LeaseRef, o Options) (release func(), err error) {
+// holdLease takes the Lease and keeps it renewed: it returns the context
+// to notify under, which ends when the Lease is lost or about to run out
+// (lease.Keep), and the function that stops the renewals and gives the
+// Lease back, even after ctx has ended.
+func holdLease(ctx context.Context, client kubernetes.Interface, ref LeaseRef, o Options) (held context.Context, release func(), err error) {
 	lopts := lease.DefaultOptions()
 	lopts.Namespace, lopts.Name, lopts.Now = ref.Namespace, ref.Name, o.Now
+	if o.Notify.LeaseDuration > 0 {
+		lopts.Duration = o.Notify.LeaseDuration
+	}
 	l, err := lease.Acquire(ctx, client, lopts)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("lease %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, nil, fmt.Errorf("lease %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	return func() {
+	held, stop := l.Keep(ctx)
+	return held, func() {
+		stop()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := l.Release(rctx); err != nil {
