@@ -17,7 +17,7 @@ CP_LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 # Every test run uses the control plane built here; envtest reads this.
 export KUBEBUILDER_ASSETS := $(TESTBIN)
 
-.PHONY: all build test testbin lint demo bench fuzz image clean
+.PHONY: all build test testbin browser lint demo bench fuzz image clean
 
 all: build
 
@@ -89,16 +89,27 @@ $(TESTBIN)/crds/flux/.stamp: fixtures/flux/go.mod
 	done
 	@touch $@
 
+## browser: Debian's Chromium for the HTML report's browser test (installed only when missing)
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "installing Debian's chromium for the HTML report's browser test..."; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/tmp/driftscan-chromium.log 2>&1 \
+	    || { cat /tmp/driftscan-chromium.log; exit 1; }; \
+	fi
+
 ## lint: go vet and gofmt
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## test: everything, against the real control plane (fails, never skips, if it cannot start),
-## then each fuzz target for a few seconds
-test: testbin lint
-	DRIFTSCAN_REQUIRE_CLUSTER=1 $(GO) test -count=1 ./...
+## test: everything, against the real control plane and in a real browser (fails, never
+## skips, if either cannot start), then each fuzz target for a few seconds. Test artifacts
+## (the browser test's screenshot) land in .cache/test-artifacts.
+test: testbin browser lint
+	@rm -rf $(CACHE)/test-artifacts && mkdir -p $(CACHE)/test-artifacts
+	DRIFTSCAN_REQUIRE_CLUSTER=1 DRIFTSCAN_REQUIRE_BROWSER=1 $(GO) test -count=1 -artifacts -outputdir $(CACHE)/test-artifacts ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 # The fuzz targets, as package:target.
