@@ -55,6 +55,13 @@ type Options struct {
 	// ObjectOwner, when set, names an object's owner ("" for the app's).
 	// The CLI sets it for --owner-label from the live object's labels.
 	ObjectOwner func(app report.App, obj report.Object) string
+	// AllApps says the report covers every app there is: the config's
+	// apps unfiltered (no --app, no --shard, no discovery selector), and
+	// no scan-wide error that could have kept one out. Then what the state
+	// holds for an app the report lacks is resolved (PagerDuty incidents,
+	// Slack) and dropped: the app was removed. Without it such entries are
+	// left alone, since the app may only be out of this run's scope.
+	AllApps bool
 }
 
 // DefaultOptions re-sends open drift daily, retries as DefaultRetry, reads
@@ -167,7 +174,7 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		cluster = r.Cluster
 	}
 	now := o.Now()
-	pl := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now,
+	pl := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now, allApps: o.AllApps,
 		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
 	res.Skipped = pl.skipped
 	res.Errors = append(res.Errors, pl.errs...)

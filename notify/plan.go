@@ -55,6 +55,9 @@ type planner struct {
 	now     time.Time
 	renew   time.Duration
 	ownerOf func(report.App, report.Object) string
+	// allApps resolves what the state holds for apps the report lacks
+	// (Options.AllApps).
+	allApps bool
 }
 
 // Targets of a channel an owner has no route on.
@@ -155,15 +158,28 @@ func (p *planner) plan(r *report.Report, st *State) plan {
 			}
 		}
 	}
-	// Objects told about before that the app no longer declares.
+	// Objects told about before that the app no longer declares, and with
+	// allApps those of apps that are gone.
+	inReport := map[string]bool{}
+	for _, app := range r.Apps {
+		inReport[app.Name] = true
+	}
 	for _, e := range st.Objects {
-		if e.Cluster != p.cluster || !scanned[e.App] || seen[e.Key] {
+		if e.Cluster != p.cluster || seen[e.Key] {
 			continue
+		}
+		why := "no longer in the app's desired state"
+		switch {
+		case scanned[e.App]:
+		case p.allApps && !inReport[e.App]:
+			why = "the app is no longer in the config"
+		default:
+			continue // not scanned this run (an error, or out of its scope)
 		}
 		obj := report.Object{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 		for _, ch := range []Channel{ChannelSlack, ChannelPagerDuty} {
 			if prev := e.get(ch); prev != nil {
-				add(ch, p.resolve(e.Key, obj, prev, "no longer in the app's desired state"))
+				add(ch, p.resolve(e.Key, obj, prev, why))
 			}
 		}
 	}

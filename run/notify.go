@@ -155,6 +155,8 @@ func notifyOptions(r *report.Report, cfg *config.Config, o Options) notify.Optio
 	if o.Notify.DryRun {
 		opts.DryRunOut = o.Out
 	}
+	// Only a run that saw every app may resolve those it did not see.
+	opts.AllApps = len(o.Apps) == 0 && o.Shard == "" && (o.Discover == nil || o.Discover.Options.Selector == "") && len(r.Errors) == 0
 	opts.ObjectOwner = func(app report.App, obj report.Object) string {
 		if obj.Owner != "" {
 			return obj.Owner

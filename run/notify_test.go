@@ -20,6 +20,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/lease"
+	"github.com/calricon/driftscan/notify"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -33,7 +34,9 @@ type slowPagerDuty struct {
 	onEvent func(n int)
 
 	mu     sync.Mutex
-	events []string // dedup keys, in order
+	events []string // dedup keys of triggers, in order
+	// resolves are the dedup keys of resolve events, in order.
+	resolves []string
 }
 
 func newSlowPagerDuty(t *testing.T, delay time.Duration) *slowPagerDuty {
@@ -46,12 +49,19 @@ func newSlowPagerDuty(t *testing.T, delay time.Duration) *slowPagerDuty {
 		}
 		data, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || r.URL.Path != "/v2/enqueue" || json.Unmarshal(data, &ev) != nil ||
-			ev.RoutingKey != "pd-routing-key" || ev.Action != "trigger" || ev.DedupKey == "" {
+			ev.RoutingKey != "pd-routing-key" || (ev.Action != "trigger" && ev.Action != "resolve") || ev.DedupKey == "" {
 			t.Errorf("bad event %s %s: %s", r.Method, r.URL.Path, data)
 			http.Error(w, `{"status":"invalid event"}`, http.StatusBadRequest)
 			return
 		}
 		p.mu.Lock()
+		if ev.Action == "resolve" {
+			p.resolves = append(p.resolves, ev.DedupKey)
+			p.mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"status":"success","message":"Event processed","dedup_key":"`+ev.DedupKey+`"}`)
+			return
+		}
 		p.events = append(p.events, ev.DedupKey)
 		n := len(p.events)
 		p.mu.Unlock()
@@ -190,5 +200,76 @@ func TestSendingStopsWhenTheLeaseIsLost(t *testing.T) {
 	cm, err := env.Client.CoreV1().ConfigMaps(stateNS).Get(t.Context(), "driftscan-state", metav1.GetOptions{})
 	if err != nil || len(cm.BinaryData) == 0 {
 		t.Errorf("what was sent is not saved: %v", err)
+	}
+}
+
+// TestARemovedAppsIncidentsAreResolved: an app taken out of the config
+// left its PagerDuty incidents open for ever, and its entries in the state:
+// no run scanned it again, so none resolved them. A run that saw every app
+// now resolves them and drops the entries; a run that saw only some apps
+// (--app, --shard, a discovery selector) leaves them alone.
+func TestARemovedAppsIncidentsAreResolved(t *testing.T) {
+	pd := newSlowPagerDuty(t, 0)
+	cfg, opts, _ := pagedApp(t, 2, pd)
+	// A second app that stays, in sync.
+	keep := t.TempDir()
+	if err := os.WriteFile(filepath.Join(keep, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {k: v}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api := config.App{Name: "api", Owner: "team-web", Namespace: cfg.Apps[0].Namespace, Source: config.Source{Path: keep}}
+	env.Apply(t, "argocd-controller", api.Namespace, cluster.Object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {k: v}\n"))
+	web := cfg.Apps[0]
+	with := func(apps ...config.App) *config.Config {
+		c := *cfg
+		c.Apps = apps
+		return &c
+	}
+	state := func() []string {
+		t.Helper()
+		ref, err := notify.ParseStateRef(opts.Notify.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := ref.Store(env.Client, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Load(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apps []string
+		for _, e := range st.Objects {
+			apps = append(apps, e.App+"/"+e.Name)
+		}
+		return apps
+	}
+	if _, err := Scan(t.Context(), with(web, api), opts); err != nil {
+		t.Fatal(err)
+	}
+	if pd.count() != 2 || len(state()) != 2 {
+		t.Fatalf("first run: %d pages, state %v; want 2 and 2", pd.count(), state())
+	}
+
+	// web is removed, but this run scans only api: nothing is resolved.
+	filtered := opts
+	filtered.Apps = []string{"api"}
+	if _, err := Scan(t.Context(), with(api), filtered); err != nil {
+		t.Fatal(err)
+	}
+	if len(pd.resolves) != 0 || len(state()) != 2 {
+		t.Errorf("a run of --app api: %d resolves, state %v; want none resolved, both kept", len(pd.resolves), state())
+	}
+
+	// A run of every app: web's incidents are resolved, its entries gone.
+	res, err := Scan(t.Context(), with(api), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pd.resolves) != 2 || len(res.NotifyErrors) > 0 {
+		t.Errorf("%d resolves (%v), want web's 2", len(pd.resolves), res.NotifyErrors)
+	}
+	if got := state(); len(got) != 0 {
+		t.Errorf("state after web was removed: %v, want empty", got)
 	}
 }
