@@ -66,6 +66,10 @@ type Options struct {
 	AuthorName, AuthorEmail string
 	// Now is the clock, for the branch name and the commit time.
 	Now func() time.Time
+
+	// root is the working tree's root, set by Run: nothing is read or
+	// written outside it.
+	root string
 }
 
 // DefaultOptions returns the options backport uses unless told otherwise.
@@ -150,7 +154,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 	if rel, err := filepath.Rel(repo.root, src); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("app %s: its source folder %s is not inside the repository %s", app.Name, src, repo.root)
 	}
-	opts.SourceDir = src
+	opts.SourceDir, opts.root = src, repo.root
 	res.Base = repo.head.String()
 	if app.Source.Commit != "" && app.Source.Commit != res.Base {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the scan read commit %s, the working tree is at %s: the branch starts from the working tree", short(app.Source.Commit), short(res.Base)))
@@ -173,7 +177,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 	if err := repo.checkoutNew(res.Branch); err != nil {
 		return nil, err
 	}
-	fs := &files{}
+	fs := &files{root: repo.root}
 	undo := func(cause error) (*Result, error) {
 		err := errors.Join(cause, fs.restore(), repo.abandon())
 		return nil, err
@@ -202,7 +206,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		if err := fs.restore(); err != nil {
 			return undo(err)
 		}
-		fs = &files{}
+		fs = &files{root: repo.root}
 		var kept []*target
 		for _, t := range targets {
 			reason, bad := failed[t]
@@ -266,7 +270,7 @@ func short(sha string) string {
 }
 
 func renderOptions(opts Options) render.Options {
-	return render.Options{Dir: opts.SourceDir, Namespace: opts.Namespace, Helm: opts.Helm, Kustomize: opts.Kustomize, KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions}
+	return render.Options{Dir: opts.SourceDir, Root: opts.root, Namespace: opts.Namespace, Helm: opts.Helm, Kustomize: opts.Kustomize, KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions}
 }
 
 // sourceKind detects the renderer the way render.Manifests does.
@@ -390,20 +394,63 @@ func newWriter(kind string, opts Options, root string, before []render.Manifest)
 	return &plainWriter{opts: opts}
 }
 
-// files writes new contents and can put the old ones back.
+// files writes new contents and can put the old ones back. It writes only
+// inside root, through an os.Root, and never through a symlink.
 type files struct {
+	root    string
 	orig    map[string][]byte // nil content: the file did not exist
 	modes   map[string]os.FileMode
 	written []string
+}
+
+// inTree is p relative to the root, refused when p is outside it or a
+// symlink is on the way to it (the file itself or a folder above it).
+func (f *files) inTree(p string) (string, error) {
+	rel, err := filepath.Rel(f.root, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%s is outside the working tree %s: refusing to write it", p, f.root)
+	}
+	at := f.root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		at = filepath.Join(at, part)
+		fi, err := os.Lstat(at)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(at)
+			return "", fmt.Errorf("%s is a symlink (to %s): refusing to write %s through it", filepath.ToSlash(mustRel(f.root, at)), target, filepath.ToSlash(rel))
+		}
+	}
+	return rel, nil
+}
+
+func mustRel(root, p string) string {
+	if rel, err := filepath.Rel(root, p); err == nil {
+		return rel
+	}
+	return p
 }
 
 func (f *files) write(contents map[string][]byte) error {
 	if f.orig == nil {
 		f.orig, f.modes = map[string][]byte{}, map[string]os.FileMode{}
 	}
+	root, err := os.OpenRoot(f.root)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, p := range sortedKeys(contents) {
+		rel, err := f.inTree(p)
+		if err != nil {
+			return err
+		}
 		if _, seen := f.orig[p]; !seen {
-			old, err := os.ReadFile(p)
+			old, err := root.ReadFile(rel)
 			switch {
 			case err == nil:
 				f.orig[p] = old
@@ -415,16 +462,16 @@ func (f *files) write(contents map[string][]byte) error {
 			f.written = append(f.written, p)
 		}
 		mode := os.FileMode(0o644)
-		if fi, err := os.Stat(p); err == nil {
+		if fi, err := root.Lstat(rel); err == nil {
 			mode = fi.Mode().Perm()
 		}
 		if _, seen := f.modes[p]; !seen {
 			f.modes[p] = mode
 		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, contents[p], mode); err != nil {
+		if err := root.WriteFile(rel, contents[p], mode); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}

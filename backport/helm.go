@@ -123,17 +123,12 @@ func (w *helmWriter) probeAll(ctx context.Context, src *config.HelmSource, merge
 	if len(order) == 0 {
 		return found, nil
 	}
-	tmp, err := os.MkdirTemp("", "driftscan-probe-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
 	for n, l := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		probe := probeValue(l.value, n)
-		rendered, err := w.probe(ctx, src, tmp, merged, l, probe)
+		rendered, err := w.probe(ctx, src, merged, l, probe)
 		if err != nil {
 			continue // the chart does not render with a probe there: not this value
 		}
@@ -384,8 +379,9 @@ func probeValue(v any, n int) any {
 	return fmt.Sprintf("driftscan-probe-%d", n)
 }
 
-// probe renders the chart with l set to probe through an extra values file.
-func (w *helmWriter) probe(ctx context.Context, src *config.HelmSource, tmp string, merged map[string]any, l leaf, probe any) ([]render.Manifest, error) {
+// probe renders the chart with l set to probe through an extra values
+// document, merged after the app's values files as one more file would be.
+func (w *helmWriter) probe(ctx context.Context, src *config.HelmSource, merged map[string]any, l leaf, probe any) ([]render.Manifest, error) {
 	overlay, err := overlayFor(merged, l.path, probe)
 	if err != nil {
 		return nil, err
@@ -394,14 +390,9 @@ func (w *helmWriter) probe(ctx context.Context, src *config.HelmSource, tmp stri
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(tmp, "probe.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		return nil, err
-	}
-	hs := *src
-	hs.ValuesFiles = append(slices.Clone(src.ValuesFiles), file)
 	ro := renderOptions(w.opts)
-	ro.Helm = &hs
+	ro.Helm = src
+	ro.ExtraValues = [][]byte{data}
 	return render.Manifests(ctx, ro)
 }
 

@@ -125,7 +125,7 @@ func renderApp(ctx context.Context, cfg *config.Config, app config.App, opts App
 		return nil, err
 	}
 	return render.Manifests(ctx, render.Options{
-		Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize,
+		Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize,
 		KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions,
 	})
 }

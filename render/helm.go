@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -45,11 +44,16 @@ import (
 // its Line is 0. A chart that does not load or render returns no manifests;
 // an object without kind or name in the output is an error of its own.
 func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
-	ch, err := loader.Load(opts.Dir)
+	src, err := openRoot(opts)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
-	rel, err := helmRelease(ctx, ch, opts)
+	defer src.Close()
+	ch, err := loadChart(src)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
+	}
+	rel, err := helmRelease(ctx, ch, src, opts)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
@@ -57,7 +61,7 @@ func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
 }
 
 // helmRelease runs a client-only install of ch.
-func helmRelease(ctx context.Context, ch *chart.Chart, opts Options) (*release.Release, error) {
+func helmRelease(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts Options) (*release.Release, error) {
 	if t := ch.Metadata.Type; t != "" && t != "application" {
 		return nil, fmt.Errorf("%s charts are not installable", t)
 	}
@@ -74,7 +78,7 @@ func helmRelease(ctx context.Context, ch *chart.Chart, opts Options) (*release.R
 	if src == nil {
 		src = &config.HelmSource{}
 	}
-	vals, err := helmValues(opts.Dir, src)
+	vals, err := helmValues(root, src, opts.ExtraValues)
 	if err != nil {
 		return nil, err
 	}
@@ -113,21 +117,30 @@ func helmRelease(ctx context.Context, ch *chart.Chart, opts Options) (*release.R
 
 // helmValues merges the values files and set values of src, as `helm
 // template -f ... --set ...` does. The chart's own values.yaml is merged
-// later by the install.
-func helmValues(dir string, src *config.HelmSource) (map[string]any, error) {
+// later by the install. A values file is relative to the chart folder, and
+// must lie inside the root (the repository): one that climbs out, or is a
+// symlink out, is refused.
+func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, f := range src.ValuesFiles {
-		p := f
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, f)
+		p, err := root.inside(f)
+		if err != nil {
+			return nil, fmt.Errorf("values file %w: refused", err)
 		}
-		data, err := os.ReadFile(p)
+		data, err := root.root.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", f, err)
 		}
 		m, err := loader.LoadValues(bytes.NewReader(data))
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", f, err)
+		}
+		vals = loader.MergeMaps(vals, m)
+	}
+	for i, data := range extra {
+		m, err := loader.LoadValues(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("extra values %d: %w", i, err)
 		}
 		vals = loader.MergeMaps(vals, m)
 	}

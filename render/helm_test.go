@@ -139,7 +139,7 @@ func TestRenderHelmErrors(t *testing.T) {
 		name: "a values file that does not exist",
 		dir:  "helm/web",
 		src:  &config.HelmSource{ValuesFiles: []string{"values-nope.yaml"}},
-		want: []string{"values file values-nope.yaml: open ", "no such file or directory"},
+		want: []string{"values file values-nope.yaml: openat values-nope.yaml: no such file", "no such file or directory"},
 	}, {
 		name: "a set value with a bad path",
 		dir:  "helm/web",

@@ -29,6 +29,11 @@ type Manifest struct {
 type Options struct {
 	// Dir is the absolute source folder.
 	Dir string
+	// Root is the folder no file may be read outside of, Dir or one of its
+	// parents: the repository checkout (source.Location.Root). Every file
+	// is read through an os.Root there, so a symlink or a values file that
+	// leaves it is an error. Empty means Dir.
+	Root string
 	// Namespace is the release namespace for Helm and the namespace Helm and
 	// Kustomize see; the scanner gives namespaced objects that name none this
 	// namespace afterwards (it knows which kinds are namespaced).
@@ -42,6 +47,9 @@ type Options struct {
 	// ReleaseName is the release of a chart that was detected (Helm nil,
 	// a Chart.yaml in Dir); default the folder's name.
 	ReleaseName string
+	// ExtraValues are Helm values documents merged after Helm.ValuesFiles,
+	// as more values files would be (backport's probes).
+	ExtraValues [][]byte
 	// KubeVersion is the cluster's version (for example v1.37.2), given to
 	// Helm as .Capabilities.KubeVersion.
 	KubeVersion string
@@ -78,7 +86,7 @@ func Manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 		opts.Kustomize = &config.KustomizeSource{}
 		return renderKustomize(ctx, opts)
 	default:
-		return renderYAML(ctx, opts.Dir)
+		return renderYAML(ctx, opts)
 	}
 }
 

@@ -76,17 +76,23 @@ func (e *FileError) Unwrap() error { return e.Err }
 // the API server itself refuses objects over about 1.5 MiB.
 const MaxManifestBytes = 8 << 20
 
-func renderYAML(ctx context.Context, dir string) ([]Manifest, error) {
-	files, errs, err := manifestFiles(dir)
+func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
+	files, errs, err := manifestFiles(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
+	src, err := openRoot(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
 	var out []Manifest
 	for _, file := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+		// Through the root: a symlink that leaves it is an error.
+		data, err := readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
 		if err != nil {
 			errs = append(errs, &FileError{File: file, Err: err})
 			continue
@@ -110,6 +116,24 @@ func renderYAML(ctx context.Context, dir string) ([]Manifest, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// readLimited reads the file p of root, failing when it holds more than max
+// bytes (checked while reading, not only by a Stat before).
+func readLimited(root *os.Root, p string, max int64) ([]byte, error) {
+	f, err := root.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("over the limit of %d bytes for a manifest file", max)
+	}
+	return data, nil
 }
 
 // manifestFiles lists the files renderYAML reads, relative to dir with

@@ -267,7 +267,7 @@ func (s *scan) render(ctx context.Context) error {
 			}
 			var res rendered
 			if err == nil {
-				ropts := render.Options{Dir: loc.Dir, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions}
+				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				if err == nil {
 					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)

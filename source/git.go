@@ -85,7 +85,9 @@ type Checkout struct {
 // once and never changed, so a checkout stays valid while other calls fetch
 // other revisions of the same repository; FetchGit serializes calls for the
 // same repository within the process, but not across processes. Submodules
-// are not checked out. A symlink that points outside the tree is an error.
+// are not checked out. A symlink that resolves outside the tree, through
+// any chain of links, is an error (see checkLinks), also for a tree an older
+// version cached.
 //
 // One request lists the remote's refs; a revision whose commit is cached
 // needs no other. A branch or tag is fetched shallow (see Depth), a commit
@@ -451,6 +453,15 @@ func findCommit(repo *git.Repository, w wanted) (*object.Commit, error) {
 // complete, so dir never holds half a tree.
 func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes int64) error {
 	if _, err := os.Stat(dir); err == nil {
+		// Written by an older version, or another process: check its
+		// links once per process before it is used.
+		if _, ok := checkedTrees.Load(dir); ok {
+			return nil
+		}
+		if err := checkLinks(dir); err != nil {
+			return fmt.Errorf("commit %s: %w", commit.Hash, err)
+		}
+		checkedTrees.Store(dir, true)
 		return nil
 	}
 	tree, err := commit.Tree()
@@ -483,6 +494,9 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes 
 	if err != nil {
 		return err
 	}
+	if err := checkLinks(tmp); err != nil {
+		return fmt.Errorf("commit %s: %w", commit.Hash, err)
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
@@ -495,6 +509,9 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes 
 	}
 	return nil
 }
+
+// checkedTrees are the cached trees whose links this process checked.
+var checkedTrees sync.Map // dir -> true
 
 // writeFile writes one file of a tree under root.
 func writeFile(root string, file *object.File) error {

@@ -50,6 +50,11 @@ func DefaultCacheDir() string {
 type Location struct {
 	// Dir is the folder to render.
 	Dir string
+	// Root is the folder the render must not read outside of (render's
+	// Options.Root): the checkout of a Git source, the work tree, or for a
+	// local folder the config file's folder when the source is inside it,
+	// else the source folder itself.
+	Root string
 	// Commit is the full SHA of a fetched Git source; "" for a local folder
 	// and for a source read from Options.WorkTree.
 	Commit string
@@ -62,14 +67,22 @@ type Location struct {
 // what failed (a FetchGit error names the repository and revision).
 func Resolve(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
 	var loc Location
+	if src.Repo != "" && !config.InRepo(src.Path) {
+		return Location{}, fmt.Errorf("source path %q leaves the repository", src.Path)
+	}
 	switch {
 	case src.Repo == "":
 		loc.Dir = src.Path
 		if !filepath.IsAbs(loc.Dir) {
 			loc.Dir = filepath.Join(configDir, loc.Dir)
 		}
+		loc.Root = loc.Dir
+		if rel, err := filepath.Rel(configDir, loc.Dir); configDir != "" && err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			loc.Root = configDir
+		}
 	case opts.WorkTree != "":
 		loc.Dir = filepath.Join(opts.WorkTree, filepath.FromSlash(src.Path))
+		loc.Root = opts.WorkTree
 	default:
 		getenv := opts.Getenv
 		if getenv == nil {
@@ -92,7 +105,7 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if err != nil {
 			return Location{}, err
 		}
-		loc = Location{Dir: filepath.Join(co.Dir, filepath.FromSlash(src.Path)), Commit: co.Commit}
+		loc = Location{Dir: filepath.Join(co.Dir, filepath.FromSlash(src.Path)), Root: co.Dir, Commit: co.Commit}
 	}
 	if _, err := os.Stat(loc.Dir); err != nil {
 		return Location{}, fmt.Errorf("source folder: %w", err)

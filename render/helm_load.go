@@ -1,0 +1,102 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/ignore"
+)
+
+// maxChartDepth bounds how deep loadChart follows folders, symlinked ones
+// included: a link to a parent folder would otherwise loop.
+const maxChartDepth = 64
+
+// loadChart loads the chart in the source folder as Helm's loader.LoadDir
+// does (.helmignore and its defaults, symlinked files and folders followed,
+// a UTF-8 BOM dropped, at most archive.MaxDecompressedChartSize bytes in
+// all), but reads every file through the os.Root: a link that leaves the
+// root is an error, so .Files.Get never returns a file outside the
+// repository.
+func loadChart(src *sourceRoot) (*chart.Chart, error) {
+	rules := ignore.Empty()
+	if data, err := src.root.ReadFile(path.Join(src.dir, ignore.HelmIgnore)); err == nil {
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	rules.AddDefaults()
+
+	var files []*archive.BufferedFile
+	budget := archive.MaxDecompressedChartSize
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		if depth > maxChartDepth {
+			return fmt.Errorf("%s: folders nested more than %d deep (a symlink loop?)", dir, maxChartDepth)
+		}
+		f, err := src.root.Open(path.Join(src.dir, dir))
+		if err != nil {
+			return err
+		}
+		entries, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return cmpString(a.Name(), b.Name()) })
+		for _, e := range entries {
+			n := path.Join(dir, e.Name())
+			if dir == "." {
+				n = e.Name()
+			}
+			// Stat follows a symlink, and fails for one that leaves the root.
+			fi, err := src.root.Stat(path.Join(src.dir, n))
+			if err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+			if rules.Ignore(n, fi) {
+				continue
+			}
+			if fi.IsDir() {
+				if err := walk(n, depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("cannot load irregular file %s as it has file mode type bits set", n)
+			}
+			if budget -= fi.Size(); budget < 0 {
+				return fmt.Errorf("chart is larger than the maximum size %d", archive.MaxDecompressedChartSize)
+			}
+			data, err := src.root.ReadFile(path.Join(src.dir, n))
+			if err != nil {
+				return fmt.Errorf("error reading %s: %w", n, err)
+			}
+			files = append(files, &archive.BufferedFile{Name: n, ModTime: fi.ModTime(), Data: bytes.TrimPrefix(data, []byte{0xEF, 0xBB, 0xBF})})
+		}
+		return nil
+	}
+	if err := walk(".", 0); err != nil {
+		return nil, err
+	}
+	return loader.LoadFiles(files)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

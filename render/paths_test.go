@@ -1,0 +1,131 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/calricon/driftscan/config"
+)
+
+// writeTree writes files (slash path to content) under root; a content
+// starting with "-> " is a symlink to the rest.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestNothingIsReadOutsideTheRoot renders sources that reach for a file
+// outside the repository: through a chain of symlinks, a values file that
+// climbs out, and a manifest that is a link out. Each is an error, and the
+// file's content is in no manifest.
+func TestNothingIsReadOutsideTheRoot(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\ndata: {token: pod-service-account-token}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	levels := strings.Count(secret, string(filepath.Separator)) + 8
+	chain := "../" + strings.Repeat("a/b/", levels) + strings.Repeat("../", 2*levels) + strings.TrimPrefix(filepath.ToSlash(secret), "/")
+	chart := map[string]string{
+		"chart/Chart.yaml":          "apiVersion: v2\nname: leak\nversion: 0.1.0\n",
+		"chart/templates/leak.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\ndata: {token: {{ .Files.Get \"leak.txt\" | quote }}, v: {{ .Values.token | default \"\" | quote }}}\n",
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		dir   string
+		helm  *config.HelmSource
+		want  string
+	}{
+		{
+			name:  "a chain of symlinks read by .Files.Get",
+			files: merge(chart, map[string]string{"a/b": "-> ..", "chart/leak.txt": "-> " + chain}),
+			dir:   "chart", want: "leak.txt",
+		},
+		{
+			name:  "a values file that climbs out of the repository",
+			files: chart,
+			dir:   "chart", helm: &config.HelmSource{ValuesFiles: []string{"../../" + strings.Repeat("../", levels) + strings.TrimPrefix(secret, "/")}},
+			want: "leaves the repository: refused",
+		},
+		{
+			name:  "an absolute values file",
+			files: chart,
+			dir:   "chart", helm: &config.HelmSource{ValuesFiles: []string{secret}},
+			want: "leaves the repository: refused",
+		},
+		{
+			name:  "a values file that is a symlink out",
+			files: merge(chart, map[string]string{"chart/values-prod.yaml": "-> " + secret}),
+			dir:   "chart", helm: &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
+			want: "values-prod.yaml",
+		},
+		{
+			name:  "a plain manifest that is a symlink out",
+			files: map[string]string{"apps/web/stolen.yaml": "-> " + secret},
+			dir:   "apps/web", want: "stolen.yaml",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, tt.files)
+			ms, err := Manifests(t.Context(), Options{Dir: filepath.Join(root, tt.dir), Root: root, Helm: tt.helm})
+			for _, m := range ms {
+				if strings.Contains(m.Object.GetName(), "stolen") || strings.Contains(strings.Join(values(m.Object.Object), " "), "pod-service-account-token") {
+					t.Errorf("read from outside the root: %v", m.Object.Object)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// values lists the strings in an object.
+func values(v any) []string {
+	switch t := v.(type) {
+	case map[string]any:
+		var out []string
+		for _, x := range t {
+			out = append(out, values(x)...)
+		}
+		return out
+	case []any:
+		var out []string
+		for _, x := range t {
+			out = append(out, values(x)...)
+		}
+		return out
+	case string:
+		return []string{t}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package render
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// sourceRoot is the folder a render may read from, opened as an os.Root so
+// that no file, symlink or values file takes it outside, and the source
+// folder's slash path inside it.
+type sourceRoot struct {
+	root *os.Root
+	// dir is Options.Dir relative to the root, with forward slashes; "."
+	// for the root itself.
+	dir string
+}
+
+// openRoot opens opts.Root, or opts.Dir when Root is empty.
+func openRoot(opts Options) (*sourceRoot, error) {
+	top := opts.Root
+	if top == "" {
+		top = opts.Dir
+	}
+	rel, err := filepath.Rel(top, opts.Dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, fmt.Errorf("source folder %s is not inside %s", opts.Dir, top)
+	}
+	r, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceRoot{root: r, dir: filepath.ToSlash(rel)}, nil
+}
+
+func (s *sourceRoot) Close() error { return s.root.Close() }
+
+// inside is the slash path, relative to the root, of file: relative to the
+// source folder, or absolute. It fails for a path that leaves the root.
+func (s *sourceRoot) inside(file string) (string, error) {
+	var rel string
+	if filepath.IsAbs(file) {
+		r, err := filepath.Rel(s.root.Name(), file)
+		if err != nil {
+			return "", err
+		}
+		rel = r
+	} else {
+		rel = filepath.Join(filepath.FromSlash(s.dir), filepath.FromSlash(file))
+	}
+	if !filepath.IsLocal(rel) && rel != "." {
+		return "", fmt.Errorf("%s leaves the repository", file)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// relative is the slash path of p, relative to the root, as seen from the
+// source folder.
+func (s *sourceRoot) fromDir(p string) string {
+	if s.dir == "." {
+		return p
+	}
+	return strings.TrimPrefix(p, s.dir+"/")
+}
