@@ -256,7 +256,7 @@ func TestFluxObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests, err := render.Manifests(t.Context(), render.Options{Dir: filepath.Join(co.Dir, app.Source.Path), Namespace: app.Namespace, Helm: app.Source.Helm})
+		manifests, err := render.Manifests(t.Context(), render.Options{Dir: filepath.Join(co.Dir, app.Source.Path), Root: co.Dir, Namespace: app.Namespace, Helm: app.Source.Helm})
 		if err != nil {
 			t.Fatal(err)
 		}
