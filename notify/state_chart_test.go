@@ -166,4 +166,3 @@ func TestTenThousandDriftedObjectsFitTheState(t *testing.T) {
 		t.Errorf("Check of 30,000 objects: %v, want over the limit", err)
 	}
 }
-
