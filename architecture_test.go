@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,10 +29,16 @@ type stage struct {
 // reaches every stage below them through run (docs/architecture.md).
 var facades = map[string]bool{"run": true, "doctor": true, "breakglass": true, "contract": true, "backport": true, "discover": true, "config": true, "report": true}
 
-// listed is what `go list -json` says of one package: its non-test imports.
+// listed is what `go list -json` says of one package: its non-test
+// imports, every package it depends on, and what its tests import.
 type listed struct {
-	ImportPath string
-	Imports    []string
+	ImportPath   string
+	Imports      []string
+	Deps         []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	TestImports  []string
+	XTestImports []string
 }
 
 // readStages reads the package table of docs/architecture.md: rows of
@@ -106,17 +113,10 @@ func violations(stages map[string]stage, pkgs []listed) []string {
 	return out
 }
 
-func TestNoPackageImportsALaterStage(t *testing.T) {
-	f, err := os.Open("docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	stages, err := readStages(f)
-	if err != nil {
-		t.Fatalf("docs/architecture.md: %v", err)
-	}
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", "./...")
+// goList lists every package of the module.
+func goList(t *testing.T) []listed {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports,Deps,TestGoFiles,XTestGoFiles,TestImports,XTestImports", "./...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	data, err := cmd.Output()
@@ -133,6 +133,44 @@ func TestNoPackageImportsALaterStage(t *testing.T) {
 		}
 		pkgs = append(pkgs, p)
 	}
+	return pkgs
+}
+
+// TestEveryPackageAcceptsUpdate: `go test ./... -update` rewrites the
+// goldens, so every package with tests must know the flag, which
+// fixtures/golden defines.
+func TestEveryPackageAcceptsUpdate(t *testing.T) {
+	const golden = module + "/fixtures/golden"
+	pkgs := goList(t)
+	deps := map[string][]string{}
+	for _, p := range pkgs {
+		deps[p.ImportPath] = p.Deps
+	}
+	for _, p := range pkgs {
+		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 || p.ImportPath == golden {
+			continue
+		}
+		ok := slices.Contains(p.Deps, golden) // its own code imports it
+		for _, imp := range append(append([]string{}, p.TestImports...), p.XTestImports...) {
+			ok = ok || imp == golden || slices.Contains(deps[imp], golden)
+		}
+		if !ok {
+			t.Errorf("%s: its tests do not import fixtures/golden (or fixtures/cluster), so go test -update fails there", p.ImportPath)
+		}
+	}
+}
+
+func TestNoPackageImportsALaterStage(t *testing.T) {
+	f, err := os.Open("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stages, err := readStages(f)
+	if err != nil {
+		t.Fatalf("docs/architecture.md: %v", err)
+	}
+	pkgs := goList(t)
 	if len(pkgs) < len(stages)/2 {
 		t.Fatalf("go list found %d packages, the table has %d", len(pkgs), len(stages))
 	}

@@ -22,6 +22,7 @@ import (
 // her request, with the audit log written.
 func editedApp(t *testing.T, name string) (*app, string) {
 	t.Helper()
+	env.Need(t)
 	a := newApp(t, nil, fmt.Sprintf(deployment, name, name, name, name))
 	u := as(t, alice)
 	u.Update(t, "kubectl-edit", cluster.Deployment, a.ns, name, setImage("nginx:1.26"))
@@ -33,6 +34,7 @@ func editedApp(t *testing.T, name string) (*app, string) {
 // nsLines returns the audit log's lines about namespace ns.
 func nsLines(t *testing.T, ns string) []string {
 	t.Helper()
+	env.Need(t)
 	lines, err := env.AuditLog.Lines(`"namespace":"` + ns + `"`)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +85,7 @@ func TestAnEventRotatedIntoAGzipFileIsFound(t *testing.T) {
 // inGzip reports whether the event of request id is in a rotated gzip file
 // whose uncompressed original is gone (compression has finished).
 func inGzip(t *testing.T, id string) bool {
+	env.Need(t)
 	files, err := env.AuditLog.Files()
 	if err != nil {
 		t.Fatal(err)

@@ -230,7 +230,7 @@ func (ix *Index) byBody(q Query) *report.Attribution {
 		if ev.Body == nil {
 			bodiless++
 		}
-		if q.Type != report.Removed {
+		if q.Type != report.TypeRemoved {
 			// A changed value nobody owns: the last request that set it.
 			switch e {
 			case sets:
@@ -258,7 +258,7 @@ func (ix *Index) byBody(q Query) *report.Attribution {
 		since = "the start of the audit log read"
 	}
 	verb := "removed"
-	if q.Type != report.Removed {
+	if q.Type != report.TypeRemoved {
 		verb = "set"
 	}
 	if len(authors) == 0 {

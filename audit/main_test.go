@@ -59,6 +59,7 @@ func as(t *testing.T, u cluster.User) *cluster.Env {
 }
 
 func bindAll(t *testing.T) error {
+	env.Need(t)
 	b := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "audit-test-users"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
@@ -82,7 +83,6 @@ type app struct {
 // namespace with the given labels.
 func newApp(t *testing.T, labels map[string]string, manifests string) *app {
 	t.Helper()
-	env.Need(t)
 	a := &app{t: t, ns: env.Namespace(t, labels), dir: t.TempDir()}
 	if err := os.WriteFile(filepath.Join(a.dir, "app.yaml"), []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,6 @@ func FieldStep(name string) Step         { return Step{Field: name, kind: fieldS
 func KeyStep(key map[string]any) Step    { return Step{Key: key, kind: keyStep} }
 func ValueStep(v any) Step               { return Step{Value: v, kind: valueStep} }
 func IndexStep(i int) Step               { return Step{Index: i, kind: indexStep} }
-func (s Step) isKey() bool               { return s.kind == keyStep }
 func (s Step) matchesItem(item any) bool { return s.kind == keyStep && keyMatches(s.Key, item) }
 
 // keyMatches reports whether a list item has every key field of key.

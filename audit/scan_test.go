@@ -46,6 +46,7 @@ func whoOf(a *report.Attribution) who {
 }
 
 func TestAHumanEditNamesThePerson(t *testing.T) {
+	env.Need(t)
 	a := newApp(t, nil, fmt.Sprintf(deployment, "web", "web", "web", "web"))
 	u := as(t, alice)
 	u.Update(t, "kubectl-edit", cluster.Deployment, a.ns, "web", setImage("nginx:1.26"))
@@ -69,6 +70,7 @@ func TestAHumanEditNamesThePerson(t *testing.T) {
 }
 
 func TestAPipelineAndAPersonRunningSetImageAreToldApart(t *testing.T) {
+	env.Need(t)
 	a := newApp(t, nil, fmt.Sprintf(deployment, "api", "api", "api", "api")+"---\n"+fmt.Sprintf(deployment, "admin", "admin", "admin", "admin"))
 	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}}}}`
 	ci := as(t, deployer)
@@ -101,6 +103,7 @@ func TestAPipelineAndAPersonRunningSetImageAreToldApart(t *testing.T) {
 }
 
 func TestARemovedLabelNamesWhoRemovedIt(t *testing.T) {
+	env.Need(t)
 	a := newApp(t, nil, fmt.Sprintf(deployment, "cart", "cart", "cart", "cart"))
 	u := as(t, alice)
 	u.Patch(t, "kubectl-label", cluster.Deployment, a.ns, "cart", types.StrategicMergePatchType, `{"metadata":{"labels":{"team":null}}}`)
@@ -117,12 +120,13 @@ func TestARemovedLabelNamesWhoRemovedIt(t *testing.T) {
 	if diff := cmp.Diff(want, whoOf(f.Attribution)); diff != "" {
 		t.Errorf("attribution (-want +got):\n%s", diff)
 	}
-	if f.Type != report.Removed || f.Manager != "kubectl-label" || f.Class != report.ClassHuman {
+	if f.Type != report.TypeRemoved || f.Manager != "kubectl-label" || f.Class != report.ClassHuman {
 		t.Errorf("finding = %s by %q class %s, want Removed by kubectl-label, human", f.Type, f.Manager, f.Class)
 	}
 }
 
 func TestAScaleThroughTheSubresourceNamesTheAutoscaler(t *testing.T) {
+	env.Need(t)
 	a := newApp(t, nil, fmt.Sprintf(deployment, "front", "front", "front", "front"))
 	u := as(t, hpa)
 	// No fieldManager: the API server takes it from the user agent.
@@ -172,6 +176,7 @@ func TestAWebhookInjectionNamesOnlyTheRequester(t *testing.T) {
 }
 
 func TestTwoUsersInTheSameSecondAreBothCandidates(t *testing.T) {
+	env.Need(t)
 	for attempt := 1; ; attempt++ {
 		name := fmt.Sprintf("shared%d", attempt)
 		a := newApp(t, nil, fmt.Sprintf(deployment, name, name, name, name))

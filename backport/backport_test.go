@@ -82,7 +82,8 @@ func sync(t *testing.T, app config.App) {
 // scanApp scans one app whose source is a local folder.
 func scanApp(t *testing.T, app config.App) report.App {
 	t.Helper()
-	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers, Apps: []config.App{app}}
+	env.Need(t)
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers(), Apps: []config.App{app}}
 	opts := scanner.DefaultOptions()
 	opts.RESTConfig = env.Config
 	r, err := scanner.Scan(t.Context(), cfg, opts)

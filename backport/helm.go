@@ -2,7 +2,6 @@ package backport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +85,7 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 	var jobs, unmapped []job
 	for _, t := range targets {
 		for _, e := range t.edits {
-			if e.Type == report.Removed {
+			if e.Type == report.TypeRemoved {
 				unmapped = append(unmapped, job{t, e, e.At, "the field was removed live, and no chart value is probed for a removal"})
 				continue
 			}
@@ -352,14 +351,14 @@ func collectLeaves(v any, at Path, set map[string]string) []leaf {
 // Changed field, l's text is Git's value or a part of it; for an Added one,
 // l is empty.
 func candidate(l leaf, t *target, p Path, typ report.Type) bool {
-	if typ == report.Added {
+	if typ == report.TypeAdded {
 		return isEmpty(l.value) || l.value == ""
 	}
 	old, ok := get(t.before(), p)
 	if !ok {
 		return false
 	}
-	lt, ot := valueText(l.value), valueText(old)
+	lt, ot := report.ValueText(l.value), report.ValueText(old)
 	if lt == ot {
 		return true
 	}
@@ -437,11 +436,11 @@ func (w *helmWriter) maps(rendered []render.Manifest, t *target, p Path, l leaf,
 	if !ok {
 		return mapping{}, false
 	}
-	gt, pt := valueText(got), valueText(probe)
+	gt, pt := report.ValueText(got), report.ValueText(probe)
 	mp := mapping{leaf: l}
 	if gt != pt {
 		old, _ := get(t.before(), p)
-		ot, lt := valueText(old), valueText(l.value)
+		ot, lt := report.ValueText(old), report.ValueText(l.value)
 		matched := false
 		for i := strings.Index(ot, lt); i >= 0 && lt != ""; {
 			pre, suf := ot[:i], ot[i+len(lt):]
@@ -506,7 +505,7 @@ func asLeaf(v, leaf any) any {
 	if !isScalar(v) {
 		return v
 	}
-	text := valueText(v)
+	text := report.ValueText(v)
 	var conv any
 	switch leaf.(type) {
 	case string:
@@ -528,7 +527,7 @@ func asLeaf(v, leaf any) any {
 	default:
 		return v
 	}
-	if valueText(conv) != text {
+	if report.ValueText(conv) != text {
 		return v
 	}
 	return conv
@@ -540,24 +539,4 @@ func isScalar(v any) bool {
 		return true
 	}
 	return false
-}
-
-// valueText writes a value as the report does: scalars as written,
-// structures as compact JSON, "" for nothing.
-func valueText(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case map[string]any, []any:
-		data, err := json.Marshal(t)
-		if err != nil {
-			return fmt.Sprint(t)
-		}
-		return string(data)
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	}
-	return fmt.Sprint(v)
 }

@@ -158,7 +158,7 @@ func writePatch(pd *doc, t *target, ws *writeSet) []applied {
 	for _, e := range t.edits {
 		p, v := e.At, e.Value
 		var err error
-		a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.Removed}
+		a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.TypeRemoved}
 		if a.remove {
 			del(want, p)
 		} else if want, err = set(want, p, deepCopy(v)); err != nil {

@@ -75,7 +75,7 @@ func (w *plainWriter) write(ctx context.Context, targets []*target) (*writeSet, 
 // editNode applies e to the object's node.
 func editNode(obj *yaml.Node, t *target, e *Edit) (applied, error) {
 	p, v := e.At, e.Value
-	a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.Removed}
+	a := applied{edit: e, target: t, path: p, value: v, remove: e.Type == report.TypeRemoved}
 	if a.remove {
 		return a, deleteNode(obj, p)
 	}

@@ -67,7 +67,7 @@ type Skip struct {
 // not ignored, and made by a pipeline or a human. Operators and webhooks
 // own their fields; unknown drift needs a person to decide first.
 func Backported(f report.Finding) bool {
-	return f.Active() && (f.Class == report.ClassPipeline || f.Class == report.ClassHuman)
+	return f.Active() && f.Class.Deliberate()
 }
 
 // PlanOptions say which findings Plan may write.
@@ -116,7 +116,7 @@ func Plan(app report.App, opts PlanOptions) (edits []Edit, skipped []Skip) {
 				continue
 			}
 			e.At = at
-			if f.Type != report.Removed {
+			if f.Type != report.TypeRemoved {
 				if f.LiveValue == nil {
 					skipped = append(skipped, Skip{Edit: e, Reason: "the report has no live value (liveValue) to write"})
 					continue

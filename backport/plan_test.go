@@ -16,22 +16,22 @@ func TestPlanTakesPipelineAndHumanDriftAndNeverSecrets(t *testing.T) {
 	app := report.App{Name: "web", Objects: []report.Object{{
 		APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", File: "deploy.yaml", Line: 1,
 		Findings: []report.Finding{
-			{Path: `.spec.template.spec.containers[name="app"].image`, PathElements: container("f:image"), Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set",
+			{Path: `.spec.template.spec.containers[name="app"].image`, PathElements: container("f:image"), Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set",
 				Git: "nginx:1.25", Live: "nginx:1.26", GitValue: "nginx:1.25", LiveValue: "nginx:1.26"},
-			{Path: ".spec.replicas", PathElements: []string{"f:spec", "f:replicas"}, Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "5", GitValue: int64(3), LiveValue: int64(5)},
-			{Path: ".metadata.annotations.sidecar.istio.io/status", PathElements: []string{"f:metadata", "f:annotations", "f:sidecar.istio.io/status"}, Type: report.Added, Class: report.ClassWebhook, Live: "{}", LiveValue: "{}"},
-			{Path: ".spec.paused", PathElements: []string{"f:spec", "f:paused"}, Type: report.Changed, Class: report.ClassUnknown, Git: "false", Live: "true", GitValue: false, LiveValue: true},
-			{Path: ".spec.minReadySeconds", PathElements: []string{"f:spec", "f:minReadySeconds"}, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "5", Live: "10", GitValue: int64(5), LiveValue: int64(10), Ignored: true},
-			{Path: `.spec.template.spec.containers[name="app"].env[name="OLD"]`, PathElements: container("f:env", `k:{"name":"OLD"}`), Type: report.Removed, Class: report.ClassHuman, Manager: "kubectl-patch",
+			{Path: ".spec.replicas", PathElements: []string{"f:spec", "f:replicas"}, Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "5", GitValue: int64(3), LiveValue: int64(5)},
+			{Path: ".metadata.annotations.sidecar.istio.io/status", PathElements: []string{"f:metadata", "f:annotations", "f:sidecar.istio.io/status"}, Type: report.TypeAdded, Class: report.ClassWebhook, Live: "{}", LiveValue: "{}"},
+			{Path: ".spec.paused", PathElements: []string{"f:spec", "f:paused"}, Type: report.TypeChanged, Class: report.ClassUnknown, Git: "false", Live: "true", GitValue: false, LiveValue: true},
+			{Path: ".spec.minReadySeconds", PathElements: []string{"f:spec", "f:minReadySeconds"}, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "5", Live: "10", GitValue: int64(5), LiveValue: int64(10), Ignored: true},
+			{Path: `.spec.template.spec.containers[name="app"].env[name="OLD"]`, PathElements: container("f:env", `k:{"name":"OLD"}`), Type: report.TypeRemoved, Class: report.ClassHuman, Manager: "kubectl-patch",
 				Git: `{"name":"OLD","value":"1"}`, GitValue: map[string]any{"name": "OLD", "value": "1"}},
-			{Path: `.spec.template.spec.containers[name="app"].env[name="TOKEN"].value`, PathElements: container("f:env", `k:{"name":"TOKEN"}`, "f:value"), Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit",
+			{Path: `.spec.template.spec.containers[name="app"].env[name="TOKEN"].value`, PathElements: container("f:env", `k:{"name":"TOKEN"}`, "f:value"), Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit",
 				Git: "***", Live: "*** (differs)", Masked: true},
 			// A live value that reads as a number but is a string stays one.
-			{Path: ".metadata.annotations.example.com/replicas", PathElements: []string{"f:metadata", "f:annotations", "f:example.com/replicas"}, Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-annotate", Live: "7", LiveValue: "7"},
+			{Path: ".metadata.annotations.example.com/replicas", PathElements: []string{"f:metadata", "f:annotations", "f:example.com/replicas"}, Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-annotate", Live: "7", LiveValue: "7"},
 		},
 	}, {
 		APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "db",
-		Findings: []report.Finding{{Path: ".data.password", PathElements: []string{"f:data", "f:password"}, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "***", Live: "*** (differs)", Masked: true}},
+		Findings: []report.Finding{{Path: ".data.password", PathElements: []string{"f:data", "f:password"}, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "***", Live: "*** (differs)", Masked: true}},
 	}}}
 	edits, skipped := Plan(app, PlanOptions{})
 	var got []string
@@ -71,7 +71,7 @@ func TestPlanTakesPipelineAndHumanDriftAndNeverSecrets(t *testing.T) {
 
 func TestPlanSkipsAFindingThatDoesNotSayWhereItIs(t *testing.T) {
 	app := report.App{Name: "web", Objects: []report.Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web",
-		Findings: []report.Finding{{Path: ".data.A", Type: report.Changed, Class: report.ClassHuman, Git: "a", Live: "b", GitValue: "a", LiveValue: "b"}},
+		Findings: []report.Finding{{Path: ".data.A", Type: report.TypeChanged, Class: report.ClassHuman, Git: "a", Live: "b", GitValue: "a", LiveValue: "b"}},
 	}}}
 	edits, skipped := Plan(app, PlanOptions{})
 	if len(edits) != 0 || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "pathElements") {

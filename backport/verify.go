@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/calricon/driftscan/render"
+	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
 
@@ -133,7 +134,7 @@ func shortText(v any) string {
 	if v == nil {
 		return "nothing"
 	}
-	s := valueText(v)
+	s := report.ValueText(v)
 	if len(s) > 60 {
 		s = s[:57] + "..."
 	}

@@ -50,13 +50,13 @@ func agree(r *report.Report, kubectl map[string]bool, p plan) Agreement {
 	drifted, changedOrRemoved := map[string]bool{}, map[string]bool{}
 	for _, app := range r.Apps {
 		for _, o := range app.Objects {
-			if o.Status != report.Drifted {
+			if o.Status != report.StatusDrifted {
 				continue
 			}
 			ref := o.Ref()
 			drifted[ref] = true
 			for _, f := range o.ActiveFindings() {
-				if f.Type == report.Changed || f.Type == report.Removed {
+				if f.Type == report.TypeChanged || f.Type == report.TypeRemoved {
 					changedOrRemoved[ref] = true
 				}
 			}

@@ -124,7 +124,7 @@ func argoCheck(ctx context.Context, b *bed, rep *report.Report, outDir string, w
 		for _, o := range app.Objects {
 			status[o.Ref()] = o.Status
 			for _, f := range o.ActiveFindings() {
-				if f.Type == report.Changed || f.Type == report.Removed {
+				if f.Type == report.TypeChanged || f.Type == report.TypeRemoved {
 					changedOrRemoved[o.Ref()] = true
 				}
 			}
@@ -135,7 +135,7 @@ func argoCheck(ctx context.Context, b *bed, rep *report.Report, outDir string, w
 			a.Errors = append(a.Errors, r.Name+": "+r.Error)
 			continue
 		}
-		drifted := status[r.Name] == report.Drifted
+		drifted := status[r.Name] == report.StatusDrifted
 		if r.Modified {
 			a.ArgoModified++
 		}

@@ -309,10 +309,13 @@ func List(ctx context.Context, client dynamic.Interface, ns string, resources ..
 				continue
 			}
 			s := Suspension{Target: Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, By: a[AnnotationBy], Reason: a[AnnotationWhy]}
-			s.Since, _ = time.Parse(time.RFC3339, a[AnnotationSince])
 			var perr error
 			if s.Until, perr = time.Parse(time.RFC3339, a[AnnotationUntil]); perr != nil {
 				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationUntil, perr))
+				continue
+			}
+			if s.Since, perr = time.Parse(time.RFC3339, a[AnnotationSince]); perr != nil {
+				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationSince, perr))
 				continue
 			}
 			out = append(out, s)

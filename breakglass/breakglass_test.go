@@ -82,6 +82,7 @@ func specOf(t *testing.T, u *unstructured.Unstructured) string {
 }
 
 func TestSuspendAndResumeRestoreTheObjectExactly(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	cases := []struct {
 		name     string
@@ -153,6 +154,7 @@ func TestSuspendAndResumeRestoreTheObjectExactly(t *testing.T) {
 }
 
 func TestBreakglassRefusesWhatIsNotSanctioned(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -187,6 +189,7 @@ func TestBreakglassRefusesWhatIsNotSanctioned(t *testing.T) {
 }
 
 func TestDryRunChangesNothing(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	before := env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -235,6 +238,7 @@ func (r racingNamespace) Patch(ctx context.Context, name string, pt types.PatchT
 // after it self-heals): a change between breakglass's read and its write is
 // retried from a fresh read, and what the other writer changed is kept.
 func TestAConcurrentChangeIsRetriedFromAFreshRead(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -255,6 +259,7 @@ func TestAConcurrentChangeIsRetriedFromAFreshRead(t *testing.T) {
 }
 
 func TestAnObjectThatKeepsChangingMakesSuspendFailCleanly(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -277,6 +282,7 @@ func TestAnObjectThatKeepsChangingMakesSuspendFailCleanly(t *testing.T) {
 }
 
 func TestListReportsSuspensionsPastTheirDeadline(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -301,6 +307,7 @@ func TestListReportsSuspensionsPastTheirDeadline(t *testing.T) {
 }
 
 func TestASlowWebhookMakesSuspendTimeOutCleanly(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, map[string]string{"slow-webhook": "on"})
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))
@@ -361,6 +368,7 @@ func asUser(t *testing.T, user, ns string) dynamic.Interface {
 // forbidden, and failed the whole scan (exit 2). It now lists only in the
 // apps' namespaces, and one it may not read is a warning.
 func TestListForAppsReadsOnlyWhereTheAppsLive(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	allowed, denied := env.Namespace(t, nil), env.Namespace(t, nil)
 	for _, ns := range []string{allowed, denied} {

@@ -13,7 +13,6 @@ import (
 )
 
 func TestPruneEndsTheLiftsOfSuspensionsThatExpiredOrEnded(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	ref := contract.ParamsRef{Namespace: ns, Name: "driftscan-breakglass"}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ns},
@@ -47,6 +46,7 @@ func TestPruneEndsTheLiftsOfSuspensionsThatExpiredOrEnded(t *testing.T) {
 }
 
 func TestLiftNamesTheApplicationsDestination(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", ns, cluster.Object(t, application))

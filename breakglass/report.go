@@ -35,9 +35,9 @@ func Annotate(r *report.Report, suspensions []Suspension, now time.Time) map[str
 		expired[app.Name] = s
 		app.Objects = append(app.Objects, report.Object{
 			APIVersion: s.Target.Resource.GroupVersion().String(), Kind: s.Target.Kind(), Namespace: s.Target.Namespace, Name: s.Target.Name,
-			Status: report.Drifted,
+			Status: report.StatusDrifted,
 			Findings: []report.Finding{{
-				Path: ".metadata.annotations." + AnnotationUntil, Type: report.Changed, Class: report.ClassHuman,
+				Path: ".metadata.annotations." + AnnotationUntil, Type: report.TypeChanged, Class: report.ClassHuman,
 				Manager: FieldManager, Operation: "Update", Time: s.Since.UTC().Format(time.RFC3339),
 				Live: s.Until.UTC().Format(time.RFC3339),
 				Hint: fmt.Sprintf("breakglass suspension by %s (%s) expired %s ago: carry the hotfix back to Git and run `driftscan breakglass resume %s`",
@@ -66,7 +66,7 @@ func MarkResumed(app *report.App, s Suspension) {
 
 // isExpiry reports whether o is the object Annotate added for s.
 func isExpiry(o report.Object, s Suspension) bool {
-	return o.Status == report.Drifted && o.APIVersion == s.Target.Resource.GroupVersion().String() &&
+	return o.Status == report.StatusDrifted && o.APIVersion == s.Target.Resource.GroupVersion().String() &&
 		o.Kind == s.Target.Kind() && o.Namespace == s.Target.Namespace && o.Name == s.Target.Name
 }
 
@@ -76,7 +76,7 @@ func Blocking(app report.App) []string {
 	var out []string
 	for _, o := range app.Objects {
 		for _, f := range o.ActiveFindings() {
-			if (f.Class == report.ClassPipeline || f.Class == report.ClassHuman) && f.Manager != FieldManager {
+			if f.Class.Deliberate() && f.Manager != FieldManager {
 				out = append(out, fmt.Sprintf("%s %s: %s %s by %s", o.Ref(), f.Path, f.Class, f.Type, f.Manager))
 			}
 		}

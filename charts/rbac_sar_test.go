@@ -81,6 +81,7 @@ func (r *installed) allows(t *testing.T, reqs []access) map[access]bool {
 // serves, from discovery.
 func servedResources(t *testing.T) (resources, subresources []schema.GroupVersionResource) {
 	t.Helper()
+	env.Need(t)
 	_, lists, err := env.Client.Discovery().ServerGroupsAndResources()
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +255,6 @@ func TestOptInsGrantOnlyWhatTheyName(t *testing.T) {
 // TestNamespacesScopeGrantsNoSubresourceAndNoWrite: the same with Roles in
 // named namespaces.
 func TestNamespacesScopeGrantsNoSubresourceAndNoWrite(t *testing.T) {
-	env.Need(t)
 	team := env.Namespace(t, nil)
 	r := install(t, fmt.Sprintf(`{rbac: {scope: namespaces, namespaces: [%s]}}`, team))
 	r.eventuallyCan(t, "list", "apps", "deployments", team, "")

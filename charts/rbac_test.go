@@ -47,7 +47,6 @@ type installed struct {
 // ServiceAccount, Roles, ClusterRoles, their bindings, and the ConfigMaps.
 func install(t *testing.T, valuesDoc string) *installed {
 	t.Helper()
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	opts := DefaultOptions()
 	opts.ReleaseName, opts.Namespace = ns, ns
@@ -286,7 +285,6 @@ func TestEachShardMayUpdateItsOwnStateOnly(t *testing.T) {
 }
 
 func TestNarrowedRBACReadsOnlyTheNamedGroupsAndNamespaces(t *testing.T) {
-	env.Need(t)
 	teamA, teamB, outside := env.Namespace(t, nil), env.Namespace(t, nil), env.Namespace(t, nil)
 	for _, ns := range []string{teamA, outside} {
 		seed(t, ns)

@@ -39,7 +39,7 @@ func TestUserRulesTellPeopleFromPipelines(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := c.Classify(Object{Kind: "Deployment"}, Change{Path: ".spec.template.spec.containers[name=\"app\"].image", Type: report.Changed, Owner: setImage, Attribution: tc.a})
+			res := c.Classify(Object{Kind: "Deployment"}, Change{Path: ".spec.template.spec.containers[name=\"app\"].image", Type: report.TypeChanged, Owner: setImage, Attribution: tc.a})
 			if res.Finding.Class != tc.want {
 				t.Errorf("class = %s, want %s", res.Finding.Class, tc.want)
 			}
@@ -56,7 +56,7 @@ func TestARemovalFoundInTheAuditLogIsClassifiedByItsRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &report.Attribution{Confidence: report.ConfidenceExact, User: "alice@example.com", Verb: "patch", FieldManager: "kubectl-label", AuditID: "7a1f", Time: "2026-11-30T11:58:02.109800Z"}
-	res := c.Classify(Object{Kind: "Deployment"}, Change{Path: ".metadata.labels.team", Type: report.Removed, Attribution: a})
+	res := c.Classify(Object{Kind: "Deployment"}, Change{Path: ".metadata.labels.team", Type: report.TypeRemoved, Attribution: a})
 	f := res.Finding
 	if f.Class != report.ClassHuman || f.Manager != "kubectl-label" || f.Time != "2026-11-30T11:58:02Z" {
 		t.Errorf("finding %s by %q at %q, want human by kubectl-label at the request's second", f.Class, f.Manager, f.Time)

@@ -79,7 +79,7 @@ var jobLabels = []string{"batch.kubernetes.io/controller-uid", "batch.kubernetes
 // empty) and it is owned by nobody, by kube-controller-manager or by the
 // applier (which owns what it created, for a client-side apply).
 func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, bool) {
-	if ch.Type == report.Removed {
+	if ch.Type == report.TypeRemoved {
 		return Result{}, false
 	}
 	if m := ch.Owner; m != nil && !c.appliers[m.Manager] && m.Manager != "kube-controller-manager" {
@@ -90,7 +90,7 @@ func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, 
 		if !b.matches(o, ch.Path) {
 			continue
 		}
-		if ch.Type == report.Changed && !(b.gitEmpty && ch.ZeroGit) {
+		if ch.Type == report.TypeChanged && !(b.gitEmpty && ch.ZeroGit) {
 			return Result{}, false
 		}
 		if b.kind == "Namespace" && strings.HasSuffix(b.path, "metadata.name") && ch.Live != o.Name {

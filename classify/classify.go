@@ -142,13 +142,13 @@ func (c *Classifier) Classify(o Object, ch Change) Result {
 	f := report.Finding{Path: ch.Path, Type: ch.Type, Git: ch.Git, Live: ch.Live, Class: report.ClassUnknown, Attribution: ch.Attribution}
 	owner := ch.Owner
 	fromAudit := false
-	if owner == nil && ch.Type != report.Added {
+	if owner == nil && ch.Type != report.TypeAdded {
 		// No managedFields entry says who: the audit event that removed (or
 		// set) the field does, when there is one.
 		owner = entryOf(ch.Attribution)
 		fromAudit = owner != nil
 	}
-	if owner == nil && ch.Type == report.Removed {
+	if owner == nil && ch.Type == report.TypeRemoved {
 		owner = c.newestTaker(o)
 	}
 	if owner != nil {
@@ -161,9 +161,9 @@ func (c *Classifier) Classify(o Object, ch Change) Result {
 		return r
 	}
 	switch ch.Type {
-	case report.Added:
+	case report.TypeAdded:
 		return c.added(o, ch, owner, f)
-	case report.Removed:
+	case report.TypeRemoved:
 		if owner == nil {
 			f.Hint = "Git declares this field and live has none; no manager that changed the object since the applier is on record"
 			return Result{Drift: true, Finding: f}

@@ -239,12 +239,12 @@ func BenchmarkClassifyObject(b *testing.B) {
 	o := Object{Kind: "Deployment", Entries: []Entry{{Manager: "argocd-controller", Operation: "Apply", Time: now}, set, patch, hpa},
 		Webhooks: []string{"istio-sidecar-injector"}, Scalers: []Scaler{{Kind: "HorizontalPodAutoscaler", Name: "web"}}}
 	changes := []Change{
-		{Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Owner: &set},
-		{Path: ".spec.replicas", Type: report.Changed, Owner: &hpa},
-		{Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.Added, Owner: &patch, NewKey: true},
-		{Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.Added, NewKey: true},
-		{Path: ".metadata.annotations.sidecar.istio.io/status", Type: report.Added, NewKey: true},
-		{Path: ".spec.progressDeadlineSeconds", Type: report.Added},
+		{Path: `.spec.template.spec.containers[name="app"].image`, Type: report.TypeChanged, Owner: &set},
+		{Path: ".spec.replicas", Type: report.TypeChanged, Owner: &hpa},
+		{Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.TypeAdded, Owner: &patch, NewKey: true},
+		{Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.TypeAdded, NewKey: true},
+		{Path: ".metadata.annotations.sidecar.istio.io/status", Type: report.TypeAdded, NewKey: true},
+		{Path: ".spec.progressDeadlineSeconds", Type: report.TypeAdded},
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

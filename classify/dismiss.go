@@ -31,7 +31,7 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 	}
 	owned := ch.Owner != nil && c.appliers[ch.Owner.Manager]
 	switch ch.Type {
-	case report.Removed:
+	case report.TypeRemoved:
 		if !ch.ZeroGit {
 			return Result{}, false
 		}
@@ -41,7 +41,7 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 		case ch.Omitted:
 			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which the API type does not store", zeroText(ch.Git))), true
 		}
-	case report.Changed:
+	case report.TypeChanged:
 		switch {
 		case !ch.Contained || !owned:
 		case ch.Filled != "":

@@ -76,7 +76,7 @@ type verdict struct {
 // by a manager that is neither an applier nor the tool) that names another
 // app is left to the ordinary rules.
 func (c *Classifier) reconcilerMetadata(o Object, ch Change, f report.Finding) (Result, bool) {
-	if ch.Type == report.Removed {
+	if ch.Type == report.TypeRemoved {
 		return Result{}, false
 	}
 	where, key, ok := metadataKey(ch.Path)

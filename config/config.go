@@ -26,8 +26,10 @@ const (
 )
 
 // DefaultAppliers are the field managers of the usual GitOps appliers: what
-// they own stands for Git.
-var DefaultAppliers = []string{"argocd-controller", "kustomize-controller", "helm-controller"}
+// they own stands for Git. Each call returns a new slice.
+func DefaultAppliers() []string {
+	return []string{"argocd-controller", "kustomize-controller", "helm-controller"}
+}
 
 // Config is a ScanConfig file: which apps to scan and how to judge what is found.
 type Config struct {
@@ -157,7 +159,7 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("want apiVersion %s and kind %s, got %q and %q", APIVersion, Kind, cfg.APIVersion, cfg.Kind)
 	}
 	if len(cfg.Appliers) == 0 {
-		cfg.Appliers = DefaultAppliers
+		cfg.Appliers = DefaultAppliers()
 	}
 	var errs []error
 	seen := map[string]bool{}
@@ -229,7 +231,7 @@ func Parse(data []byte) (*Config, error) {
 // New returns an empty config: no app, the default appliers. Apps are added
 // by discovery or by the caller.
 func New() *Config {
-	return &Config{APIVersion: APIVersion, Kind: Kind, Appliers: DefaultAppliers}
+	return &Config{APIVersion: APIVersion, Kind: Kind, Appliers: DefaultAppliers()}
 }
 
 // ForFolder is the config of one folder scanned without a config file

@@ -63,6 +63,7 @@ func (a *actor) takeWarnings() []string {
 // that RBAC allows every write and only the policy decides).
 func as(t *testing.T, user string, groups ...string) *actor {
 	t.Helper()
+	env.Need(t)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:masters", "system:authenticated")}
 	a := &actor{}
@@ -140,6 +141,7 @@ func syncApp(t *testing.T, ns string) {
 // API server enforces them: until probe is refused (deny) or warned about.
 func install(t *testing.T, c contract.Contract, actions []contract.Action, probe func() error, warned func() bool) contract.ParamsRef {
 	t.Helper()
+	env.Need(t)
 	ctx := t.Context()
 	params := contract.ParamsRef{Namespace: env.Namespace(t, nil), Name: "driftscan-breakglass"}
 	opts := contract.DefaultAdmissionOptions()
@@ -214,7 +216,6 @@ func mustDeny(t *testing.T, err error, want ...string) {
 }
 
 func TestAdmissionDeniesAHumanEditInProductionAndNamesTheContractAndTheBreakglassCommand(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	syncApp(t, ns)
 	c := production(ns)
@@ -258,7 +259,6 @@ spec:
 }
 
 func TestAdmissionAllowsTheHumanEditWhileBreakglassIsActiveAndDeniesItAgainAfterResume(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	syncApp(t, ns)
 	app := application(t, ns)
@@ -301,7 +301,6 @@ func TestAdmissionAllowsTheHumanEditWhileBreakglassIsActiveAndDeniesItAgainAfter
 }
 
 func TestAdmissionAllowsThePipelineServiceAccountsSetImageAndNoOneElses(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	syncApp(t, ns)
 	alice := as(t, human)
@@ -344,7 +343,6 @@ func TestAdmissionInWarnModeWarnsTheClientAndLetsTheEditThrough(t *testing.T) {
 }
 
 func TestAdmissionNeverDeniesTheControlPlaneOrTheGitOpsApplier(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	syncApp(t, ns)
 	alice := as(t, human)

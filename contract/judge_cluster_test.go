@@ -35,7 +35,6 @@ spec:
 `
 
 func TestAScanJudgesSetImageByWhoRanItFromTheAuditLog(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(twoDeployments), 0o600); err != nil {

@@ -134,7 +134,7 @@ func TestJudgeReportsAppsThatSelfHealWhereTheContractForbidsIt(t *testing.T) {
 	r := report.New(time.Unix(0, 0), "test")
 	r.Apps = []report.App{
 		{Name: "payments", GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/payments", SelfHeal: true},
-			Objects: []report.Object{{Kind: "Deployment", Namespace: "prod-a", Name: "web", Status: report.InSync}}},
+			Objects: []report.Object{{Kind: "Deployment", Namespace: "prod-a", Name: "web", Status: report.StatusInSync}}},
 		{Name: "payments-paused", GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/payments-paused", Suspended: true},
 			Objects: []report.Object{{Kind: "Deployment", Namespace: "prod-a", Name: "api"}}},
 		{Name: "dns", GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/dns", SelfHeal: true},
@@ -159,7 +159,7 @@ func TestJudgeReportsAppsThatSelfHealWhereTheContractForbidsIt(t *testing.T) {
 		t.Fatalf("want self-heal violations for payments and web-canary only, got %v", got)
 	}
 	argo := got["payments"]
-	if argo.APIVersion != "argoproj.io/v1alpha1" || argo.Namespace != "argocd" || argo.Status != report.Drifted {
+	if argo.APIVersion != "argoproj.io/v1alpha1" || argo.Namespace != "argocd" || argo.Status != report.StatusDrifted {
 		t.Errorf("payments: %+v", argo)
 	}
 	f := argo.Findings[0]

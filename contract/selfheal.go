@@ -28,9 +28,9 @@ func selfHeal(app *report.App, cs []Contract, opts Options) error {
 	}
 	path, live, how := selfHealField(g.Tool, kind)
 	app.Objects = append(app.Objects, report.Object{
-		APIVersion: reconcilerAPIVersion[kind], Kind: kind, Namespace: ns, Name: name, Status: report.Drifted,
+		APIVersion: reconcilerAPIVersion[kind], Kind: kind, Namespace: ns, Name: name, Status: report.StatusDrifted,
 		Findings: []report.Finding{{
-			Path: path, Type: report.Changed, Class: report.ClassUnknown, Live: live,
+			Path: path, Type: report.TypeChanged, Class: report.ClassUnknown, Live: live,
 			Hint: fmt.Sprintf("contract %s forbids self-heal in %s, and %s: drift there must be alerted, never reverted (%s)",
 				c.Name, strings.Join(c.namespaceText(), ", "), how, selfHealFix(g.Tool, kind)),
 			Contract: &report.ContractVerdict{Name: c.Name, Verdict: report.VerdictViolation, Rule: "selfHeal: forbidden",

@@ -27,6 +27,7 @@ type argoCase struct {
 }
 
 func TestApplications(t *testing.T) {
+	env.Need(t)
 	installCRDs(t)
 	for _, tt := range argoCases {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,8 +23,6 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
 
 // The reconcilers' kinds, for the actors' gvk arguments.
 var (
-	applicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-	kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
 )
 

@@ -252,7 +252,7 @@ func TestFluxObjects(t *testing.T) {
 	t.Run("the chart renders with the HelmRelease's values", func(t *testing.T) {
 		app := res.Apps[2]
 		app.Source.Repo = repo
-		co, err := source.FetchGit(t.Context(), source.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, CacheDir: t.TempDir()})
+		co, err := source.FetchGit(t.Context(), source.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Cache: source.NewCache(t.TempDir())})
 		if err != nil {
 			t.Fatal(err)
 		}

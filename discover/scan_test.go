@@ -35,6 +35,7 @@ func syncAs(t *testing.T, manager, ns, folder string) {
 // scan scans the discovered apps and rules, as `driftscan scan --from` does.
 func scan(t *testing.T, res Result) *report.Report {
 	t.Helper()
+	env.Need(t)
 	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Apps: res.Apps, Ignore: res.Ignore}
 	opts := scanner.DefaultOptions()
 	opts.RESTConfig = env.Config

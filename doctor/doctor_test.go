@@ -34,6 +34,7 @@ func webConfig(t *testing.T, ns string) *config.Config {
 // webResources are the resources app web declares in ns.
 func webResources(t *testing.T, ns string) []Resource {
 	t.Helper()
+	env.Need(t)
 	opts := DefaultAppOptions()
 	opts.Mapper = env.Mapper
 	res, err := AppResources(t.Context(), webConfig(t, ns), opts)

@@ -64,8 +64,9 @@ func AppResources(ctx context.Context, cfg *config.Config, opts AppOptions) ([]R
 	}
 	byKey := map[key]*Resource{}
 	var errs []error
+	cache := source.NewCache(opts.GitCacheDir)
 	for _, app := range cfg.Apps {
-		manifests, err := renderApp(ctx, cfg, app, opts)
+		manifests, err := renderApp(ctx, cfg, app, cache, opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", app.Name, err))
 		}
@@ -116,11 +117,11 @@ func AppResources(ctx context.Context, cfg *config.Config, opts AppOptions) ([]R
 
 // renderApp renders one app's source as the scan does: source.Resolve
 // fetches it from Git when it has a repo (within opts.GitMaxBytes).
-func renderApp(ctx context.Context, cfg *config.Config, app config.App, opts AppOptions) ([]render.Manifest, error) {
+func renderApp(ctx context.Context, cfg *config.Config, app config.App, cache *source.Cache, opts AppOptions) ([]render.Manifest, error) {
 	if app.Error != "" {
 		return nil, errors.New(app.Error) // discovery refused the source: never fetched
 	}
-	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{CacheDir: opts.GitCacheDir, MaxBytes: opts.GitMaxBytes, Getenv: opts.Getenv, Git: cfg.Git})
+	loc, err := source.Resolve(ctx, cfg.Dir, app.Source, source.Options{Cache: cache, MaxBytes: opts.GitMaxBytes, Getenv: opts.Getenv, Git: cfg.Git})
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type argoApp struct {
 // deletes it (not what it deployed) when the test ends.
 func createArgoApp(t *testing.T, a argoApp) {
 	t.Helper()
+	env.Need(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -65,6 +66,7 @@ spec:
 // getArgoApp reads an Application.
 func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
+	env.Need(t)
 	u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get Application %s: %v", name, err)
@@ -77,6 +79,7 @@ func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
 // took.
 func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 	t.Helper()
+	env.Need(t)
 	start := time.Now()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -102,6 +105,7 @@ func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 // bypassing its caches, as `argocd app get --hard-refresh` does.
 func refreshArgoApp(t *testing.T, name string) {
 	t.Helper()
+	env.Need(t)
 	patch := `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`
 	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
 		t.Fatalf("refresh Application %s: %v", name, err)

@@ -61,6 +61,7 @@ func trackingName(m string) string {
 // still use the old one, so this waits for a re-apply.
 func checkTracking(t *testing.T, ns, app, method string) {
 	t.Helper()
+	env.Need(t)
 	var ann, label string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
@@ -95,7 +96,7 @@ func checkInSync(t *testing.T, r *report.Report, n int) {
 	for _, a := range r.Apps {
 		for _, o := range a.Objects {
 			states = append(states, fmt.Sprintf("%s %s", o.Ref(), o.Status))
-			if o.Status != report.InSync {
+			if o.Status != report.StatusInSync {
 				t.Errorf("%s is %s, want InSync", o.Ref(), o.Status)
 			}
 		}

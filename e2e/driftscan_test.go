@@ -22,6 +22,7 @@ type result struct {
 // bounded by two minutes.
 func runDriftscan(t *testing.T, args ...string) result {
 	t.Helper()
+	env.Need(t)
 	args = append(args, "--kubeconfig", env.Kubeconfig)
 	ctx := t.Context()
 	cmd := exec.CommandContext(ctx, driftscan, args...)

@@ -1,5 +1,7 @@
 package e2e
 
+//lint:file-ignore U1000 the Flux helpers serve the Flux scenarios, which land after the Argo CD ones
+
 import (
 	"context"
 	"fmt"
@@ -75,6 +77,7 @@ spec:
 
 func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest string) {
 	t.Helper()
+	env.Need(t)
 	obj := cluster.Object(t, manifest)
 	if _, err := env.Dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
@@ -85,6 +88,7 @@ func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest st
 // status.lastAppliedRevision at commit, and returns how long it took.
 func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string) time.Duration {
 	t.Helper()
+	env.Need(t)
 	start := time.Now()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -52,6 +52,7 @@ func TestArgoCDPausingMechanisms(t *testing.T) {
 
 func patchArgoApp(t *testing.T, name, patch string) {
 	t.Helper()
+	env.Need(t)
 	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
 		t.Fatalf("patch Application %s: %v", name, err)
 	}
@@ -78,6 +79,7 @@ func dnsLabel(s string) string {
 // within seconds, so breakglass refuses to suspend the child alone, names
 // the parent, and works once the parent is suspended first.
 func TestBreakglassRefusesAChildOfASelfHealingParent(t *testing.T) {
+	env.Need(t)
 	needArgo(t)
 	t.Parallel()
 	ns := env.Namespace(t, nil)

@@ -32,6 +32,7 @@ func opts(ns, holder string, now time.Time) Options {
 // holderInCluster is spec.holderIdentity as the API server has it.
 func holderInCluster(t *testing.T, ns string) string {
 	t.Helper()
+	env.Need(t)
 	l, err := env.Client.CoordinationV1().Leases(ns).Get(t.Context(), "scan", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +165,7 @@ func TestRenewMovesTheExpiry(t *testing.T) {
 // does not exist yet (both create) and on one that has expired (both
 // update the same resourceVersion).
 func TestRacingAcquiresHaveExactlyOneWinner(t *testing.T) {
+	env.Need(t)
 	for _, start := range []string{"absent", "expired"} {
 		t.Run(start, func(t *testing.T) {
 			for round := range 10 {

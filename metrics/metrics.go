@@ -37,7 +37,7 @@ const (
 )
 
 // Statuses are the object statuses Objects always has a series for.
-var Statuses = []report.Status{report.InSync, report.Drifted, report.Missing, report.Extra, report.Error}
+var Statuses = []report.Status{report.StatusInSync, report.StatusDrifted, report.StatusMissing, report.StatusExtra, report.StatusError}
 
 // Gather returns a registry holding r's metrics; now is when the run ended.
 // r must be finalized (report.Report.Finalize): whether the run succeeded is

@@ -129,7 +129,7 @@ func TestAScanWithErrorsHasNoLastSuccess(t *testing.T) {
 	cases := map[string]func(*report.Report){
 		"a scan-wide error":  func(r *report.Report) { r.Errors = []string{"discovery: connection refused"} },
 		"an app that failed": func(r *report.Report) { r.Apps[0].Error = "render: no such chart" },
-		"an object in Error": func(r *report.Report) { r.Apps[1].Objects[0].Status = report.Error },
+		"an object in Error": func(r *report.Report) { r.Apps[1].Objects[0].Status = report.StatusError },
 	}
 	for name, breakIt := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -19,18 +19,18 @@ func sampleReport() *report.Report {
 			Owner: "team-web",
 			Objects: []report.Object{
 				{Kind: "Deployment", Namespace: "web", Name: "web", Findings: []report.Finding{
-					{Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager"},
-					{Path: ".spec.template.spec.containers[name=\"app\"].image", Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set"},
-					{Path: ".spec.template.spec.containers[name=\"istio-proxy\"]", Type: report.Added, Class: report.ClassWebhook},
-					{Path: ".metadata.annotations.note", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-edit"},
+					{Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager"},
+					{Path: ".spec.template.spec.containers[name=\"app\"].image", Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set"},
+					{Path: ".spec.template.spec.containers[name=\"istio-proxy\"]", Type: report.TypeAdded, Class: report.ClassWebhook},
+					{Path: ".metadata.annotations.note", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-edit"},
 				}},
 				{Kind: "ConfigMap", Namespace: "web", Name: "web-config", Findings: []report.Finding{
-					{Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"},
-					{Path: ".data.FEATURE", Type: report.Removed, Class: report.ClassHuman, Manager: "kubectl-edit"},
-					{Path: ".data.DEBUG", Type: report.Added, Class: report.ClassHuman, Ignored: true},
+					{Path: ".data.LOG_LEVEL", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"},
+					{Path: ".data.FEATURE", Type: report.TypeRemoved, Class: report.ClassHuman, Manager: "kubectl-edit"},
+					{Path: ".data.DEBUG", Type: report.TypeAdded, Class: report.ClassHuman, Ignored: true},
 				}},
 				{Kind: "Service", Namespace: "web", Name: "web"},
-				{Kind: "Secret", Namespace: "web", Name: "web-db", Status: report.Missing},
+				{Kind: "Secret", Namespace: "web", Name: "web-db", Status: report.StatusMissing},
 			},
 		},
 		{
@@ -38,7 +38,7 @@ func sampleReport() *report.Report {
 			Owner: "team-pay",
 			Objects: []report.Object{
 				{Kind: "Deployment", Namespace: "pay", Name: "api", Findings: []report.Finding{
-					{Path: ".spec.template.spec.containers[name=\"api\"].env[name=\"X\"]", Type: report.Added, Class: report.ClassUnknown},
+					{Path: ".spec.template.spec.containers[name=\"api\"].env[name=\"X\"]", Type: report.TypeAdded, Class: report.ClassUnknown},
 				}},
 			},
 		},

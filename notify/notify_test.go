@@ -46,7 +46,7 @@ func TestNotifyLifecycle(t *testing.T) {
 	fixed := func(r *report.Report) *report.Report {
 		r = withObject(r, "web", "web-db", func(o *report.Object) { o.Findings = nil })
 		return withObject(r, "billing", "billing-flags", func(o *report.Object) {
-			o.Findings = []report.Finding{{Path: ".data.beta", Ignored: true, Class: report.ClassUnknown, Type: report.Changed}}
+			o.Findings = []report.Finding{{Path: ".data.beta", Ignored: true, Class: report.ClassUnknown, Type: report.TypeChanged}}
 		})
 	}
 	steps := []struct {

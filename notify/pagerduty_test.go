@@ -14,7 +14,7 @@ func TestTriggerSummaryStaysUnder1024Bytes(t *testing.T) {
 		key:   Key{Cluster: "prod", App: strings.Repeat("ä", 600), Kind: "ConfigMap", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("名", 253)},
 		app:   strings.Repeat("ä", 600),
 		owner: "team-web", change: ChangeNew, dedupKey: "k",
-		findings: []report.Finding{{Path: ".data.a", Class: report.ClassHuman, Type: report.Changed}},
+		findings: []report.Finding{{Path: ".data.a", Class: report.ClassHuman, Type: report.TypeChanged}},
 	}
 	ev := triggerEvent(it, "key", "error", messageContext{cluster: "prod"}, scannedAt)
 	s := ev.Payload.Summary
@@ -26,7 +26,7 @@ func TestTriggerSummaryStaysUnder1024Bytes(t *testing.T) {
 func TestTriggerDetailsAreCut(t *testing.T) {
 	var findings []report.Finding
 	for range pdMaxFindings + 7 {
-		findings = append(findings, report.Finding{Path: ".data.a", Class: report.ClassHuman, Type: report.Changed, Live: strings.Repeat("v", 5000)})
+		findings = append(findings, report.Finding{Path: ".data.a", Class: report.ClassHuman, Type: report.TypeChanged, Live: strings.Repeat("v", 5000)})
 	}
 	ev := triggerEvent(item{key: Key{Kind: "ConfigMap", Name: "a"}, findings: findings}, "key", "error", messageContext{pagerDutyValues: true}, scannedAt)
 	d := ev.Payload.Details.(pdDetails)

@@ -107,7 +107,7 @@ func (p *planner) plan(r *report.Report, st *State) plan {
 		for _, obj := range app.Objects {
 			key := KeyOf(p.cluster, app.Name, obj)
 			seen[key] = true
-			if obj.Status == report.Error {
+			if obj.Status == report.StatusError {
 				continue
 			}
 			ownerName := app.Owner
@@ -225,9 +225,9 @@ const (
 func driftOf(o report.Object) []report.Finding {
 	drift := slices.Clone(o.ActiveFindings())
 	switch o.Status {
-	case report.Missing:
+	case report.StatusMissing:
 		drift = append(drift, report.Finding{Type: typeMissing, Class: report.ClassUnknown})
-	case report.Extra:
+	case report.StatusExtra:
 		drift = append(drift, report.Finding{Type: typeExtra, Class: report.ClassUnknown})
 	}
 	return drift

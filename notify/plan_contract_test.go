@@ -11,7 +11,7 @@ import (
 
 func TestRouteByContractVerdict(t *testing.T) {
 	finding := func(c report.Class, v report.Verdict) report.Finding {
-		return report.Finding{Path: ".spec.x", Type: report.Changed, Class: c, Git: "a", Live: "b",
+		return report.Finding{Path: ".spec.x", Type: report.TypeChanged, Class: c, Git: "a", Live: "b",
 			Contract: &report.ContractVerdict{Name: "production", Verdict: v}}
 	}
 	pageViolations := config.Route{PagerDuty: config.ContractRoute()}

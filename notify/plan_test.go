@@ -41,7 +41,7 @@ func channels(p plan) []string {
 
 func TestRouteByClass(t *testing.T) {
 	finding := func(c report.Class) report.Finding {
-		return report.Finding{Path: ".spec.x", Type: report.Changed, Class: c, Git: "a", Live: "b"}
+		return report.Finding{Path: ".spec.x", Type: report.TypeChanged, Class: c, Git: "a", Live: "b"}
 	}
 	tests := []struct {
 		name  string
@@ -96,7 +96,7 @@ func TestPlanAgainstState(t *testing.T) {
 			"an object that could not be compared is neither told nor resolved",
 			func() *report.Report {
 				r := oneObject()
-				r.Apps[0].Objects[0].Status, r.Apps[0].Objects[0].Error = report.Error, "forbidden"
+				r.Apps[0].Objects[0].Status, r.Apps[0].Objects[0].Error = report.StatusError, "forbidden"
 				return r
 			}(), testNow, []string{},
 		},

@@ -45,7 +45,7 @@ func testConfig() config.Notify {
 // Findings of the test report, by name, so scenarios can change one.
 func imageFinding(live string) report.Finding {
 	return report.Finding{
-		Path: `.spec.template.spec.containers[name="web"].image`, Type: report.Changed, Class: report.ClassHuman,
+		Path: `.spec.template.spec.containers[name="web"].image`, Type: report.TypeChanged, Class: report.ClassHuman,
 		Manager: "kubectl-set", Operation: "Update", Time: "2026-07-01T09:00:00Z",
 		Git: "ghcr.io/acme/web:1.4.0", Live: live,
 		Attribution: &report.Attribution{Confidence: report.ConfidenceExact, User: "alice@example.com", Groups: []string{"sre"},
@@ -56,7 +56,7 @@ func imageFinding(live string) report.Finding {
 
 func replicasFinding() report.Finding {
 	return report.Finding{
-		Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator,
+		Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator,
 		Manager: "kube-controller-manager", Operation: "Update", Subresource: "scale", Time: "2026-07-01T11:58:30Z",
 		Git: "2", Live: "5", Hint: "HorizontalPodAutoscaler prod-web/web scales this Deployment: leave spec.replicas out of Git",
 	}
@@ -64,14 +64,14 @@ func replicasFinding() report.Finding {
 
 func sidecarFinding() report.Finding {
 	return report.Finding{
-		Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.Added, Class: report.ClassWebhook,
+		Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.TypeAdded, Class: report.ClassWebhook,
 		Live: `{"image":"docker.io/istio/proxyv2:1.27.0","name":"istio-proxy"}`, Actor: "istio-sidecar-injector",
 	}
 }
 
 func ignoredFinding() report.Finding {
 	return report.Finding{
-		Path: ".metadata.annotations.deploy-note", Type: report.Added, Class: report.ClassHuman,
+		Path: ".metadata.annotations.deploy-note", Type: report.TypeAdded, Class: report.ClassHuman,
 		Manager: "kubectl-annotate", Operation: "Update", Time: "2026-06-30T08:00:00Z", Live: "hotfix by alice",
 		Ignored:    true,
 		IgnoreRule: &report.IgnoreRule{Kind: "Deployment", JSONPointers: []string{"/metadata/annotations/deploy-note"}, Owner: "team-web", Reason: "on-call notes", Expires: "2026-12-31"},
@@ -81,19 +81,19 @@ func ignoredFinding() report.Finding {
 // secretFinding is a Secret's value as the scanner reports it: masked.
 func secretFinding() report.Finding {
 	return report.Finding{
-		Path: ".data.password", Type: report.Changed, Class: report.ClassHuman,
+		Path: ".data.password", Type: report.TypeChanged, Class: report.ClassHuman,
 		Manager: "kubectl-edit", Operation: "Update", Time: "2026-06-01T12:00:00Z",
 		Git: "***", Live: "*** (differs)",
 	}
 }
 
 func flagsFinding() report.Finding {
-	return report.Finding{Path: ".data.beta", Type: report.Changed, Class: report.ClassUnknown, Git: "false", Live: "true"}
+	return report.Finding{Path: ".data.beta", Type: report.TypeChanged, Class: report.ClassUnknown, Git: "false", Live: "true"}
 }
 
 func envFinding() report.Finding {
 	return report.Finding{
-		Path: `.spec.template.spec.containers[name="api"].env[name="DEBUG"]`, Type: report.Added, Class: report.ClassPipeline,
+		Path: `.spec.template.spec.containers[name="api"].env[name="DEBUG"]`, Type: report.TypeAdded, Class: report.ClassPipeline,
 		Manager: "deploy-pipeline", Operation: "Update", Time: "2026-07-01T10:00:00Z", Live: `{"name":"DEBUG","value":"1"}`,
 	}
 }
@@ -121,7 +121,7 @@ func testReport() *report.Report {
 					Findings: []report.Finding{envFinding()}},
 				{APIVersion: "v1", Kind: "ConfigMap", Namespace: "staging-billing", Name: "billing-flags",
 					Findings: []report.Finding{flagsFinding()}},
-				{APIVersion: "v1", Kind: "Service", Namespace: "staging-billing", Name: "billing-legacy-ingress", Status: report.Missing},
+				{APIVersion: "v1", Kind: "Service", Namespace: "staging-billing", Name: "billing-legacy-ingress", Status: report.StatusMissing},
 			},
 		},
 		{
@@ -132,7 +132,7 @@ func testReport() *report.Report {
 			Name: "search", Owner: "team-search",
 			Objects: []report.Object{
 				{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "search", Name: "search",
-					Findings: []report.Finding{{Path: ".spec.replicas", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-scale", Git: "3", Live: "1"}}},
+					Findings: []report.Finding{{Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-scale", Git: "3", Live: "1"}}},
 			},
 		},
 	}

@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,13 +49,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	getBody := req.GetBody
 	if req.Body != nil && getBody == nil {
 		data, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
+		if cerr := req.Body.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read the request body: %w", err)
 		}
 		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		req = req.Clone(req.Context())
-		req.Body, _ = getBody()
+		req.Body = io.NopCloser(bytes.NewReader(data))
 	}
 	attempts := max(t.retry.Attempts, 1)
 	for attempt := 1; ; attempt++ {

@@ -43,7 +43,7 @@ func TestDriftMessageKeepsSlackLimits(t *testing.T) {
 		var findings []report.Finding
 		for j := range 100 {
 			findings = append(findings, report.Finding{
-				Path: fmt.Sprintf(".data.key%03d", j), Type: report.Changed, Class: report.ClassHuman,
+				Path: fmt.Sprintf(".data.key%03d", j), Type: report.TypeChanged, Class: report.ClassHuman,
 				Git: long, Live: long + "<&>",
 			})
 		}
@@ -101,17 +101,17 @@ func TestFindingLine(t *testing.T) {
 	}{
 		{
 			"a changed scalar shows Git → live, manager and age",
-			report.Finding{Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager", Subresource: "scale", Time: "2026-07-01T11:00:00Z", Git: "2", Live: "5"},
+			report.Finding{Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager", Subresource: "scale", Time: "2026-07-01T11:00:00Z", Git: "2", Live: "5"},
 			"• `operator` `.spec.replicas` `2` → `5` · kube-controller-manager/scale · 60m ago",
 		},
 		{
 			"an added field nobody owns shows the likely actor",
-			report.Finding{Path: ".metadata.annotations.x", Type: report.Added, Class: report.ClassWebhook, Live: "y", Actor: "injector"},
+			report.Finding{Path: ".metadata.annotations.x", Type: report.TypeAdded, Class: report.ClassWebhook, Live: "y", Actor: "injector"},
 			"• `webhook` `.metadata.annotations.x` _none_ → `y` · (injector)",
 		},
 		{
 			"mrkdwn and backticks in values cannot break out of the code span",
-			report.Finding{Path: ".data.a", Type: report.Changed, Class: report.ClassHuman, Git: "<!channel>", Live: "a`b\nc&d"},
+			report.Finding{Path: ".data.a", Type: report.TypeChanged, Class: report.ClassHuman, Git: "<!channel>", Live: "a`b\nc&d"},
 			"• `human` `.data.a` `&lt;!channel&gt;` → `a'b\\nc&amp;d`",
 		},
 	}

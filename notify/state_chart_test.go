@@ -46,6 +46,7 @@ func bigState(n int) *State {
 // state is now reset in place with an update, its content logged once with
 // secrets masked, and the run notifies.
 func TestACorruptStateIsResetUnderTheChartsRBAC(t *testing.T) {
+	env.Need(t)
 	store, in := chartStore(t)
 	ctx := t.Context()
 	cms := env.Client.CoreV1().ConfigMaps(in.Namespace)
@@ -93,6 +94,7 @@ func TestACorruptStateIsResetUnderTheChartsRBAC(t *testing.T) {
 // again. The save is now checked first: nothing is sent, the error says
 // `helm upgrade` recreates it, and once it has, the run notifies.
 func TestADeletedStateSendsNothingUntilTheChartRecreatesIt(t *testing.T) {
+	env.Need(t)
 	store, in := chartStore(t)
 	ctx := t.Context()
 	if err := env.Client.CoreV1().ConfigMaps(in.Namespace).Delete(ctx, in.State, metav1.DeleteOptions{}); err != nil {

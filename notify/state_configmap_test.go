@@ -15,12 +15,12 @@ import (
 
 func configMapStore(t *testing.T) *ConfigMapStore {
 	t.Helper()
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	return &ConfigMapStore{Client: env.Client, Namespace: ns, Name: "driftscan-notify", Now: func() time.Time { return testNow }}
 }
 
 func TestConfigMapStoreSavesAndLoads(t *testing.T) {
+	env.Need(t)
 	ctx := t.Context()
 	store := configMapStore(t)
 	st, err := store.Load(ctx)
@@ -68,6 +68,7 @@ func TestConfigMapStoreSavesAndLoads(t *testing.T) {
 // A ConfigMap created empty beforehand (by a chart, so scans need no create
 // right) is an empty state.
 func TestConfigMapStoreReadsAPrecreatedEmptyConfigMap(t *testing.T) {
+	env.Need(t)
 	ctx := t.Context()
 	store := configMapStore(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: store.Name, Namespace: store.Namespace}}
@@ -85,6 +86,7 @@ func TestConfigMapStoreReadsAPrecreatedEmptyConfigMap(t *testing.T) {
 }
 
 func TestConfigMapStoreResetsACorruptStateInPlace(t *testing.T) {
+	env.Need(t)
 	tests := []struct {
 		name       string
 		data       map[string]string
@@ -138,6 +140,7 @@ func TestConfigMapStoreResetsACorruptStateInPlace(t *testing.T) {
 
 // Another tool's ConfigMap named by mistake as the state is left alone.
 func TestConfigMapStoreLeavesAnotherToolsConfigMapAlone(t *testing.T) {
+	env.Need(t)
 	ctx := t.Context()
 	store := configMapStore(t)
 	cms := env.Client.CoreV1().ConfigMaps(store.Namespace)
@@ -157,6 +160,7 @@ func TestConfigMapStoreLeavesAnotherToolsConfigMapAlone(t *testing.T) {
 // Scans that run at the same time each save what they sent; the
 // ConfigMap ends holding all of it, readable.
 func TestConfigMapStoreRacingScans(t *testing.T) {
+	env.Need(t)
 	ctx := t.Context()
 	store := configMapStore(t)
 	first, _ := store.Load(ctx)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/calricon/driftscan/report"
 )
 
 // FileStore keeps the state in a JSON file, for CI. Writes are atomic (a
@@ -91,7 +94,14 @@ func (f *FileStore) Save(ctx context.Context, s *State) error {
 	if err != nil {
 		return fmt.Errorf("state file:%s: %w", f.Path, err)
 	}
-	if err := writeAtomic(f.Path, data); err != nil {
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+		return fmt.Errorf("state file:%s: %w", f.Path, err)
+	}
+	err = report.WriteFileAtomic(f.Path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("state file:%s: %w", f.Path, err)
 	}
 	s.journal = nil
@@ -120,36 +130,4 @@ func (f *FileStore) Check(ctx context.Context, s *State) (Usage, error) {
 	}
 	_ = tmp.Close()
 	return u, os.Remove(tmp.Name())
-}
-
-// writeAtomic writes data to path through a temporary file and a rename.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

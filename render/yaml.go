@@ -42,6 +42,10 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
+// MaxManifestBytes is the largest manifest file the plain renderer reads;
+// the API server itself refuses objects over about 1.5 MiB.
+const MaxManifestBytes = 8 << 20
+
 // renderYAML reads the plain manifests under dir: every file whose name ends
 // in .yaml, .yml or .json, in all subfolders, in the byte order of their
 // slash-separated paths. A file holds any number of documents: YAML
@@ -72,10 +76,6 @@ func (e *FileError) Unwrap() error { return e.Err }
 // A Manifest's Line is the line of the document's first key (for JSON the
 // line of its opening brace). YAML is read as YAML 1.2 (gopkg.in/yaml.v3):
 // an unquoted yes or on is a string, not a boolean.
-// MaxManifestBytes is the largest manifest file the plain renderer reads;
-// the API server itself refuses objects over about 1.5 MiB.
-const MaxManifestBytes = 8 << 20
-
 func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 	files, errs, err := manifestFiles(opts.Dir)
 	if err != nil {

@@ -13,13 +13,13 @@ func contractReport() *Report {
 	r := New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), "prod-eu")
 	r.Apps = []App{{Name: "web", Owner: "team-web", Objects: []Object{
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "prod-a", Name: "web", Findings: []Finding{
-			{Path: ".data.LOG_LEVEL", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug",
+			{Path: ".data.LOG_LEVEL", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug",
 				Contract: &ContractVerdict{Name: "production", Verdict: VerdictViolation}},
-			{Path: ".data.MODE", Type: Changed, Class: ClassPipeline, Manager: "kubectl-set", Git: "a", Live: "b",
+			{Path: ".data.MODE", Type: TypeChanged, Class: ClassPipeline, Manager: "kubectl-set", Git: "a", Live: "b",
 				Contract: &ContractVerdict{Name: "production", Verdict: VerdictUnknown}},
 		}},
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web", Findings: []Finding{
-			{Path: ".data.X", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Git: "1", Live: "2",
+			{Path: ".data.X", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Git: "1", Live: "2",
 				Contract: &ContractVerdict{Verdict: VerdictUncovered}},
 		}},
 	}}}

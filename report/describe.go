@@ -103,13 +103,13 @@ func (a App) Summary() Summary {
 	for _, o := range a.Objects {
 		s.Objects++
 		switch o.Status {
-		case Drifted:
+		case StatusDrifted:
 			s.Drifted++
-		case Missing:
+		case StatusMissing:
 			s.Missing++
-		case Extra:
+		case StatusExtra:
 			s.Extra++
-		case Error:
+		case StatusError:
 			s.Errors++
 		}
 		for _, f := range o.Findings {
@@ -137,7 +137,7 @@ func (a App) Quiet() bool {
 		return false
 	}
 	for _, o := range a.Objects {
-		if o.Status != InSync {
+		if o.Status != StatusInSync {
 			return false
 		}
 	}

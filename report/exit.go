@@ -116,7 +116,7 @@ func (r *Report) ExitCodeFor(f FailOn) int {
 	}
 	for _, app := range r.Apps {
 		for _, o := range app.Objects {
-			if (o.Status == Missing || o.Status == Extra) && !noClass {
+			if (o.Status == StatusMissing || o.Status == StatusExtra) && !noClass {
 				return ExitDrift
 			}
 			for _, fd := range o.ActiveFindings() {

@@ -23,7 +23,7 @@ func writeDiff(w io.Writer, r *Report) error {
 			}
 			gitName, liveName := "git/"+ref, "live/"+ref
 			switch o.Status {
-			case Drifted:
+			case StatusDrifted:
 				active := o.ActiveFindings()
 				if len(active) == 0 {
 					continue
@@ -34,10 +34,10 @@ func writeDiff(w io.Writer, r *Report) error {
 					diffLines(&b, "-", f.Git)
 					diffLines(&b, "+", f.Live)
 				}
-			case Missing:
+			case StatusMissing:
 				diffHeader(&b, gitName, "/dev/null")
 				b.WriteString("@@ " + o.Ref() + " @@ Missing: " + statusText(o) + objectWhere(app, o) + "\n")
-			case Extra:
+			case StatusExtra:
 				diffHeader(&b, "/dev/null", liveName)
 				b.WriteString("@@ " + o.Ref() + " @@ Extra: " + statusText(o) + "\n")
 			}

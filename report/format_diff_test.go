@@ -11,9 +11,9 @@ func TestDiffHunks(t *testing.T) {
 	r.Apps = []App{{Name: "ops", Objects: []Object{{
 		Kind: "ClusterRole", Name: "reader",
 		Findings: []Finding{
-			{Path: ".rules", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Git: `[{"verbs":["get"]}]`, Live: `[{"verbs":["get","list"]}]`},
-			{Path: ".metadata.annotations.note", Type: Added, Class: ClassUnknown, Live: "line one\nline two"},
-			{Path: ".metadata.labels.tier", Type: Removed, Class: ClassPipeline, Manager: "ci", Git: "gold", Ignored: true},
+			{Path: ".rules", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Git: `[{"verbs":["get"]}]`, Live: `[{"verbs":["get","list"]}]`},
+			{Path: ".metadata.annotations.note", Type: TypeAdded, Class: ClassUnknown, Live: "line one\nline two"},
+			{Path: ".metadata.labels.tier", Type: TypeRemoved, Class: ClassPipeline, Manager: "ci", Git: "gold", Ignored: true},
 		},
 	}}}}
 	r.Finalize()

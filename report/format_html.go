@@ -164,7 +164,7 @@ func newHTMLView(r *Report, now time.Time) htmlView {
 		for _, o := range app.Objects {
 			own := owner(objectOwner(app, o))
 			own.Objects++
-			if o.Status == Drifted {
+			if o.Status == StatusDrifted {
 				own.Drifted++
 			}
 			own.Findings += len(o.ActiveFindings())
@@ -206,7 +206,7 @@ func newHTMLView(r *Report, now time.Time) htmlView {
 		v.Namespaces = append(v.Namespaces, htmlOption{Value: ns, Label: label})
 	}
 	sort.Slice(v.Namespaces, func(i, j int) bool { return v.Namespaces[i].Value < v.Namespaces[j].Value })
-	for _, s := range []Status{Drifted, Missing, Error, Extra} {
+	for _, s := range []Status{StatusDrifted, StatusMissing, StatusError, StatusExtra} {
 		if statuses[s] {
 			v.Statuses = append(v.Statuses, s)
 		}
@@ -239,7 +239,7 @@ func newHTMLApp(app App, now time.Time, namespaces map[string]bool, statuses map
 		a.Notes = append(a.Notes, breakglassText(*b))
 	}
 	for _, o := range app.Objects {
-		if o.Status == InSync {
+		if o.Status == StatusInSync {
 			a.InSync++
 			continue
 		}

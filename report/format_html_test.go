@@ -96,7 +96,7 @@ func TestHTMLEscapesWhatTheClusterHolds(t *testing.T) {
 	r := New(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), `prod"><script>alert(1)</script>`)
 	r.Apps = []App{{Name: `web<b>`, Owner: `team"web`, Error: hostile, Objects: []Object{{
 		APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: `a"><svg onload=alert(1)>`,
-		Findings: []Finding{{Path: hostile, Type: Changed, Class: ClassHuman, Manager: hostile, Git: hostile, Live: hostile, Hint: hostile, Time: "2026-07-01T11:00:00Z"}},
+		Findings: []Finding{{Path: hostile, Type: TypeChanged, Class: ClassHuman, Manager: hostile, Git: hostile, Live: hostile, Hint: hostile, Time: "2026-07-01T11:00:00Z"}},
 	}}}}
 	r.Finalize()
 	var b bytes.Buffer
@@ -168,19 +168,19 @@ func benchEstateReport() *Report {
 			switch {
 			case kind == "Deployment" && webhookNS:
 				o.Findings = []Finding{
-					{Path: `.spec.template.metadata.annotations.sidecar.istio.io/status`, Type: Added, Class: ClassWebhook, Live: `{"initContainers":null,"containers":["istio-proxy"],"volumes":["istio-envoy","istio-data"],"revision":"default"}`, Actor: "istio-sidecar-injector", Hint: "injected at admission, so no manager owns it: ignore it with a jsonPointers rule, not managedFieldsManagers"},
-					{Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: Added, Class: ClassWebhook, Live: sidecar, Actor: "istio-sidecar-injector", Hint: "injected at admission, so no manager owns it: ignore it with a jsonPointers rule, not managedFieldsManagers"},
+					{Path: `.spec.template.metadata.annotations.sidecar.istio.io/status`, Type: TypeAdded, Class: ClassWebhook, Live: `{"initContainers":null,"containers":["istio-proxy"],"volumes":["istio-envoy","istio-data"],"revision":"default"}`, Actor: "istio-sidecar-injector", Hint: "injected at admission, so no manager owns it: ignore it with a jsonPointers rule, not managedFieldsManagers"},
+					{Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: TypeAdded, Class: ClassWebhook, Live: sidecar, Actor: "istio-sidecar-injector", Hint: "injected at admission, so no manager owns it: ignore it with a jsonPointers rule, not managedFieldsManagers"},
 				}
 			case !drift:
 			case kind == "Deployment" && deployments%2 == 0:
-				o.Findings = []Finding{{Path: `.spec.template.spec.containers[name="app"].image`, Type: Changed, Class: ClassPipeline, Manager: "kubectl-set", Operation: "Update", Time: "2026-07-01T09:00:00Z", Git: "registry.example.com/estate/app:1.0.0", Live: "registry.example.com/estate/app:1.0.1"}}
+				o.Findings = []Finding{{Path: `.spec.template.spec.containers[name="app"].image`, Type: TypeChanged, Class: ClassPipeline, Manager: "kubectl-set", Operation: "Update", Time: "2026-07-01T09:00:00Z", Git: "registry.example.com/estate/app:1.0.0", Live: "registry.example.com/estate/app:1.0.1"}}
 			case kind == "Deployment":
-				o.Findings = []Finding{{Path: ".spec.replicas", Type: Changed, Class: ClassOperator, Manager: "kube-controller-manager", Operation: "Update", Subresource: "scale", Time: "2026-07-01T11:58:30Z", Git: "2", Live: "5",
+				o.Findings = []Finding{{Path: ".spec.replicas", Type: TypeChanged, Class: ClassOperator, Manager: "kube-controller-manager", Operation: "Update", Subresource: "scale", Time: "2026-07-01T11:58:30Z", Git: "2", Live: "5",
 					Hint: fmt.Sprintf("HorizontalPodAutoscaler %s/%s scales this Deployment: leave spec.replicas out of Git", ns, o.Name)}}
 			case kind == "ConfigMap":
-				o.Findings = []Finding{{Path: ".data.LOG_LEVEL", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Operation: "Update", Time: "2026-07-01T10:00:00Z", Git: "info", Live: "debug"}}
+				o.Findings = []Finding{{Path: ".data.LOG_LEVEL", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Operation: "Update", Time: "2026-07-01T10:00:00Z", Git: "info", Live: "debug"}}
 			case kind == "Route":
-				o.Findings = []Finding{{Path: `.spec.backends[name="primary"].weight`, Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Operation: "Update", Time: "2026-07-01T10:30:00Z", Git: "90", Live: "50"}}
+				o.Findings = []Finding{{Path: `.spec.backends[name="primary"].weight`, Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Operation: "Update", Time: "2026-07-01T10:30:00Z", Git: "90", Live: "50"}}
 			}
 			app.Objects = append(app.Objects, o)
 		}
@@ -193,7 +193,7 @@ func benchEstateReport() *Report {
 func TestHTMLShowsAContractViolation(t *testing.T) {
 	r := New(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), "prod")
 	r.Apps = []App{{Name: "web", Objects: []Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: "a",
-		Findings: []Finding{{Path: ".data.x", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Git: "1", Live: "2",
+		Findings: []Finding{{Path: ".data.x", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Git: "1", Live: "2",
 			Contract: &ContractVerdict{Name: "production", Verdict: VerdictViolation}}}}}}}
 	r.Finalize()
 	var b bytes.Buffer

@@ -94,9 +94,9 @@ func writeJUnit(w io.Writer, r *Report, opts WriteOptions) error {
 			}
 			active := o.ActiveFindings()
 			switch o.Status {
-			case Error:
+			case StatusError:
 				c.Error = &junitProblem{Message: xmlSafe(firstLine(o.Error)), Type: "error", Body: xmlSafe(o.Error)}
-			case Missing, Extra:
+			case StatusMissing, StatusExtra:
 				c.Failure = &junitProblem{Message: statusText(o), Type: strings.ToLower(string(o.Status)), Body: xmlSafe(o.Ref() + ": " + statusText(o))}
 			default:
 				if len(active) > 0 {

@@ -110,7 +110,7 @@ func TestJUnitObjectWithOnlyIgnoredFindingsPasses(t *testing.T) {
 	r := New(loadFixture(t).ScannedAt, "c")
 	r.Apps = []App{{Name: "web", Objects: []Object{{
 		Kind: "Deployment", Namespace: "web", Name: "frontend",
-		Findings: []Finding{{Path: ".spec.replicas", Type: Changed, Class: ClassHuman, Git: "1", Live: "3", Ignored: true, IgnoreRule: &IgnoreRule{Reason: "scaled by hand on purpose"}}},
+		Findings: []Finding{{Path: ".spec.replicas", Type: TypeChanged, Class: ClassHuman, Git: "1", Live: "3", Ignored: true, IgnoreRule: &IgnoreRule{Reason: "scaled by hand on purpose"}}},
 	}}}}
 	r.Finalize()
 	var doc junitDoc
@@ -126,7 +126,7 @@ func TestJUnitReplacesCharactersXMLCannotCarry(t *testing.T) {
 	r := New(loadFixture(t).ScannedAt, "c")
 	r.Apps = []App{{Name: "web", Objects: []Object{{
 		Kind: "ConfigMap", Namespace: "web", Name: "cfg",
-		Findings: []Finding{{Path: ".data.x", Type: Changed, Class: ClassHuman, Git: "a\x00b", Live: "c\x1bd]]>e"}},
+		Findings: []Finding{{Path: ".data.x", Type: TypeChanged, Class: ClassHuman, Git: "a\x00b", Live: "c\x1bd]]>e"}},
 	}}}}
 	r.Finalize()
 	var doc junitDoc

@@ -71,7 +71,7 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 			p("**Warning:** this app has more ignore rules than `--max-ignores-per-app` allows.\n\n")
 		}
 		for _, o := range app.Objects {
-			if o.Status == InSync {
+			if o.Status == StatusInSync {
 				continue
 			}
 			writeMarkdownObject(&b, app, o, width, now)
@@ -121,7 +121,7 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 func writeMarkdownObject(b *strings.Builder, app App, o Object, width int, now time.Time) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	detail := string(o.Status)
-	if o.Status == Drifted {
+	if o.Status == StatusDrifted {
 		active := o.ActiveFindings()
 		byClass := map[Class]int{}
 		for _, f := range active {
@@ -142,9 +142,9 @@ func writeMarkdownObject(b *strings.Builder, app App, o Object, width int, now t
 		where = " Declared in " + mdCode(location(mp, o.Line), 0) + "."
 	}
 	switch o.Status {
-	case Missing, Extra:
+	case StatusMissing, StatusExtra:
 		p("%s.%s\n\n", upperFirst(statusText(o)), where)
-	case Error:
+	case StatusError:
 		p("Could not be compared.%s\n\n%s", where, mdFence(o.Error))
 	default:
 		if where != "" {

@@ -37,7 +37,7 @@ func TestMarkdownEscapesValuesInFindingsTables(t *testing.T) {
 	r := New(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), "prod")
 	r.Apps = []App{{Name: "web", Objects: []Object{{
 		Kind: "ConfigMap", Namespace: "web", Name: "cfg",
-		Findings: []Finding{{Path: ".data.cmd", Type: Changed, Class: ClassHuman, Manager: "kubectl-edit", Git: "a | b", Live: "run `x` | y"}},
+		Findings: []Finding{{Path: ".data.cmd", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl-edit", Git: "a | b", Live: "run `x` | y"}},
 	}}}}
 	r.Finalize()
 	out := string(mustWrite(t, FormatMarkdown, r))

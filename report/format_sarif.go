@@ -112,11 +112,11 @@ func writeSARIF(w io.Writer, r *Report, opts WriteOptions) error {
 		for _, o := range app.Objects {
 			loc := sarifLocation(app, o)
 			switch o.Status {
-			case Missing:
+			case StatusMissing:
 				run.AddResult(sarifObjectResult(r, app, o, sarifMissingRule, loc))
-			case Extra:
+			case StatusExtra:
 				run.AddResult(sarifObjectResult(r, app, o, sarifExtraRule, loc))
-			case Error:
+			case StatusError:
 				notes = append(notes, sarifNotification(fmt.Sprintf("app %s: %s: %s", app.Name, o.Ref(), o.Error), loc))
 			}
 			for _, f := range o.Findings {

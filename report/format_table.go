@@ -43,11 +43,11 @@ var classColor = map[Class]string{
 }
 
 var statusColor = map[Status]string{
-	InSync:  ansiGreen,
-	Drifted: ansiYellow,
-	Missing: ansiRed,
-	Error:   ansiBoldRed,
-	Extra:   ansiMagenta,
+	StatusInSync:  ansiGreen,
+	StatusDrifted: ansiYellow,
+	StatusMissing: ansiRed,
+	StatusError:   ansiBoldRed,
+	StatusExtra:   ansiMagenta,
 }
 
 // paint wraps s in an ANSI colour when on is set.
@@ -142,7 +142,7 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		}
 		headed := false
 		for _, o := range app.Objects {
-			if o.Status == InSync {
+			if o.Status == StatusInSync {
 				continue
 			}
 			if !headed && len(o.Findings) > 0 {

@@ -16,7 +16,7 @@ func FuzzWriteFinding(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path, git, live, manager, hint string) {
 		r := New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "c")
 		r.Apps = []App{{Name: "a", Objects: []Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "o", File: "f.yaml", Line: 1,
-			Findings: []Finding{{Path: path, Type: Changed, Class: ClassHuman, Manager: manager, Git: git, Live: live, Hint: hint}}}}}}
+			Findings: []Finding{{Path: path, Type: TypeChanged, Class: ClassHuman, Manager: manager, Git: git, Live: live, Hint: hint}}}}}}
 		r.Finalize()
 		narrow := DefaultWriteOptions()
 		narrow.Width = 40

@@ -28,6 +28,12 @@ const (
 	ClassUnknown  Class = "unknown"
 )
 
+// Deliberate reports whether drift of class c was made on purpose outside
+// Git, by a pipeline or a person: the drift a GitOps sync reverts, that
+// breakglass protects and backport carries back to Git. A webhook or an
+// operator makes its change again; unknown drift needs a person to decide.
+func (c Class) Deliberate() bool { return c == ClassPipeline || c == ClassHuman }
+
 // Classes lists every class in report order.
 var Classes = []Class{ClassWebhook, ClassOperator, ClassPipeline, ClassHuman, ClassUnknown}
 
@@ -35,24 +41,24 @@ var Classes = []Class{ClassWebhook, ClassOperator, ClassPipeline, ClassHuman, Cl
 type Type string
 
 const (
-	// Changed: Git declares the field and the live value differs.
-	Changed Type = "Changed"
-	// Removed: Git declares the field and live has none.
-	Removed Type = "Removed"
-	// Added: live has a field Git does not declare, that is neither a server
+	// TypeChanged: Git declares the field and the live value differs.
+	TypeChanged Type = "Changed"
+	// TypeRemoved: Git declares the field and live has none.
+	TypeRemoved Type = "Removed"
+	// TypeAdded: live has a field Git does not declare, that is neither a server
 	// default nor a field an operator owns.
-	Added Type = "Added"
+	TypeAdded Type = "Added"
 )
 
 // Status is the state of one desired object.
 type Status string
 
 const (
-	InSync  Status = "InSync"
-	Drifted Status = "Drifted"
-	Missing Status = "Missing" // in Git, not in the cluster
-	Error   Status = "Error"   // could not be compared; Object.Error says why
-	Extra   Status = "Extra"   // in the cluster with the app's tracking label, not in Git
+	StatusInSync  Status = "InSync"
+	StatusDrifted Status = "Drifted"
+	StatusMissing Status = "Missing" // in Git, not in the cluster
+	StatusError   Status = "Error"   // could not be compared; Object.Error says why
+	StatusExtra   Status = "Extra"   // in the cluster with the app's tracking label, not in Git
 )
 
 // Report is the result of one scan.
@@ -345,10 +351,10 @@ func (r *Report) Finalize() {
 			}
 			sort.SliceStable(o.Findings, func(i, j int) bool { return o.Findings[i].Path < o.Findings[j].Path })
 			sort.SliceStable(o.Dismissed, func(i, j int) bool { return o.Dismissed[i].Path < o.Dismissed[j].Path })
-			if o.Status == InSync || o.Status == Drifted || o.Status == "" {
-				o.Status = InSync
+			if o.Status == StatusInSync || o.Status == StatusDrifted || o.Status == "" {
+				o.Status = StatusInSync
 				if len(o.ActiveFindings()) > 0 {
-					o.Status = Drifted
+					o.Status = StatusDrifted
 				}
 			}
 		}

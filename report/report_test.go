@@ -17,15 +17,15 @@ func TestExitCode(t *testing.T) {
 		r.Finalize()
 		return r
 	}
-	webhook := Finding{Path: ".spec.template.spec.containers[name=\"istio-proxy\"]", Type: Added, Class: ClassWebhook}
-	human := Finding{Path: ".spec.replicas", Type: Changed, Class: ClassHuman, Manager: "kubectl"}
+	webhook := Finding{Path: ".spec.template.spec.containers[name=\"istio-proxy\"]", Type: TypeAdded, Class: ClassWebhook}
+	human := Finding{Path: ".spec.replicas", Type: TypeChanged, Class: ClassHuman, Manager: "kubectl"}
 	ignoredHuman := human
 	ignoredHuman.Ignored = true
 	ignoredHuman.IgnoreRule = &IgnoreRule{Owner: "team-web", Reason: "scaled on purpose", Expires: "2026-12-31"}
-	withAppError := build(InSync)
+	withAppError := build(StatusInSync)
 	withAppError.Apps[0].Error = "render: boom"
 	withAppError.Finalize()
-	withScanError := build(Drifted, human)
+	withScanError := build(StatusDrifted, human)
 	withScanError.Errors = []string{"list batch/v1 CronJob: not found"}
 	withScanError.Finalize()
 
@@ -36,19 +36,19 @@ func TestExitCode(t *testing.T) {
 		failOn []Class
 		want   int
 	}{
-		{"no drift exits 0", build(InSync), nil, ExitOK},
-		{"nil fail-on fails on every class: webhook", build(Drifted, webhook), nil, ExitDrift},
-		{"nil fail-on fails on every class: human", build(Drifted, human), nil, ExitDrift},
-		{"fail-on none never fails on drift", build(Drifted, human), []Class{}, ExitOK},
-		{"fail-on human,pipeline,unknown with only webhook findings exits 0", build(Drifted, webhook), ciClasses, ExitOK},
-		{"fail-on human,pipeline,unknown with a human finding exits 1", build(Drifted, webhook, human), ciClasses, ExitDrift},
-		{"an ignored human finding does not fail", build(Drifted, ignoredHuman), ciClasses, ExitOK},
-		{"an ignored human finding does not fail with nil fail-on either", build(Drifted, ignoredHuman), nil, ExitOK},
-		{"a missing object fails when any class fails", build(Missing), ciClasses, ExitDrift},
-		{"a missing object does not fail with fail-on none", build(Missing), []Class{}, ExitOK},
-		{"an extra object fails", build(Extra), nil, ExitDrift},
-		{"an object in error exits 2", build(Error), nil, ExitError},
-		{"an object in error exits 2 even with fail-on none", build(Error), []Class{}, ExitError},
+		{"no drift exits 0", build(StatusInSync), nil, ExitOK},
+		{"nil fail-on fails on every class: webhook", build(StatusDrifted, webhook), nil, ExitDrift},
+		{"nil fail-on fails on every class: human", build(StatusDrifted, human), nil, ExitDrift},
+		{"fail-on none never fails on drift", build(StatusDrifted, human), []Class{}, ExitOK},
+		{"fail-on human,pipeline,unknown with only webhook findings exits 0", build(StatusDrifted, webhook), ciClasses, ExitOK},
+		{"fail-on human,pipeline,unknown with a human finding exits 1", build(StatusDrifted, webhook, human), ciClasses, ExitDrift},
+		{"an ignored human finding does not fail", build(StatusDrifted, ignoredHuman), ciClasses, ExitOK},
+		{"an ignored human finding does not fail with nil fail-on either", build(StatusDrifted, ignoredHuman), nil, ExitOK},
+		{"a missing object fails when any class fails", build(StatusMissing), ciClasses, ExitDrift},
+		{"a missing object does not fail with fail-on none", build(StatusMissing), []Class{}, ExitOK},
+		{"an extra object fails", build(StatusExtra), nil, ExitDrift},
+		{"an object in error exits 2", build(StatusError), nil, ExitError},
+		{"an object in error exits 2 even with fail-on none", build(StatusError), []Class{}, ExitError},
 		{"an app error exits 2", withAppError, ciClasses, ExitError},
 		{"a scan error exits 2 over drift", withScanError, nil, ExitError},
 		{"the fixture, with errors, exits 2", loadFixture(t), ciClasses, ExitError},

@@ -158,11 +158,11 @@ func warningText(w Warning) string {
 // attention beyond its findings.
 func statusText(o Object) string {
 	switch o.Status {
-	case Missing:
+	case StatusMissing:
 		return "in Git, not in the cluster"
-	case Extra:
+	case StatusExtra:
 		return "in the cluster with the app's tracking label, not in Git"
-	case Error:
+	case StatusError:
 		return o.Error
 	}
 	return ""

@@ -124,12 +124,12 @@ func TestFixtureIsAFinalizedReportThatCoversTheContract(t *testing.T) {
 			t.Errorf("fixture has no %s finding", c)
 		}
 	}
-	for _, ty := range []Type{Changed, Removed, Added} {
+	for _, ty := range []Type{TypeChanged, TypeRemoved, TypeAdded} {
 		if !types[ty] {
 			t.Errorf("fixture has no %s finding", ty)
 		}
 	}
-	for _, s := range []Status{InSync, Drifted, Missing, Error, Extra} {
+	for _, s := range []Status{StatusInSync, StatusDrifted, StatusMissing, StatusError, StatusExtra} {
 		if !statuses[s] {
 			t.Errorf("fixture has no %s object", s)
 		}

@@ -77,7 +77,7 @@ func Backport(ctx context.Context, cfg *config.Config, opts BackportOptions) (Ba
 	}
 	res := BackportResult{}
 	for _, obj := range r.Apps[0].Objects {
-		if obj.Status == report.Error {
+		if obj.Status == report.StatusError {
 			res.NotCompared = append(res.NotCompared, obj)
 		}
 	}

@@ -116,6 +116,7 @@ func pagedApp(t *testing.T, n int, pd *slowPagerDuty) (*config.Config, Options, 
 
 // otherRun is another driftscan run trying to take the Lease.
 func otherRun(t *testing.T, stateNS string) error {
+	env.Need(t)
 	o := lease.DefaultOptions()
 	o.Namespace, o.Name, o.Holder, o.Duration = stateNS, "driftscan-state", "cronjob-next/1", 2*time.Second
 	l, err := lease.Acquire(t.Context(), env.Client, o)
@@ -163,6 +164,7 @@ func TestTheLeaseIsRenewedWhileTheRunNotifies(t *testing.T) {
 // was paused past it): the rest is not sent, which the errors say, and
 // what was sent is saved.
 func TestSendingStopsWhenTheLeaseIsLost(t *testing.T) {
+	env.Need(t)
 	pd := newSlowPagerDuty(t, 300*time.Millisecond)
 	cfg, opts, stateNS := pagedApp(t, 6, pd)
 	pd.onEvent = func(n int) {

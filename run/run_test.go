@@ -72,6 +72,7 @@ spec:
 // clock that reads now.
 func scanAt(t *testing.T, argoNS string, now time.Time) *report.Report {
 	t.Helper()
+	env.Need(t)
 	opts := DefaultOptions()
 	opts.Scan.RESTConfig, opts.Scan.GitCacheDir = env.Config, t.TempDir()
 	dopts := discover.DefaultOptions()
@@ -103,6 +104,7 @@ func expiry(app report.App) *report.Finding {
 }
 
 func TestAnExpiredSuspensionIsDriftUntilAutoResumedSafely(t *testing.T) {
+	env.Need(t)
 	appNS, argoNS := argoApp(t)
 	client, err := dynamic.NewForConfig(env.Config)
 	if err != nil {

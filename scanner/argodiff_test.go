@@ -59,6 +59,7 @@ func argodiffBinary(t *testing.T) string {
 // server-side-applied app, with the API server's schema.
 func runArgoDiff(t *testing.T, bin, dir, ns string) map[string]argoResult {
 	t.Helper()
+	env.Need(t)
 	abs, _ := filepath.Abs(dir)
 	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns})
 	if err != nil {
@@ -228,7 +229,7 @@ func compareWithArgo(t *testing.T, r *report.Report, argo map[string]argoResult)
 			}
 			changedOrRemoved := false
 			for _, f := range o.ActiveFindings() {
-				if f.Type != report.Changed && f.Type != report.Removed {
+				if f.Type != report.TypeChanged && f.Type != report.TypeRemoved {
 					continue
 				}
 				changedOrRemoved = true
@@ -239,9 +240,9 @@ func compareWithArgo(t *testing.T, r *report.Report, argo map[string]argoResult)
 			switch {
 			case changedOrRemoved && !ar.Modified:
 				out = append(out, disagreement{name, "changed-not-argo"})
-			case o.Status == report.Drifted && !ar.Modified:
+			case o.Status == report.StatusDrifted && !ar.Modified:
 				out = append(out, disagreement{name, "drifted-not-argo"})
-			case o.Status != report.Drifted && ar.Modified:
+			case o.Status != report.StatusDrifted && ar.Modified:
 				out = append(out, disagreement{name, "argo-not-drifted"})
 			}
 		}

@@ -53,7 +53,7 @@ func (s *scan) attribute(d desired, cl *classify.Classifier, obj classify.Object
 		Object:    audit.ObjectRef{Group: d.mapping.Resource.Group, Resource: d.mapping.Resource.Resource, Namespace: obj.Namespace, Name: obj.Name},
 		Path:      auditPath(ch.Path),
 		Type:      ch.Type,
-		Injected:  ch.Type == report.Added && owner == nil && ch.NewKey,
+		Injected:  ch.Type == report.TypeAdded && owner == nil && ch.NewKey,
 		Webhooks:  obj.Webhooks,
 		IsApplier: cl.IsApplier,
 	}

@@ -30,8 +30,8 @@ func TestAWebhooksSidecarAndAnnotationAreWebhookDrift(t *testing.T) {
 
 	r := runScan(t, webApp(injected))
 	want := []row{
-		{Object: "Deployment/web", Path: ".metadata.annotations.sidecar.istio.io/status", Type: report.Added, Class: report.ClassWebhook, Live: `{"containers":["istio-proxy"]}`},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.Added, Class: report.ClassWebhook, Live: `{"args":["proxy","sidecar"],"image":"docker.io/istio/proxyv2:1.24.0","imagePullPolicy":"IfNotPresent","name":"istio-proxy","terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}`},
+		{Object: "Deployment/web", Path: ".metadata.annotations.sidecar.istio.io/status", Type: report.TypeAdded, Class: report.ClassWebhook, Live: `{"containers":["istio-proxy"]}`},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="istio-proxy"]`, Type: report.TypeAdded, Class: report.ClassWebhook, Live: `{"args":["proxy","sidecar"],"image":"docker.io/istio/proxyv2:1.24.0","imagePullPolicy":"IfNotPresent","name":"istio-proxy","terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}`},
 	}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -60,7 +60,7 @@ spec:
 	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
 
 	r := runScan(t, webApp(ns))
-	want := []row{{Object: "Deployment/web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"}}
+	want := []row{{Object: "Deployment/web", Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
@@ -91,11 +91,11 @@ func TestEachManagerGetsItsClass(t *testing.T) {
 	cfg.Rules = []classify.Rule{{Manager: "^ci-bot$", Class: report.ClassPipeline}}
 	r := runScan(t, cfg)
 	want := []row{
-		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassOperator, Manager: "config-operator", Git: "info", Live: "warn"},
-		{Object: "Deployment/web", Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.Added, Class: report.ClassPipeline, Manager: "helm", Live: "web"},
-		{Object: "Deployment/web", Path: ".metadata.labels.debug", Type: report.Added, Class: report.ClassHuman, Manager: "Mozilla", Live: "true"},
-		{Object: "Deployment/web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl", Git: "3", Live: "1"},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "ci-bot", Git: "nginx:1.25", Live: "nginx:1.25-canary"},
+		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "config-operator", Git: "info", Live: "warn"},
+		{Object: "Deployment/web", Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.TypeAdded, Class: report.ClassPipeline, Manager: "helm", Live: "web"},
+		{Object: "Deployment/web", Path: ".metadata.labels.debug", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "Mozilla", Live: "true"},
+		{Object: "Deployment/web", Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl", Git: "3", Live: "1"},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "ci-bot", Git: "nginx:1.25", Live: "nginx:1.25-canary"},
 	}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

@@ -142,7 +142,7 @@ func (s *scan) compare(ctx context.Context, live *liveState) {
 		wg   sync.WaitGroup
 		next atomic.Int64
 	)
-	for w := 0; w < renderWorkers; w++ {
+	for w := 0; w < s.opts.Workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -165,16 +165,16 @@ func (s *scan) compare(ctx context.Context, live *liveState) {
 func (s *scan) compareOne(d desired, live *liveState, cc classifyContext) {
 	ro := &s.r.Apps[d.app].Objects[d.object]
 	if err := live.listErr(d); err != nil {
-		ro.Status, ro.Error = report.Error, err.Error()
+		ro.Status, ro.Error = report.StatusError, err.Error()
 		return
 	}
 	l := live.objects[keyOf(d.obj)]
 	if l == nil {
-		ro.Status = report.Missing
+		ro.Status = report.StatusMissing
 		return
 	}
 	if err := s.compareObject(d, l, cc, ro); err != nil {
-		ro.Status, ro.Error = report.Error, fmt.Sprintf("%s: %v", ro.Ref(), err)
+		ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
 	}
 }
 
@@ -217,7 +217,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			continue
 		}
 		var who *report.Attribution
-		if s.audit != nil && (owner != nil || ch.Type != report.Added || ch.NewKey) {
+		if s.audit != nil && (owner != nil || ch.Type != report.TypeAdded || ch.NewKey) {
 			who = s.attribute(d, cl, obj, ch, owner)
 		}
 		cch := classify.Change{
@@ -240,7 +240,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 		ignores.Apply(ch.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)
 	}
-	ro.Status = report.InSync
+	ro.Status = report.StatusInSync
 	return nil
 }
 
@@ -253,7 +253,7 @@ var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/in
 func (s *scan) extra(live *liveState) {
 	for _, e := range live.extra {
 		s.r.Apps[e.app].Objects = append(s.r.Apps[e.app].Objects, report.Object{
-			APIVersion: e.apiVersion, Kind: e.kind, Namespace: e.namespace, Name: e.name, Status: report.Extra,
+			APIVersion: e.apiVersion, Kind: e.kind, Namespace: e.namespace, Name: e.name, Status: report.StatusExtra,
 		})
 	}
 }

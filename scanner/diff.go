@@ -87,21 +87,21 @@ func diff(t *typer, gv schema.GroupVersion, desired, live map[string]any) ([]cha
 		if equivalent(g, l, kindAt(tvLive, p).TypeName) {
 			return
 		}
-		out = append(out, change{Path: p.Copy(), Type: report.Changed, Git: g, Live: l, GitPresent: gok, LivePresent: lok, Pointer: ptr})
+		out = append(out, change{Path: p.Copy(), Type: report.TypeChanged, Git: g, Live: l, GitPresent: gok, LivePresent: lok, Pointer: ptr})
 	})
 	topmost(cmp.Removed).Iterate(func(p fieldpath.Path) {
 		g, ptr, gok := lookup(desired, p)
 		if !gok || empty(g) {
 			return
 		}
-		out = append(out, change{Path: p.Copy(), Type: report.Removed, Git: g, GitPresent: true, Pointer: ptr})
+		out = append(out, change{Path: p.Copy(), Type: report.TypeRemoved, Git: g, GitPresent: true, Pointer: ptr})
 	})
 	for _, u := range addedUnits(tvLive, cmp.Added) {
 		l, ptr, lok := lookup(live, u.path)
 		if !lok {
 			continue
 		}
-		out = append(out, change{Path: u.path, Type: report.Added, NewKey: u.kind.NewKey, Live: l, LivePresent: true, Pointer: ptr})
+		out = append(out, change{Path: u.path, Type: report.TypeAdded, NewKey: u.kind.NewKey, Live: l, LivePresent: true, Pointer: ptr})
 	}
 	return out, nil
 }

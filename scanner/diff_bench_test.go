@@ -19,7 +19,6 @@ import (
 // the test API server returns after a sync, then after a pipeline's
 // `kubectl set image` and an HPA's scale.
 func BenchmarkDiffPerObject(b *testing.B) {
-	env.Need(b)
 	ns := env.Namespace(b, nil)
 	desired := cluster.Object(b, `
 apiVersion: apps/v1
@@ -66,7 +65,7 @@ spec:
 			}
 			n := 0
 			for _, c := range changes {
-				if c.Type != report.Added {
+				if c.Type != report.TypeAdded {
 					n++
 				}
 			}

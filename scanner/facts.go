@@ -33,11 +33,11 @@ type objectFacts struct {
 func (of *objectFacts) fill(cc *classify.Change, ch change) {
 	cc.ZeroGit = ch.GitPresent && zeroValue(ch.Git)
 	switch ch.Type {
-	case report.Removed:
+	case report.TypeRemoved:
 		if cc.ZeroGit {
 			cc.Omitted = of.dropsZero(ch)
 		}
-	case report.Changed:
+	case report.TypeChanged:
 		extra, ok := within(ch.Live, ch.Git)
 		if !ok || !of.sentAsGit(ch) || !defaultsHold(of.typer.schemaAt(of.gvk, ch.Path), extra, ch.Git) {
 			return
@@ -49,7 +49,7 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 				cc.Filled = string(data)
 			}
 		}
-	case report.Added:
+	case report.TypeAdded:
 		if last := of.lastAppliedConfig(); last != nil {
 			_, _, cc.InLastApplied = lookup(last, ch.Path)
 		}

@@ -135,9 +135,9 @@ func TestAnAPIServerGoneMidScanEndsWithWhatFinished(t *testing.T) {
 	var done, failed int
 	for _, o := range r.Apps[0].Objects {
 		switch o.Status {
-		case report.InSync:
+		case report.StatusInSync:
 			done++
-		case report.Error:
+		case report.StatusError:
 			failed++
 			if o.Error == "" {
 				t.Errorf("%s failed without saying why", o.Ref())

@@ -144,30 +144,30 @@ func TestAFindingKeepsItsPointerTypedValuesAndMasking(t *testing.T) {
 	debug, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
 	want := []fidelity{
 		// A removed map key: the pointer is into Git, the value Git's string.
-		{Object: "ConfigMap/web-config", Path: ".data.FEATURE", Pointer: "/data/FEATURE", Elements: []string{"f:data", "f:FEATURE"}, Type: report.Removed, GitValue: "on"},
+		{Object: "ConfigMap/web-config", Path: ".data.FEATURE", Pointer: "/data/FEATURE", Elements: []string{"f:data", "f:FEATURE"}, Type: report.TypeRemoved, GitValue: "on"},
 		// ConfigMap data are strings, whatever they look like.
-		{Object: "ConfigMap/web-config", Path: ".data.LIMIT", Pointer: "/data/LIMIT", Elements: []string{"f:data", "f:LIMIT"}, Type: report.Changed, GitValue: "5", LiveValue: "6"},
+		{Object: "ConfigMap/web-config", Path: ".data.LIMIT", Pointer: "/data/LIMIT", Elements: []string{"f:data", "f:LIMIT"}, Type: report.TypeChanged, GitValue: "5", LiveValue: "6"},
 		// A map key with '/' is one element, escaped in the pointer.
-		{Object: "Deployment/web", Path: ".metadata.annotations.example.com/owner", Pointer: "/metadata/annotations/example.com~1owner", Elements: []string{"f:metadata", "f:annotations", "f:example.com/owner"}, Type: report.Changed, GitValue: "x", LiveValue: "y"},
+		{Object: "Deployment/web", Path: ".metadata.annotations.example.com/owner", Pointer: "/metadata/annotations/example.com~1owner", Elements: []string{"f:metadata", "f:annotations", "f:example.com/owner"}, Type: report.TypeChanged, GitValue: "x", LiveValue: "y"},
 		// A scalar: numbers stay numbers.
-		{Object: "Deployment/web", Path: ".spec.replicas", Pointer: "/spec/replicas", Elements: []string{"f:spec", "f:replicas"}, Type: report.Changed, GitValue: int64(3), LiveValue: int64(5)},
+		{Object: "Deployment/web", Path: ".spec.replicas", Pointer: "/spec/replicas", Elements: []string{"f:spec", "f:replicas"}, Type: report.TypeChanged, GitValue: int64(3), LiveValue: int64(5)},
 		// A removed env var: the pointer has its index in Git, which live lacks.
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="A"]`, Pointer: "/spec/template/spec/containers/0/env/0", Elements: container("app", "f:env", `k:{"name":"A"}`), Type: report.Removed, GitValue: map[string]any{"name": "A", "value": "1"}},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="A"]`, Pointer: "/spec/template/spec/containers/0/env/0", Elements: container("app", "f:env", `k:{"name":"A"}`), Type: report.TypeRemoved, GitValue: map[string]any{"name": "A", "value": "1"}},
 		// An env var added by name, in the app container that is second
 		// live, where the strategic merge put it: before B.
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Pointer: "/spec/template/spec/containers/1/env/0", Elements: container("app", "f:env", `k:{"name":"DEBUG"}`), Type: report.Added, LiveValue: map[string]any{"name": "DEBUG", "value": "1"}},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Pointer: "/spec/template/spec/containers/1/env/0", Elements: container("app", "f:env", `k:{"name":"DEBUG"}`), Type: report.TypeAdded, LiveValue: map[string]any{"name": "DEBUG", "value": "1"}},
 		// The image of the container that is first in Git and second live:
 		// the pointer has the live index, the elements the key.
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Pointer: "/spec/template/spec/containers/1/image", Elements: container("app", "f:image"), Type: report.Changed, GitValue: "nginx:1.25", LiveValue: "nginx:1.26"},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Pointer: "/spec/template/spec/containers/1/image", Elements: container("app", "f:image"), Type: report.TypeChanged, GitValue: "nginx:1.25", LiveValue: "nginx:1.26"},
 		// A new container: the whole subtree as live has it (as compared:
 		// without empty maps), at its live index.
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="debug"]`, Pointer: "/spec/template/spec/containers/0", Elements: container("debug"), Type: report.Added, LiveValue: PruneEmpty(debug[0])},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="debug"]`, Pointer: "/spec/template/spec/containers/0", Elements: container("debug"), Type: report.TypeAdded, LiveValue: PruneEmpty(debug[0])},
 		// Secret data: masked, no values at all.
-		{Object: "Secret/web-db", Path: ".data.password", Pointer: "/data/password", Elements: []string{"f:data", "f:password"}, Type: report.Changed, Masked: true},
+		{Object: "Secret/web-db", Path: ".data.password", Pointer: "/data/password", Elements: []string{"f:data", "f:password"}, Type: report.TypeChanged, Masked: true},
 		// A number in Git, a string live (an int-or-string).
-		{Object: "Service/web", Path: `.spec.ports[port=80,protocol="TCP"].targetPort`, Pointer: "/spec/ports/0/targetPort", Elements: []string{"f:spec", "f:ports", `k:{"port":80,"protocol":"TCP"}`, "f:targetPort"}, Type: report.Changed, GitValue: int64(8080), LiveValue: "http"},
+		{Object: "Service/web", Path: `.spec.ports[port=80,protocol="TCP"].targetPort`, Pointer: "/spec/ports/0/targetPort", Elements: []string{"f:spec", "f:ports", `k:{"port":80,"protocol":"TCP"}`, "f:targetPort"}, Type: report.TypeChanged, GitValue: int64(8080), LiveValue: "http"},
 		// A map key with '/' and '~': "~1" and "~0" in the pointer.
-		{Object: "Widget/web", Path: ".spec.config.a.b/c~d", Pointer: "/spec/config/a.b~1c~0d", Elements: []string{"f:spec", "f:config", "f:a.b/c~d"}, Type: report.Changed, GitValue: "x", LiveValue: "y"},
+		{Object: "Widget/web", Path: ".spec.config.a.b/c~d", Pointer: "/spec/config/a.b~1c~0d", Elements: []string{"f:spec", "f:config", "f:a.b/c~d"}, Type: report.TypeChanged, GitValue: "x", LiveValue: "y"},
 	}
 	if diff := cmp.Diff(want, fidelities(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

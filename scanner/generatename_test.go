@@ -48,7 +48,7 @@ func TestAGenerateNameObjectIsSkippedWithANotice(t *testing.T) {
 	env.Create(t, "argocd-controller", ns, cluster.Object(t, migrationHook))
 
 	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: dir}}))
-	if diff := cmp.Diff(map[string]report.Status{"ConfigMap/web": report.InSync}, statuses(r)); diff != "" {
+	if diff := cmp.Diff(map[string]report.Status{"ConfigMap/web": report.StatusInSync}, statuses(r)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	want := []report.Warning{{Code: report.WarnGenerateNameSkipped, App: "web", Object: "Job/" + ns + "/db-migrate-*",

@@ -94,7 +94,7 @@ func TestSecretsAreListedOnlyWhereAppsDeclareThem(t *testing.T) {
 	}
 	for _, ns := range nss {
 		for _, kind := range []string{"Secret", "ConfigMap"} {
-			if s := got[kind+"/"+ns+"/tiny"]; s != report.InSync {
+			if s := got[kind+"/"+ns+"/tiny"]; s != report.StatusInSync {
 				t.Errorf("%s/%s/tiny: %q, want InSync", kind, ns, s)
 			}
 		}

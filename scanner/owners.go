@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +24,7 @@ func ownership(entries []metav1.ManagedFieldsEntry) ([]owned, error) {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
 		}
 		ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}

@@ -47,6 +47,9 @@ type Options struct {
 	GitMaxBytes int64
 	// PageSize is the LIST page size.
 	PageSize int64
+	// Workers is how many apps are fetched and rendered, and how many
+	// objects compared, at once; DefaultOptions has max(2, GOMAXPROCS).
+	Workers int
 	// ClusterWideAbove lists a kind cluster-wide instead of per namespace
 	// when the desired objects of that kind span more namespaces than this.
 	ClusterWideAbove int
@@ -94,6 +97,7 @@ func DefaultOptions() Options {
 	return Options{
 		GitCacheDir:      source.DefaultCacheDir(),
 		PageSize:         500,
+		Workers:          max(2, runtime.GOMAXPROCS(0)),
 		ClusterWideAbove: 3,
 		JQ:               classify.DefaultJQLimits(),
 		Now:              time.Now,
@@ -144,6 +148,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	if opts.PageSize == 0 {
 		opts.PageSize = 500
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultOptions().Workers
 	}
 	now := opts.Now()
 	if _, err := classify.New(classify.Options{Appliers: cfg.Appliers, Rules: cfg.Rules}); err != nil {
@@ -251,7 +258,9 @@ func (s *scan) render(ctx context.Context) error {
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		done int
-		sem  = make(chan struct{}, renderWorkers)
+		sem  = make(chan struct{}, s.opts.Workers)
+		// One cache for the scan, so fetches of one repository take turns.
+		src = source.Options{Cache: source.NewCache(s.opts.GitCacheDir), MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv, Git: s.cfg.Git}
 	)
 	for i, app := range s.cfg.Apps {
 		wg.Add(1)
@@ -263,7 +272,7 @@ func (s *scan) render(ctx context.Context) error {
 			if app.Error != "" {
 				err = errors.New(app.Error) // discovery refused the source: never fetched
 			} else {
-				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, source.Options{CacheDir: s.opts.GitCacheDir, MaxBytes: s.opts.GitMaxBytes, Getenv: s.opts.Getenv, Git: s.cfg.Git})
+				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, src)
 			}
 			var res rendered
 			if err == nil {
@@ -309,9 +318,6 @@ func (s *scan) render(ctx context.Context) error {
 	return nil
 }
 
-// renderWorkers is how many apps are fetched and rendered at once.
-var renderWorkers = max(2, runtime.GOMAXPROCS(0))
-
 func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
 	obj := mf.Object
 	gvk := obj.GroupVersionKind()
@@ -319,7 +325,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	ra := &s.r.Apps[ai]
 	mapping, err := s.c.mapping(gvk)
 	if err != nil {
-		ro.Status, ro.Error = report.Error, err.Error()
+		ro.Status, ro.Error = report.StatusError, err.Error()
 		ra.Objects = append(ra.Objects, ro)
 		return
 	}
@@ -349,7 +355,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	key := keyOf(obj)
 	if other, dup := s.declared[key]; dup {
-		ro.Status = report.Error
+		ro.Status = report.StatusError
 		if other == app.Name {
 			ro.Error = fmt.Sprintf("%s is declared twice in app %s", ro.Ref(), app.Name)
 		} else {

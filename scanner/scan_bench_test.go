@@ -18,7 +18,6 @@ import (
 // server, 5% of them drifted, and reports API requests per scan and the
 // process's peak RSS.
 func BenchmarkScan1000Objects(b *testing.B) {
-	env.Need(b)
 	ns := env.Namespace(b, nil)
 	cfg := estate.Write(b, b.TempDir(), ns, 20, 50)
 	for _, app := range cfg.Apps {

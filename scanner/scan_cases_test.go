@@ -61,17 +61,17 @@ func TestEveryFindingTypeAndObjectStatus(t *testing.T) {
 
 	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}}), func(o *Options) { o.Extra = true })
 	want := map[string]report.Status{
-		"Deployment/web": report.Drifted, "ConfigMap/web-config": report.Drifted, "Service/web": report.Missing,
-		"Secret/web-db": report.InSync, "ConfigMap/left-behind": report.Extra,
+		"Deployment/web": report.StatusDrifted, "ConfigMap/web-config": report.StatusDrifted, "Service/web": report.StatusMissing,
+		"Secret/web-db": report.StatusInSync, "ConfigMap/left-behind": report.StatusExtra,
 	}
 	if diff := cmp.Diff(want, statuses(r)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	wantRows := []row{
-		{Object: "ConfigMap/web-config", Path: ".data.FEATURE_CHECKOUT", Type: report.Removed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "on"},
-		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug"},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-patch", Live: `{"name":"DEBUG","value":"1"}`},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "nginx:1.25", Live: "nginx:1.26"},
+		{Object: "ConfigMap/web-config", Path: ".data.FEATURE_CHECKOUT", Type: report.TypeRemoved, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "on"},
+		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug"},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-patch", Live: `{"name":"DEBUG","value":"1"}`},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "nginx:1.25", Live: "nginx:1.26"},
 	}
 	if diff := cmp.Diff(wantRows, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -140,7 +140,7 @@ func TestAMapListDiffsByItsKeys(t *testing.T) {
 		}, "spec", "backends")
 	})
 	r := runScan(t, scanConfig(ns, config.App{Name: "routes", Source: config.Source{Path: fixture("apps", "routes")}}))
-	want := []row{{Object: "Route/checkout", Path: `.spec.backends[name="checkout-v2",port=8080].weight`, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "10", Live: "50"}}
+	want := []row{{Object: "Route/checkout", Path: `.spec.backends[name="checkout-v2",port=8080].weight`, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "10", Live: "50"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
@@ -188,7 +188,7 @@ func TestKustomizeOverlayAndHelmChartRenderAndScan(t *testing.T) {
 	}
 	env.Scale(t, "kubectl", cluster.Deployment, ns, "prod-web", 1)
 	r = runScan(t, scanConfig(ns, apps...))
-	want := []row{{Object: "Deployment/prod-web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl", Git: "3", Live: "1"}}
+	want := []row{{Object: "Deployment/prod-web", Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl", Git: "3", Live: "1"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
@@ -214,7 +214,7 @@ func TestGitSourceAtATag(t *testing.T) {
 		t.Errorf("source = %+v, want commit %s", got, shas[0])
 	}
 	r = runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Repo: url, Revision: "main", Path: "apps/web"}}))
-	want := []row{{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassUnknown, Manager: "argocd-controller", Git: "nginx:1.27", Live: "nginx:1.25"}}
+	want := []row{{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.TypeChanged, Class: report.ClassUnknown, Manager: "argocd-controller", Git: "nginx:1.27", Live: "nginx:1.25"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings at main (-want +got):\n%s", diff)
 	}
@@ -264,11 +264,11 @@ func TestBadInputIsNamedAndTheRestOfTheScanGoesOn(t *testing.T) {
 		status report.Status
 		error  string
 	}{
-		{"broken:ConfigMap/still-scanned", report.InSync, ""},
-		{"needs-crd:Gadget/not-installed", report.Error, "gadgets.example.com/v1/Gadget is not served by the cluster (is its CRD installed?)"},
-		{"needs-crd:ConfigMap/next-to-a-missing-crd", report.InSync, ""},
-		{"web:ConfigMap/web-config", report.InSync, ""},
-		{"web-copy:ConfigMap/web-config", report.Error, "is declared by both app web and app web-copy"},
+		{"broken:ConfigMap/still-scanned", report.StatusInSync, ""},
+		{"needs-crd:Gadget/not-installed", report.StatusError, "gadgets.example.com/v1/Gadget is not served by the cluster (is its CRD installed?)"},
+		{"needs-crd:ConfigMap/next-to-a-missing-crd", report.StatusInSync, ""},
+		{"web:ConfigMap/web-config", report.StatusInSync, ""},
+		{"web-copy:ConfigMap/web-config", report.StatusError, "is declared by both app web and app web-copy"},
 	}
 	for _, c := range checks {
 		o, ok := objs[c.key]
@@ -313,7 +313,7 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 		o.RESTConfig = cfg
 	})
 	st := statuses(r)
-	if st["Deployment/web"] != report.InSync || st["Secret/web-db"] != report.Error {
+	if st["Deployment/web"] != report.StatusInSync || st["Secret/web-db"] != report.StatusError {
 		t.Fatalf("statuses = %v", st)
 	}
 	for _, o := range r.Apps[0].Objects {

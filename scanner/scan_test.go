@@ -110,7 +110,7 @@ func TestAnAppJustSyncedIsInSync(t *testing.T) {
 	if got := rows(r); len(got) != 0 {
 		t.Errorf("findings right after sync (quantities, empty lists, defaults must not be drift):\n%s", dump(got))
 	}
-	want := map[string]report.Status{"Deployment/web": report.InSync, "ConfigMap/web-config": report.InSync, "Service/web": report.InSync, "Secret/web-db": report.InSync}
+	want := map[string]report.Status{"Deployment/web": report.StatusInSync, "ConfigMap/web-config": report.StatusInSync, "Service/web": report.StatusInSync, "Secret/web-db": report.StatusInSync}
 	if diff := cmp.Diff(want, statuses(r)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
@@ -134,11 +134,11 @@ func TestEachActorsDriftIsFoundAndClassified(t *testing.T) {
 
 	r := runScan(t, scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: fixture("apps", "web")}}))
 	want := []row{
-		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug"},
-		{Object: "Deployment/web", Path: ".metadata.labels.oncall", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label", Live: "alice"},
-		{Object: "Deployment/web", Path: ".spec.replicas", Type: report.Changed, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-patch", Live: `{"name":"DEBUG","value":"1"}`},
-		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "nginx:1.25", Live: "nginx:1.26"},
+		{Object: "ConfigMap/web-config", Path: ".data.LOG_LEVEL", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "info", Live: "debug"},
+		{Object: "Deployment/web", Path: ".metadata.labels.oncall", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label", Live: "alice"},
+		{Object: "Deployment/web", Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].env[name="DEBUG"]`, Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-patch", Live: `{"name":"DEBUG","value":"1"}`},
+		{Object: "Deployment/web", Path: `.spec.template.spec.containers[name="app"].image`, Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "nginx:1.25", Live: "nginx:1.26"},
 	}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -165,8 +165,8 @@ func TestSecretValuesNeverLeaveTheScan(t *testing.T) {
 		}
 	}
 	want := []row{
-		{Object: "Secret/web-db", Path: ".data.extra", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-edit", Live: "***"},
-		{Object: "Secret/web-db", Path: ".data.password", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "***", Live: "*** (differs)"},
+		{Object: "Secret/web-db", Path: ".data.extra", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-edit", Live: "***"},
+		{Object: "Secret/web-db", Path: ".data.password", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "***", Live: "*** (differs)"},
 	}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

@@ -43,8 +43,10 @@ func newTyper(root openapi3.Root) *typer {
 }
 
 // load fetches the schemas of the group/versions not loaded yet (one request
-// each) and rebuilds the converter. A group/version whose schema cannot be
-// read is remembered; its objects are typed by deduction instead.
+// each) and rebuilds the converter. A group/version the server publishes no
+// schema for is remembered as unpublished: its objects are typed by
+// deduction (toTyped). One whose schema the server has but could not be read
+// is remembered as failed: its objects are errors, not guesses.
 func (t *typer) load(gvs []schema.GroupVersion) error {
 	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
 	changed := false

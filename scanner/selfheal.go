@@ -23,10 +23,10 @@ import (
 //
 // "" when no hint applies.
 func selfHealHint(g *report.GitOps, f report.Finding) string {
-	if g == nil || !g.SelfHeal || g.Suspended || (f.Class != report.ClassPipeline && f.Class != report.ClassHuman) {
+	if g == nil || !g.SelfHeal || g.Suspended || !f.Class.Deliberate() {
 		return ""
 	}
-	if f.Type != report.Added {
+	if f.Type != report.TypeAdded {
 		return fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object)
 	}
 	if g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl") {

@@ -17,14 +17,14 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		f    report.Finding
 		want string
 	}{
-		{"Argo CD puts back a field Git declares", argo, report.Finding{Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"}, "will be reverted at the next sync"},
-		{"Flux puts back a field Git declares that was removed", ks, report.Finding{Type: report.Removed, Class: report.ClassPipeline, Manager: "deploy"}, "will be reverted at the next sync"},
-		{"Argo CD leaves a label Git does not declare", argo, report.Finding{Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label"}, "does not remove this"},
-		{"kustomize-controller takes over and removes what kubectl added", ks, report.Finding{Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label"}, "removes this one at the next reconcile"},
-		{"kustomize-controller leaves what another tool added", ks, report.Finding{Type: report.Added, Class: report.ClassPipeline, Manager: "deploy-pipeline"}, "does not remove this"},
-		{"helm-controller's drift detection compares only the manifest", hr, report.Finding{Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label"}, "does not remove this"},
-		{"no hint for an operator's change", argo, report.Finding{Type: report.Changed, Class: report.ClassOperator}, ""},
-		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.Changed, Class: report.ClassHuman}, ""},
+		{"Argo CD puts back a field Git declares", argo, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, "will be reverted at the next sync"},
+		{"Flux puts back a field Git declares that was removed", ks, report.Finding{Type: report.TypeRemoved, Class: report.ClassPipeline, Manager: "deploy"}, "will be reverted at the next sync"},
+		{"Argo CD leaves a label Git does not declare", argo, report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}, "does not remove this"},
+		{"kustomize-controller takes over and removes what kubectl added", ks, report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}, "removes this one at the next reconcile"},
+		{"kustomize-controller leaves what another tool added", ks, report.Finding{Type: report.TypeAdded, Class: report.ClassPipeline, Manager: "deploy-pipeline"}, "does not remove this"},
+		{"helm-controller's drift detection compares only the manifest", hr, report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}, "does not remove this"},
+		{"no hint for an operator's change", argo, report.Finding{Type: report.TypeChanged, Class: report.ClassOperator}, ""},
+		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := selfHealHint(c.g, c.f)

@@ -1,12 +1,11 @@
 package scanner
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/calricon/driftscan/report"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -87,24 +86,12 @@ func findItem(list []any, pe fieldpath.PathElement) int {
 	return -1
 }
 
-// text renders a value for the report: scalars as written, structures as
-// compact JSON, "" when absent.
+// text renders a value for the report (report.ValueText), "" when absent.
 func text(v any, present bool) string {
-	if !present || v == nil {
+	if !present {
 		return ""
 	}
-	switch t := v.(type) {
-	case string:
-		return t
-	case map[string]any, []any:
-		data, err := json.Marshal(t)
-		if err != nil {
-			return fmt.Sprint(t)
-		}
-		return string(data)
-	default:
-		return fmt.Sprint(t)
-	}
+	return report.ValueText(v)
 }
 
 const quantityType = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -122,7 +109,7 @@ func equivalent(git, live any, typeName string) bool {
 		return err1 == nil && err2 == nil && gq.Cmp(lq) == 0
 	}
 	if isScalar(git) && isScalar(live) {
-		return numberText(git) == numberText(live)
+		return report.ValueText(git) == report.ValueText(live)
 	}
 	return false
 }
@@ -133,16 +120,6 @@ func isScalar(v any) bool {
 		return true
 	}
 	return false
-}
-
-func numberText(v any) string {
-	switch n := v.(type) {
-	case float64:
-		return strconv.FormatFloat(n, 'f', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(n), 'f', -1, 32)
-	}
-	return fmt.Sprint(v)
 }
 
 // empty reports whether v is null or an empty list or map: Git writing

@@ -17,6 +17,7 @@ import (
 // kinds plus what extra names.
 func reader(t *testing.T, name string, extra ...rbacv1.PolicyRule) *rest.Config {
 	t.Helper()
+	env.Need(t)
 	rules := append([]rbacv1.PolicyRule{
 		{APIGroups: []string{"", "apps"}, Resources: []string{"deployments", "configmaps", "secrets", "services"}, Verbs: []string{"get", "list"}},
 	}, extra...)

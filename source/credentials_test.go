@@ -45,7 +45,7 @@ func TestACredentialGoesOnlyToTheHostsItIsBoundTo(t *testing.T) {
 			ca := append(platform.CABundle(), attacker.CABundle()...)
 			// The backend serves anonymous clones: a fetch without the
 			// token works, so only the headers tell.
-			_, err := FetchGit(t.Context(), GitOptions{Repo: tt.srv.RepoURL(dir), CacheDir: t.TempDir(), Credentials: tt.creds, CABundle: ca, Getenv: getenv})
+			_, err := FetchGit(t.Context(), GitOptions{Repo: tt.srv.RepoURL(dir), Cache: NewCache(t.TempDir()), Credentials: tt.creds, CABundle: ca, Getenv: getenv})
 			if err != nil {
 				t.Fatalf("FetchGit: %v", err)
 			}
@@ -64,7 +64,7 @@ func TestATokenOfTheSourceItselfIsRefusedOverHTTP(t *testing.T) {
 	dir, _ := gitrepo.Bare(t, "", map[string]string{"cm.yaml": "kind: ConfigMap\n"})
 	plain := gitrepo.Serve(t, dir, false)
 	_, err := FetchGit(t.Context(), GitOptions{
-		Repo: plain.RepoURL(dir), CacheDir: t.TempDir(),
+		Repo: plain.RepoURL(dir), Cache: NewCache(t.TempDir()),
 		Auth:   config.GitAuth{TokenEnv: "GIT_TOKEN"},
 		Getenv: func(string) string { return "s3cr3t-token-value" },
 	})

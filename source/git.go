@@ -53,9 +53,9 @@ type GitOptions struct {
 	// CABundle holds PEM certificates trusted for https Git servers, in
 	// addition to the system's.
 	CABundle []byte
-	// CacheDir holds one folder per repository URL; it is created when
-	// missing and reused across calls.
-	CacheDir string
+	// Cache holds one folder per repository URL, reused across calls, and
+	// serializes the fetches of one repository made through it.
+	Cache *Cache
 	// Depth is how much history is fetched for a branch or tag: 0 means 1
 	// (the newest commit only), a negative number all of it. A commit SHA
 	// always fetches all history, since only a full fetch is sure to find it.
@@ -76,10 +76,10 @@ type Checkout struct {
 	Commit string
 }
 
-// FetchGit checks out opts.Revision of opts.Repo under opts.CacheDir and
+// FetchGit checks out opts.Revision of opts.Repo under opts.Cache and
 // returns the folder and the commit.
 //
-// Each repository has a folder CacheDir/<sha256 of the URL without
+// Each repository has a folder <Cache.Dir>/<sha256 of the URL without
 // credentials>, holding a bare repository (repo.git) that later calls fetch
 // into, and one read-only tree per commit (<commit SHA>/). A tree is written
 // once and never changed, so a checkout stays valid while other calls fetch
@@ -135,14 +135,31 @@ type gitFetch struct {
 	secrets []string
 }
 
-// repoLocks serialize FetchGit calls that share a repository folder.
-var repoLocks sync.Map // folder -> *sync.Mutex
+// Cache is a folder of Git clones. The fetches made through one Cache
+// serialize per repository; two Caches of one folder, like two processes,
+// do not serialize against each other (a tree, once written, never changes,
+// so they only do the same work twice).
+type Cache struct {
+	// Dir is the folder; it is created when missing.
+	Dir   string
+	locks sync.Map // repository folder -> *sync.Mutex
+}
+
+// NewCache is the cache of Git clones in dir.
+func NewCache(dir string) *Cache { return &Cache{Dir: dir} }
+
+// lock takes the lock of one repository folder and returns its unlock.
+func (c *Cache) lock(dir string) (unlock func()) {
+	mu, _ := c.locks.LoadOrStore(dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
 
 func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkout, error) {
 	if f.opts.Repo == "" {
 		return Checkout{}, errors.New("no repository URL")
 	}
-	if f.opts.CacheDir == "" {
+	if f.opts.Cache == nil || f.opts.Cache.Dir == "" {
 		return Checkout{}, errors.New("no cache folder")
 	}
 	ep, err := transport.NewEndpoint(f.opts.Repo)
@@ -172,10 +189,8 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkou
 	}
 
 	sum := sha256.Sum256([]byte(f.key))
-	dir := filepath.Join(f.opts.CacheDir, hex.EncodeToString(sum[:16]))
-	mu, _ := repoLocks.LoadOrStore(dir, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	dir := filepath.Join(f.opts.Cache.Dir, hex.EncodeToString(sum[:16]))
+	defer f.opts.Cache.lock(dir)()
 
 	commit, err := f.fetch(ctx, filepath.Join(dir, "repo.git"), want)
 	if err != nil {

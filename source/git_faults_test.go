@@ -17,11 +17,11 @@ import (
 
 func TestAGitTreeOverTheSizeLimitIsRefused(t *testing.T) {
 	dir, _ := gitrepo.Bare(t, "", map[string]string{"apps/web/big.yaml": "# " + strings.Repeat("x", 2<<20) + "\n"})
-	_, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, CacheDir: t.TempDir(), MaxBytes: 1 << 20})
+	_, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, Cache: NewCache(t.TempDir()), MaxBytes: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), "--git-max-size") {
 		t.Fatalf("err = %v, want the size limit named", err)
 	}
-	if _, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, CacheDir: t.TempDir(), MaxBytes: 4 << 20}); err != nil {
+	if _, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, Cache: NewCache(t.TempDir()), MaxBytes: 4 << 20}); err != nil {
 		t.Fatalf("under the limit: %v", err)
 	}
 }
@@ -72,10 +72,10 @@ func TestACloneCutOffMidwayFailsCleanlyAndTheNextFetchWorks(t *testing.T) {
 	srv := httptest.NewServer(c)
 	defer srv.Close()
 	url := srv.URL + "/" + filepath.Base(dir)
-	cache := t.TempDir()
+	cache := NewCache(t.TempDir())
 
 	c.cut.Store(true)
-	_, err = FetchGit(t.Context(), GitOptions{Repo: url, CacheDir: cache})
+	_, err = FetchGit(t.Context(), GitOptions{Repo: url, Cache: cache})
 	if err == nil {
 		t.Fatal("a clone cut off mid-way succeeded")
 	}
@@ -84,7 +84,7 @@ func TestACloneCutOffMidwayFailsCleanlyAndTheNextFetchWorks(t *testing.T) {
 	}
 
 	c.cut.Store(false)
-	co, err := FetchGit(t.Context(), GitOptions{Repo: url, CacheDir: cache})
+	co, err := FetchGit(t.Context(), GitOptions{Repo: url, Cache: cache})
 	if err != nil {
 		t.Fatalf("the fetch after the cut: %v", err)
 	}

@@ -78,7 +78,7 @@ func gitTreeFiles(t *testing.T, dir string) map[string]string {
 
 func TestFetchGit(t *testing.T) {
 	repo := newGitTestRepo(t)
-	cacheDir := t.TempDir()
+	cacheDir := NewCache(t.TempDir())
 	tests := []struct {
 		name       string
 		repo       string
@@ -98,14 +98,14 @@ func TestFetchGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := FetchGit(context.Background(), GitOptions{Repo: tt.repo, Revision: tt.revision, CacheDir: cacheDir, Depth: tt.depth})
+			got, err := FetchGit(context.Background(), GitOptions{Repo: tt.repo, Revision: tt.revision, Cache: cacheDir, Depth: tt.depth})
 			if err != nil {
 				t.Fatalf("FetchGit: %v", err)
 			}
 			if got.Commit != tt.wantCommit {
 				t.Errorf("Commit = %s, want %s", got.Commit, tt.wantCommit)
 			}
-			if want := filepath.Join(cacheDir, filepath.Base(filepath.Dir(got.Dir)), tt.wantCommit); got.Dir != want {
+			if want := filepath.Join(cacheDir.Dir, filepath.Base(filepath.Dir(got.Dir)), tt.wantCommit); got.Dir != want {
 				t.Errorf("Dir = %s, want %s", got.Dir, want)
 			}
 			if diff := cmp.Diff(tt.wantFiles, gitTreeFiles(t, got.Dir)); diff != "" {
@@ -117,13 +117,13 @@ func TestFetchGit(t *testing.T) {
 
 func TestFetchGitSharesOneCachePerRepository(t *testing.T) {
 	repo := newGitTestRepo(t)
-	cacheDir := t.TempDir()
+	cacheDir := NewCache(t.TempDir())
 	var wg sync.WaitGroup
 	dirs := make([]string, 4)
 	errs := make([]error, 4)
 	for i, rev := range []string{"v1.0.0", "main", "v1.0.0", "main"} {
 		wg.Go(func() {
-			co, err := FetchGit(context.Background(), GitOptions{Repo: repo.dir, Revision: rev, CacheDir: cacheDir})
+			co, err := FetchGit(context.Background(), GitOptions{Repo: repo.dir, Revision: rev, Cache: cacheDir})
 			dirs[i], errs[i] = co.Dir, err
 		})
 	}
@@ -134,7 +134,7 @@ func TestFetchGitSharesOneCachePerRepository(t *testing.T) {
 	if dirs[0] != dirs[2] || dirs[1] != dirs[3] || dirs[0] == dirs[1] {
 		t.Errorf("Dirs = %v, want one per commit", dirs)
 	}
-	entries, err := os.ReadDir(cacheDir)
+	entries, err := os.ReadDir(cacheDir.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestFetchGitErrors(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.CacheDir = t.TempDir()
+			tt.opts.Cache = NewCache(t.TempDir())
 			co, err := FetchGit(context.Background(), tt.opts)
 			if err == nil {
 				t.Fatalf("FetchGit() = %+v, want an error", co)

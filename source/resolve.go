@@ -13,8 +13,8 @@ import (
 // Options say where Git sources are cached and how they are read. Start
 // from DefaultOptions.
 type Options struct {
-	// CacheDir holds the Git clones (GitOptions.CacheDir).
-	CacheDir string
+	// Cache holds the Git clones (GitOptions.Cache).
+	Cache *Cache
 	// MaxBytes bounds the size of a checked-out Git tree (GitOptions.MaxBytes,
 	// the --git-max-size flag); 0 is no bound.
 	MaxBytes int64
@@ -33,7 +33,7 @@ type Options struct {
 // DefaultOptions caches Git clones in the user's cache folder
 // (DefaultCacheDir) and reads credentials from the process environment.
 func DefaultOptions() Options {
-	return Options{CacheDir: DefaultCacheDir(), Getenv: os.Getenv}
+	return Options{Cache: NewCache(DefaultCacheDir()), Getenv: os.Getenv}
 }
 
 // DefaultCacheDir is driftscan/git under the user's cache folder, or under
@@ -100,7 +100,7 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		}
 		co, err := FetchGit(ctx, GitOptions{
 			Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca,
-			CacheDir: opts.CacheDir, Getenv: getenv, MaxBytes: opts.MaxBytes,
+			Cache: opts.Cache, Getenv: getenv, MaxBytes: opts.MaxBytes,
 		})
 		if err != nil {
 			return Location{}, err

@@ -50,6 +50,7 @@ func webWorktree(t *testing.T) string {
 }
 
 func TestBackportCommitsTheHotfixAndPrintsAPullRequest(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t) // a pipeline set the image, a human edited the ConfigMap
 	root := webWorktree(t)
 	src := filepath.Join(root, "apps", "web")
@@ -78,6 +79,7 @@ func TestBackportCommitsTheHotfixAndPrintsAPullRequest(t *testing.T) {
 }
 
 func TestBackportRefusesADirtyTreeAndNeverWritesSecrets(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	password := base64.StdEncoding.EncodeToString([]byte("rotated-at-3am"))
 	env.Patch(t, "kubectl-edit", cluster.Secret, ns, "web-db", types.MergePatchType, `{"data":{"password":"`+password+`"}}`)
@@ -121,6 +123,7 @@ func TestBackportRefusesADirtyTreeAndNeverWritesSecrets(t *testing.T) {
 }
 
 func TestBackportBadInvocationsSayWhatIsWrong(t *testing.T) {
+	env.Need(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "scan.yaml")
 	if err := os.WriteFile(config, []byte("apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\napps:\n- name: web\n  source: {path: .}\n"), 0o644); err != nil {

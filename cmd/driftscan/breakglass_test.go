@@ -48,6 +48,7 @@ spec:
 }
 
 func TestScanFromArgoCDFindsTheAppsAndWarnsAboutSelfHeal(t *testing.T) {
+	env.Need(t)
 	_, argoNS := argoApp(t)
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--from", "argocd", "--argocd-namespace", argoNS, "-o", "json", "--git-cache", t.TempDir())
 	if res.code != 1 {
@@ -74,6 +75,7 @@ func TestScanFromArgoCDFindsTheAppsAndWarnsAboutSelfHeal(t *testing.T) {
 }
 
 func TestBreakglassSuspendThenResumeOnlyOnceTheHotfixIsInGit(t *testing.T) {
+	env.Need(t)
 	_, argoNS := argoApp(t)
 	bg := func(args ...string) result {
 		return runCLI(t, append([]string{"breakglass", "--kubeconfig", env.Kubeconfig, "-n", argoNS, "--git-cache", t.TempDir()}, args...)...)
@@ -111,6 +113,7 @@ func TestBreakglassSuspendThenResumeOnlyOnceTheHotfixIsInGit(t *testing.T) {
 }
 
 func TestImportArgoCDTurnsIgnoreDifferencesIntoDebts(t *testing.T) {
+	env.Need(t)
 	appNS, argoNS := argoApp(t)
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", appNS,
 		"--import-argocd", "--argocd-namespace", argoNS, "--import-expiry", "2027-03-01", "-o", "json")

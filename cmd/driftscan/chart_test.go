@@ -79,6 +79,7 @@ func (c *chatOps) counts() (slack, events int) {
 // CronJob's exact command line (args, env, the mounted config and the state
 // ConfigMap the chart creates) against the real API server, twice.
 func TestTheChartsCronJobRunsAndNotifiesOnce(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	ops := newChatOps(t)
 	t.Setenv("SLACK_WEBHOOK_URL", ops.srv.URL+"/services/T000/B000/secret")

@@ -26,6 +26,7 @@ import (
 // for the proxy.
 func hangingAPI(t *testing.T, hang string) string {
 	t.Helper()
+	env.Need(t)
 	target, err := url.Parse(env.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestTheChartsTimeoutStopsTheScanAndWritesWhatFinished(t *testing.T) {
 	for _, a := range r.Apps {
 		for _, o := range a.Objects {
 			got[o.Kind] = string(o.Status)
-			if o.Status == report.Error {
+			if o.Status == report.StatusError {
 				got[o.Kind] += ": " + o.Error
 			}
 		}

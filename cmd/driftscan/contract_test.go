@@ -55,6 +55,7 @@ func productionContract(ns string) string {
 }
 
 func TestScanJudgesEveryFindingAgainstTheContractAndFailsOnViolation(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--config", contractConfig(t, ns, productionContract(ns)), "-o", "json", "--fail-on", "violation")
 	if res.code != report.ExitDrift {
@@ -108,7 +109,6 @@ func TestContractShowMarkdown(t *testing.T) {
 }
 
 func TestContractCheckFailsOnOverlapsAndMissingWebhooks(t *testing.T) {
-	env.Need(t)
 	ns := env.Namespace(t, nil)
 	cfg := contractConfig(t, ns, productionContract(ns)+`- name: mesh
   namespaces: ["`+ns[:len(ns)-2]+`*"]
@@ -134,6 +134,7 @@ func TestContractCheckFailsOnOverlapsAndMissingWebhooks(t *testing.T) {
 // so that only the admission policy decides).
 func impersonate(t *testing.T, user string) dynamic.Interface {
 	t.Helper()
+	env.Need(t)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -144,6 +145,7 @@ func impersonate(t *testing.T, user string) dynamic.Interface {
 }
 
 func TestContractAdmissionIsEnforcedAndLiftedByBreakglassSuspend(t *testing.T) {
+	env.Need(t)
 	appNS, argoNS := argoApp(t)
 	paramsNS := env.Namespace(t, nil)
 	params := paramsNS + "/driftscan-breakglass"
@@ -227,6 +229,7 @@ func TestContractAdmissionIsEnforcedAndLiftedByBreakglassSuspend(t *testing.T) {
 }
 
 func TestScanFromArgoCDReportsSelfHealWhereTheContractForbidsIt(t *testing.T) {
+	env.Need(t)
 	appNS, argoNS := argoApp(t)
 	path := filepath.Join(t.TempDir(), "scan.yaml")
 	doc := "apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\ncontracts:\n" + productionContract(appNS)

@@ -28,6 +28,7 @@ func anonymize(s string, names map[string]string) string {
 }
 
 func TestDoctorPassesForTheChartsServiceAccount(t *testing.T) {
+	env.Need(t)
 	in := doctortest.InstallChart(t, env, `rbac: {secrets: true}`)
 	app := env.Namespace(t, nil)
 	in.EventuallyCan(t, "list", "", "secrets", app, "")
@@ -93,6 +94,7 @@ rbac:
 }
 
 func TestDoctorWarnsAboutWritesInJSON(t *testing.T) {
+	env.Need(t)
 	in := doctortest.InstallChart(t, env, `rbac: {secrets: true}`)
 	app := env.Namespace(t, nil)
 	in.Grant(t, app, "deployer", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch", "delete"}})
@@ -136,6 +138,7 @@ func TestDoctorExitsTwoWhenAnAppDoesNotRender(t *testing.T) {
 }
 
 func TestDoctorBadInvocationsSayWhatIsWrong(t *testing.T) {
+	env.Need(t)
 	cases := []struct {
 		args []string
 		want string

@@ -15,6 +15,7 @@ import (
 // JSON report carries the same list on each object, and its stats count
 // them whether or not they are listed.
 func TestExplainDismissedListsWhatWasNoDrift(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	t.Setenv("NO_COLOR", "1")
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns, "-o", "table", "--explain-dismissed")

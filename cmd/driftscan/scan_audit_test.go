@@ -49,6 +49,7 @@ func auditLine(t *testing.T, ns string) string {
 }
 
 func TestScanNamesThePersonFromAnAuditLogOnStdin(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	t.Setenv("NO_COLOR", "1")
 	var out, errb bytes.Buffer
@@ -64,6 +65,7 @@ func TestScanNamesThePersonFromAnAuditLogOnStdin(t *testing.T) {
 }
 
 func TestScanWithAMissingAuditLogWarnsAndStillReports(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	missing := filepath.Join(t.TempDir(), "audit.log")
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns, "--audit-log", missing, "-o", "json")

@@ -19,6 +19,7 @@ import (
 // user, the way the chart's ServiceAccount does in its pod.
 func kubeconfigAs(t *testing.T, user string) string {
 	t.Helper()
+	env.Need(t)
 	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +41,7 @@ func kubeconfigAs(t *testing.T, user string) string {
 // exit 2. It now reads the suspensions where the Applications are, and
 // reports the app as suspended.
 func TestDiscoveredAppsScanUnderNamespacesScope(t *testing.T) {
+	env.Need(t)
 	appNS, argoNS := argoApp(t)
 	in := doctortest.InstallChart(t, env, fmt.Sprintf(`
 rbac:
@@ -69,6 +71,7 @@ rbac:
 // with autoResume: true. Without it the resume is refused by RBAC (an
 // error in the report); with it the expired suspension is resumed.
 func TestAutoResumeNeedsTheChartsOptIn(t *testing.T) {
+	env.Need(t)
 	for _, optIn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("autoResume %v", optIn), func(t *testing.T) {
 			appNS, argoNS := argoApp(t)

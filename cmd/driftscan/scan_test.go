@@ -64,6 +64,7 @@ func driftedWeb(t *testing.T) string {
 var ageColumn = regexp.MustCompile(`\b\d+s\b`)
 
 func TestScanAPathPrintsTheTableAndExitsOneOnDrift(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	t.Setenv("NO_COLOR", "1")
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns, "-o", "table")
@@ -80,6 +81,7 @@ func TestScanAPathPrintsTheTableAndExitsOneOnDrift(t *testing.T) {
 }
 
 func TestScanWritesSeveralFormatsInOneRun(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	dir := t.TempDir()
 	res := runCLI(t, "scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns,
@@ -109,6 +111,7 @@ func TestScanWritesSeveralFormatsInOneRun(t *testing.T) {
 }
 
 func TestFailOnDecidesTheExitCode(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t) // pipeline and human drift
 	cases := []struct {
 		failOn string
@@ -134,6 +137,7 @@ func TestFailOnDecidesTheExitCode(t *testing.T) {
 }
 
 func TestKubeconfigIsResolvedLikeKubectl(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	// A kubeconfig whose current context points nowhere, and a second
 	// context that is the test cluster.
@@ -171,6 +175,7 @@ func TestKubeconfigIsResolvedLikeKubectl(t *testing.T) {
 }
 
 func TestBadInvocationsSayWhatIsWrong(t *testing.T) {
+	env.Need(t)
 	dir := t.TempDir()
 	badConfig := filepath.Join(dir, "scan.yaml")
 	if err := os.WriteFile(badConfig, []byte("apiVersion: driftscan.dev/v1alpha1\nkind: ScanConfig\napps:\n- name: web\n  sourse: {path: .}\n"), 0o644); err != nil {

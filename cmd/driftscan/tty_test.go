@@ -170,6 +170,7 @@ func emulate(raw string, cols int) (screen []string, wraps int) {
 }
 
 func TestScanOnATerminalFitsItsWidthInColourAndErasesTheProgressLine(t *testing.T) {
+	env.Need(t)
 	ns := driftedWeb(t)
 	args := []string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "../../fixtures/apps/web", "-n", ns}
 

@@ -69,8 +69,8 @@ var cases = []cleanCase{
 			revision("api", "2")(t, ns)
 		},
 		want: []row{
-			{Object: "Deployment/api", Path: ".spec.minReadySeconds", Type: report.Changed, Class: report.ClassPipeline, Manager: "deploy-pipeline"},
-			{Object: "Deployment/api", Path: `.spec.template.spec.containers[name="api"].env[name="POD_NAME"].valueFrom.fieldRef`, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"},
+			{Object: "Deployment/api", Path: ".spec.minReadySeconds", Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "deploy-pipeline"},
+			{Object: "Deployment/api", Path: `.spec.template.spec.containers[name="api"].env[name="POD_NAME"].valueFrom.fieldRef`, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"},
 		},
 	},
 	{
@@ -83,7 +83,7 @@ var cases = []cleanCase{
 				_ = unstructured.SetNestedSlice(u.Object, ingress, "spec", "ingress")
 			})
 		},
-		want: []row{{Object: "NetworkPolicy/api-ingress", Path: ".spec.ingress", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+		want: []row{{Object: "NetworkPolicy/api-ingress", Path: ".spec.ingress", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
 	},
 	{
 		fixture: "webhook",
@@ -100,7 +100,7 @@ var cases = []cleanCase{
 				_ = unstructured.SetNestedSlice(u.Object, hooks, "webhooks")
 			})
 		},
-		want: []row{{Object: "MutatingWebhookConfiguration/widgets-defaulter-NS", Path: `.webhooks[name="widgets.example.com"].rules`, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+		want: []row{{Object: "MutatingWebhookConfiguration/widgets-defaulter-NS", Path: `.webhooks[name="widgets.example.com"].rules`, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
 	},
 	{
 		fixture:   "statefulset",
@@ -108,7 +108,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-set", statefulSet, ns, "db", types.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"db","image":"postgres:17.2"}]}}}}`)
 		},
-		want: []row{{Object: "StatefulSet/db", Path: `.spec.template.spec.containers[name="db"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set"}},
+		want: []row{{Object: "StatefulSet/db", Path: `.spec.template.spec.containers[name="db"].image`, Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set"}},
 	},
 	{
 		fixture:   "rbac",
@@ -120,7 +120,7 @@ var cases = []cleanCase{
 				_ = unstructured.SetNestedSlice(u.Object, subjects, "subjects")
 			})
 		},
-		want: []row{{Object: "RoleBinding/config-readers", Path: ".subjects", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+		want: []row{{Object: "RoleBinding/config-readers", Path: ".subjects", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
 	},
 	{
 		fixture: "chart-random",
@@ -132,7 +132,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "chart-random-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
 		},
-		want: []row{{Object: "ConfigMap/chart-random-config", Path: ".data.LOG_LEVEL", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+		want: []row{{Object: "ConfigMap/chart-random-config", Path: ".data.LOG_LEVEL", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
 	},
 	{
 		fixture:   "pvc",
@@ -140,7 +140,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-label", pvc, ns, "uploads", types.MergePatchType, `{"metadata":{"labels":{"backup":"skip"}}}`)
 		},
-		want: []row{{Object: "PersistentVolumeClaim/uploads", Path: ".metadata.labels.backup", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label"}},
+		want: []row{{Object: "PersistentVolumeClaim/uploads", Path: ".metadata.labels.backup", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}},
 	},
 	{
 		fixture: "daemonset",
@@ -151,7 +151,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-set", daemonSet, ns, "log-agent", types.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"agent","image":"fluent/fluent-bit:3.3"}]}}}}`)
 		},
-		want: []row{{Object: "DaemonSet/log-agent", Path: `.spec.template.spec.containers[name="agent"].image`, Type: report.Changed, Class: report.ClassPipeline, Manager: "kubectl-set"}},
+		want: []row{{Object: "DaemonSet/log-agent", Path: `.spec.template.spec.containers[name="agent"].image`, Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set"}},
 	},
 	{
 		fixture: "service",
@@ -162,7 +162,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-patch", cluster.Service, ns, "api", types.StrategicMergePatchType, `{"spec":{"ports":[{"port":80,"targetPort":9090}]}}`)
 		},
-		want: []row{{Object: "Service/api", Path: `.spec.ports[port=80,protocol="TCP"].targetPort`, Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-patch"}},
+		want: []row{{Object: "Service/api", Path: `.spec.ports[port=80,protocol="TCP"].targetPort`, Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-patch"}},
 	},
 	{
 		fixture:   "job",
@@ -170,7 +170,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-annotate", job, ns, "migrate", types.MergePatchType, `{"metadata":{"annotations":{"reason":"rerun"}}}`)
 		},
-		want: []row{{Object: "Job/migrate", Path: ".metadata.annotations.reason", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-annotate"}},
+		want: []row{{Object: "Job/migrate", Path: ".metadata.annotations.reason", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-annotate"}},
 	},
 	{
 		fixture:   "namespace",
@@ -178,7 +178,7 @@ var cases = []cleanCase{
 		edit: func(t *testing.T, ns string) {
 			env.Patch(t, "kubectl-label", cluster.Namespace, "", "payments-"+ns, types.MergePatchType, `{"metadata":{"labels":{"team":"billing"}}}`)
 		},
-		want: []row{{Object: "Namespace/payments-NS", Path: ".metadata.labels.team", Type: report.Changed, Class: report.ClassHuman, Manager: "kubectl-label"}},
+		want: []row{{Object: "Namespace/payments-NS", Path: ".metadata.labels.team", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-label"}},
 	},
 }
 

@@ -32,7 +32,7 @@ func TestPublishedDefaultsDecideWhatADefaultIs(t *testing.T) {
 			old.SetNamespace(ns)
 			resync(t, m, ns, old)
 			r = a.scan(t, m, ns)
-			want := []row{{Object: "Widget/gateway", Path: ".spec.endpoint", Type: report.Changed, Class: report.ClassUnknown, Manager: m.manager}}
+			want := []row{{Object: "Widget/gateway", Path: ".spec.endpoint", Type: report.TypeChanged, Class: report.ClassUnknown, Manager: m.manager}}
 			if diff := cmp.Diff(want, rows(r)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}

@@ -74,6 +74,7 @@ var modes = []mode{
 
 func namespaced(t *testing.T, obj *unstructured.Unstructured) bool {
 	t.Helper()
+	env.Need(t)
 	gvk := obj.GroupVersionKind()
 	m, err := env.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -143,6 +144,7 @@ func exists(path string) bool {
 
 // deleteAtEnd deletes a cluster-scoped object when the test ends.
 func deleteAtEnd(t *testing.T, obj *unstructured.Unstructured) {
+	env.Need(t)
 	gvk, name := obj.GroupVersionKind(), obj.GetName()
 	t.Cleanup(func() {
 		m, err := env.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -214,7 +216,7 @@ func clean(t *testing.T, r *report.Report) {
 			t.Errorf("app %s: %s", a.Name, a.Error)
 		}
 		for _, o := range a.Objects {
-			if o.Status != report.InSync {
+			if o.Status != report.StatusInSync {
 				t.Errorf("%s is %s %s", o.Ref(), o.Status, o.Error)
 			}
 			for _, f := range o.Findings {
@@ -257,11 +259,4 @@ func wantDismissed(t *testing.T, r *report.Report, want ...string) {
 	if r.Stats == nil || r.Stats.Dismissed.Total() != len(got) {
 		t.Errorf("stats count %v dismissals, the objects list %d", r.Stats, len(got))
 	}
-}
-
-// waitSettled gives the controllers a moment to act on what was synced
-// (the Deployment controller writes its revision within a second).
-func waitSettled(t *testing.T) {
-	t.Helper()
-	time.Sleep(2 * time.Second)
 }

@@ -192,7 +192,7 @@ func TestAHumanLabelIsStillFoundOnATrackedObject(t *testing.T) {
 	}
 	env.Patch(t, "kubectl-label", cluster.ConfigMap, ns, "settings", types.MergePatchType, `{"metadata":{"labels":{"oncall":"alice"}}}`)
 	r := a.scan(t, m, ns, func(ca *config.App) { ca.Source.Helm = &config.HelmSource{ReleaseName: "shop"} })
-	want := []row{{Object: "ConfigMap/settings", Path: ".metadata.labels.oncall", Type: report.Added, Class: report.ClassHuman, Manager: "kubectl-label"}}
+	want := []row{{Object: "ConfigMap/settings", Path: ".metadata.labels.oncall", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
