@@ -53,7 +53,7 @@ func TestBackportNeverWritesThroughASymlink(t *testing.T) {
 
 			ns := env.Namespace(t, nil)
 			app := config.App{Name: "web", Namespace: ns, Source: config.Source{Path: "apps/web"}}
-			cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers, Apps: []config.App{app}, Dir: root}
+			cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Appliers: config.DefaultAppliers(), Apps: []config.App{app}, Dir: root}
 			abs := app
 			abs.Source.Path = dir
 			manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir, Root: root, Namespace: ns})

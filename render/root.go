@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // sourceRoot is the folder a render may read from, opened as an os.Root so
@@ -53,13 +52,4 @@ func (s *sourceRoot) inside(file string) (string, error) {
 		return "", fmt.Errorf("%s leaves the repository", file)
 	}
 	return filepath.ToSlash(rel), nil
-}
-
-// relative is the slash path of p, relative to the root, as seen from the
-// source folder.
-func (s *sourceRoot) fromDir(p string) string {
-	if s.dir == "." {
-		return p
-	}
-	return strings.TrimPrefix(p, s.dir+"/")
 }

@@ -34,7 +34,7 @@ func TestASymlinkChainCannotReadOutsideTheCheckout(t *testing.T) {
 		"a/b":                       gitrepo.Link(".."),
 		"chart/leak.txt":            gitrepo.Link("../" + chainTo(levels, secret)),
 	})
-	co, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, CacheDir: t.TempDir()})
+	co, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, Cache: NewCache(t.TempDir())})
 	if err == nil {
 		ms, rerr := render.Manifests(t.Context(), render.Options{Dir: filepath.Join(co.Dir, "chart")})
 		for _, m := range ms {
@@ -56,7 +56,7 @@ func TestLinksInsideTheCheckoutStillWork(t *testing.T) {
 		"apps/web/dangling":  gitrepo.Link("../../nowhere/x"),
 		"apps/web/up/a/self": gitrepo.Link(".."),
 	})
-	co, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, CacheDir: t.TempDir()})
+	co, err := FetchGit(t.Context(), GitOptions{Repo: "file://" + dir, Cache: NewCache(t.TempDir())})
 	if err != nil || co.Commit != sha[0] {
 		t.Fatalf("FetchGit = %+v, %v", co, err)
 	}
