@@ -135,9 +135,15 @@ func (o *contractOptions) facts(ctx context.Context, ref contract.ParamsRef) (co
 	return run.ContractFacts(ctx, restCfg, ref)
 }
 
+// admissionOptions are the flags of contract admission.
+type admissionOptions struct {
+	*contractOptions
+	action, params, out, gitCache string
+	opts                          contract.AdmissionOptions
+}
+
 func (o *contractOptions) admissionCommand() *cobra.Command {
-	var action, params, out, gitCache string
-	opts := contract.DefaultAdmissionOptions()
+	a := &admissionOptions{contractOptions: o, opts: contract.DefaultAdmissionOptions()}
 	cmd := &cobra.Command{
 		Use:   "admission --config FILE [--action deny|warn,audit] [-o FILE]",
 		Short: "Write a ValidatingAdmissionPolicy and binding per contract that make the API server enforce it",
@@ -154,53 +160,56 @@ Apply the output with kubectl apply -f (or server-side).`,
 		Example: `  driftscan contract admission --config scan.yaml | kubectl apply -f -
   driftscan contract admission --config scan.yaml --action warn,audit -o contracts.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.load(); err != nil {
-				return err
-			}
-			var err error
-			if opts.Actions, err = contract.ParseActions(action); err != nil {
-				return err
-			}
-			if opts.Params, err = parseParams(params); err != nil {
-				return err
-			}
-			restCfg, _, _, err := o.kubeconfig.load()
-			if err != nil {
-				return err
-			}
-			scan := run.DefaultOptions().Scan
-			scan.RESTConfig = restCfg
-			if gitCache != "" {
-				scan.GitCacheDir = gitCache
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			m, err := run.ContractAdmission(ctx, o.cfg, scan, opts)
-			if err != nil {
-				return err
-			}
-			for _, c := range o.cfg.Contracts {
-				if why, ok := m.Skipped[c.Name]; ok {
-					fmt.Fprintf(o.streams.Err, "contract %s: no policy: %s\n", c.Name, why)
-				}
-			}
-			data, err := m.YAML()
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				_, err = o.streams.Out.Write(data)
-				return err
-			}
-			return os.WriteFile(out, data, 0o644)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.run(cmd.Context()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&action, "action", "deny", "what the policy does with a change the contract does not allow: deny, or warn and/or audit (warn,audit)")
-	f.StringVar(&params, "contract-params", defaultParams, "NAMESPACE/NAME of the break-glass ConfigMap the bindings reference")
-	f.StringArrayVar(&opts.ApplierUsers, "applier-user", contract.DefaultApplierUsers, "identity of a GitOps applier, always allowed (repeatable; globs)")
-	f.StringVarP(&out, "output", "o", "", "write the manifests to this file (default: stdout)")
-	f.StringVar(&gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&a.action, "action", "deny", "what the policy does with a change the contract does not allow: deny, or warn and/or audit (warn,audit)")
+	f.StringVar(&a.params, "contract-params", defaultParams, "NAMESPACE/NAME of the break-glass ConfigMap the bindings reference")
+	f.StringArrayVar(&a.opts.ApplierUsers, "applier-user", contract.DefaultApplierUsers, "identity of a GitOps applier, always allowed (repeatable; globs)")
+	f.StringVarP(&a.out, "output", "o", "", "write the manifests to this file (default: stdout)")
+	f.StringVar(&a.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	return cmd
+}
+
+// run renders the config's apps and writes the policies.
+func (a *admissionOptions) run(ctx context.Context) error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	var err error
+	if a.opts.Actions, err = contract.ParseActions(a.action); err != nil {
+		return err
+	}
+	if a.opts.Params, err = parseParams(a.params); err != nil {
+		return err
+	}
+	restCfg, _, _, err := a.kubeconfig.load()
+	if err != nil {
+		return err
+	}
+	scan := run.DefaultOptions().Scan
+	scan.RESTConfig = restCfg
+	if a.gitCache != "" {
+		scan.GitCacheDir = a.gitCache
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	m, err := run.ContractAdmission(ctx, a.cfg, scan, a.opts)
+	if err != nil {
+		return err
+	}
+	for _, c := range a.cfg.Contracts {
+		if why, ok := m.Skipped[c.Name]; ok {
+			fmt.Fprintf(a.streams.Err, "contract %s: no policy: %s\n", c.Name, why)
+		}
+	}
+	data, err := m.YAML()
+	if err != nil {
+		return err
+	}
+	if a.out == "" {
+		_, err = a.streams.Out.Write(data)
+		return err
+	}
+	return os.WriteFile(a.out, data, 0o644)
 }

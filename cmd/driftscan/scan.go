@@ -151,11 +151,8 @@ func (o *scanOptions) Complete() error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.configPath != "" && o.path != "":
-		return errors.New("--config and --path cannot be used together")
-	case o.configPath == "" && o.path == "" && o.discover.from == "":
-		return errors.New("give --config FILE, --path DIR or --from argocd|flux")
+	if err := o.checkSources(); err != nil {
+		return err
 	}
 	restCfg, clusterName, ctxNamespace, err := o.kubeconfig.load()
 	if err != nil {
@@ -183,6 +180,17 @@ func (o *scanOptions) Complete() error {
 	}
 	o.fail, err = report.ParseFailOn(o.failOn)
 	return err
+}
+
+// checkSources refuses flags that name no apps, or two sources of them.
+func (o *scanOptions) checkSources() error {
+	switch {
+	case o.configPath != "" && o.path != "":
+		return errors.New("--config and --path cannot be used together")
+	case o.configPath == "" && o.path == "" && o.discover.from == "":
+		return errors.New("give --config FILE, --path DIR or --from argocd|flux")
+	}
+	return nil
 }
 
 // completeScan fills what the flags say about the scan and the run.
