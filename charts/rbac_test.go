@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -76,10 +77,51 @@ func install(t *testing.T, valuesDoc string) *installed {
 		t.Fatal(err)
 	}
 	r := &installed{ns: ns, fullname: cj.GetName(), saName: saName, rel: rel, sa: sa, saConfig: cfg}
-	// The RBAC authorizer learns of new roles through an informer: wait
-	// until the state Role has arrived.
-	r.eventuallyCan(t, "get", "", "configmaps", ns, r.states()[0])
+	// The RBAC authorizer learns of new roles and bindings through
+	// informers: wait until every binding the release made is in effect.
+	r.eventuallyBound(t)
 	return r
+}
+
+// eventuallyBound waits until the authorizer honours the first rule of
+// every role each of the release's bindings grants, in the binding's scope.
+func (r *installed) eventuallyBound(t *testing.T) {
+	t.Helper()
+	roles := map[string]rbacv1.ClusterRole{}
+	for _, kind := range []string{"Role", "ClusterRole"} {
+		for _, u := range r.rel.OfKind(kind) {
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
+				t.Fatalf("%s %s: %v", kind, u.GetName(), err)
+			}
+			roles[kind+"/"+u.GetName()] = role
+		}
+	}
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, u := range r.rel.OfKind(kind) {
+			var b rbacv1.RoleBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
+				t.Fatalf("%s %s: %v", kind, u.GetName(), err)
+			}
+			role, ok := roles[b.RoleRef.Kind+"/"+b.RoleRef.Name]
+			if !ok || len(role.Rules) == 0 {
+				continue
+			}
+			rule := role.Rules[0]
+			if len(rule.Verbs) == 0 || len(rule.APIGroups) == 0 || len(rule.Resources) == 0 {
+				continue
+			}
+			name := ""
+			if len(rule.ResourceNames) > 0 {
+				name = rule.ResourceNames[0]
+			}
+			ns := b.Namespace
+			if kind == "RoleBinding" && ns == "" {
+				ns = r.ns
+			}
+			r.eventuallyCan(t, rule.Verbs[0], rule.APIGroups[0], rule.Resources[0], ns, name)
+		}
+	}
 }
 
 // states returns the state ConfigMaps' names.
