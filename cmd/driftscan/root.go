@@ -51,3 +51,22 @@ Exit codes: 0 no drift, 1 drift, 2 an error kept part of the scan from finishing
 	root.AddCommand(newVersionCommand(s), newScanCommand(s), newBreakglassCommand(s), newDoctorCommand(s), newBackportCommand(s), newContractCommand(s))
 	return root
 }
+
+// command is a subcommand's options in kubectl's shape: fill in what the
+// flags leave open, check it, then run.
+type command interface {
+	Complete() error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// completeValidateRun runs c the way kubectl runs its commands.
+func completeValidateRun(ctx context.Context, c command) error {
+	if err := c.Complete(); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}

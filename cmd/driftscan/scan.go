@@ -80,13 +80,7 @@ The scan only gets and lists; it never writes to the cluster.`,
   driftscan scan --path deploy/ --namespace shop -o json=drift.json -o sarif=drift.sarif --fail-on human,unknown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
+			return completeValidateRun(cmd.Context(), o)
 		},
 	}
 	o.addFlags(cmd.Flags())
