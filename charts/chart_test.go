@@ -47,6 +47,8 @@ type scenario struct {
 	values string
 	args   []string
 	states []string
+	// params is the contract params ConfigMap the scan may patch.
+	params string
 }
 
 var scenarios = []scenario{
@@ -102,6 +104,24 @@ reportURL: https://drift.example.com/report.html
 			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
 			"--report-url", "https://drift.example.com/report.html"},
 		states: []string{"driftscan-state"},
+	},
+	{
+		name: "contracts-and-audit",
+		values: `
+contractParams: driftscan-system/driftscan-contract-params
+audit:
+  files: [/var/log/kubernetes/audit]
+  volume: {hostPath: {path: /var/log/kubernetes/audit, type: Directory}}
+  supplementalGroups: [2000]
+nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--contract-params", "driftscan-system/driftscan-contract-params",
+			"--audit-log", "/var/log/kubernetes/audit"},
+		states: []string{"driftscan-state"},
+		params: "driftscan-contract-params",
 	},
 	{
 		name: "pushgateway",
@@ -364,9 +384,10 @@ func TestTheScanConfigIsMountedFromValues(t *testing.T) {
 
 // allowedRule reports why a rule is within what the chart may grant: get and
 // list on named resources that are not subresources; get and update on the
-// state ConfigMaps and their Leases by name; and, with autoResume only, get
-// and patch on the reconciler objects breakglass suspends.
-func allowedRule(rule rbacv1.PolicyRule, states []string, autoResume bool) (bool, string) {
+// state ConfigMaps and their Leases by name; with autoResume only, get and
+// patch on the reconciler objects breakglass suspends; and with
+// contractParams, get and patch on that one ConfigMap.
+func allowedRule(rule rbacv1.PolicyRule, states []string, autoResume bool, params string) (bool, string) {
 	if len(rule.NonResourceURLs) > 0 {
 		return false, "grants non-resource URLs"
 	}
@@ -394,6 +415,9 @@ func allowedRule(rule rbacv1.PolicyRule, states []string, autoResume bool) (bool
 		return true, ""
 	}
 	state := slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.Resources, []string{"configmaps"})
+	if params != "" && state && slices.Equal(rule.Verbs, []string{"get", "patch"}) && slices.Equal(rule.ResourceNames, []string{params}) {
+		return true, ""
+	}
 	lease := slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(rule.Resources, []string{"leases"})
 	if !state && !lease {
 		return false, "writes something other than the state ConfigMaps and their Leases"
@@ -433,7 +457,7 @@ func TestNoRoleGrantsMoreThanReadsAndItsOwnState(t *testing.T) {
 					t.Errorf("%s %s aggregates other roles", u.GetKind(), u.GetName())
 				}
 				for _, rule := range role.Rules {
-					ok, why := allowedRule(rule, sc.states, sc.autoResume())
+					ok, why := allowedRule(rule, sc.states, sc.autoResume(), sc.params)
 					if !ok {
 						t.Errorf("%s %s/%s: rule %+v %s", u.GetKind(), u.GetNamespace(), u.GetName(), rule, why)
 					}
@@ -707,3 +731,49 @@ func container(t *testing.T, r *Release) corev1.Container {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+func TestTheAuditLogIsMountedReadOnlyForAGroupThePodJoins(t *testing.T) {
+	r := render(t, `
+audit:
+  files: [/var/log/kubernetes/audit]
+  volume: {hostPath: {path: /var/log/kubernetes/audit, type: Directory}}
+  supplementalGroups: [2000]
+`)
+	cj, err := r.CronJob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	c := container(t, r)
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.Name == "audit" {
+			mounted = true
+			if !m.ReadOnly || m.MountPath != "/var/log/kubernetes/audit" {
+				t.Errorf("audit mount = %+v, want read-only at /var/log/kubernetes/audit", m)
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("no audit mount in %+v", c.VolumeMounts)
+	}
+	var vol *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == "audit" {
+			vol = &pod.Volumes[i]
+		}
+	}
+	if vol == nil || vol.HostPath == nil || vol.HostPath.Path != "/var/log/kubernetes/audit" {
+		t.Errorf("audit volume = %+v, want the hostPath from values", vol)
+	}
+	if sc := pod.SecurityContext; sc == nil || !slices.Equal(sc.SupplementalGroups, []int64{2000}) || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("pod security context = %+v, want supplementalGroups [2000] and still user 65532", sc)
+	}
+	// Without audit values nothing is mounted.
+	c = container(t, render(t, ``))
+	for _, m := range c.VolumeMounts {
+		if m.Name == "audit" {
+			t.Errorf("the default values mount %+v", m)
+		}
+	}
+}

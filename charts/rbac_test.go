@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -459,4 +460,36 @@ config:
 			}
 		})
 	}
+}
+
+func TestContractParamsGrantGetAndPatchOnThatConfigMapOnly(t *testing.T) {
+	paramsNS := env.Namespace(t, nil)
+	for _, name := range []string{"contract-params", "other"} {
+		env.Create(t, "driftscan", paramsNS, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name},
+			"data":     map[string]any{"lifted": "web"},
+		}})
+	}
+	// Reads are narrowed to another namespace, so that every right in
+	// paramsNS comes from contractParams.
+	r := install(t, fmt.Sprintf(`
+contractParams: %s/contract-params
+rbac:
+  scope: namespaces
+  rules: [{apiGroups: [""], resources: [configmaps]}]
+  namespaces: [%s]
+`, paramsNS, env.Namespace(t, nil)))
+	ctx := t.Context()
+	cms := r.sa.CoreV1().ConfigMaps(paramsNS)
+	_, err := cms.Get(ctx, "contract-params", metav1.GetOptions{})
+	allowed(t, "get the params ConfigMap", err)
+	_, err = cms.Patch(ctx, "contract-params", types.MergePatchType, []byte(`{"data":{"lifted":""}}`), metav1.PatchOptions{FieldManager: "driftscan"})
+	allowed(t, "patch the params ConfigMap", err)
+	_, err = cms.Patch(ctx, "other", types.MergePatchType, []byte(`{"data":{"lifted":""}}`), metav1.PatchOptions{FieldManager: "driftscan"})
+	forbidden(t, "patch another ConfigMap in its namespace", err)
+	err = cms.Delete(ctx, "contract-params", metav1.DeleteOptions{})
+	forbidden(t, "delete the params ConfigMap", err)
+	_, err = cms.List(ctx, metav1.ListOptions{})
+	forbidden(t, "list ConfigMaps in the params namespace", err)
 }
