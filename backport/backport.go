@@ -1,8 +1,8 @@
 // Package backport carries live hotfixes back to Git: for each pipeline or
 // human finding of an app, it writes the live value into the app's source
 // in a Git working tree, so that Git matches the fixed cluster, on a new
-// branch, as one commit. It never pushes, and it never touches a working
-// tree with uncommitted changes.
+// branch, as one commit, and pushes that branch when asked (Push, never
+// forced). It never touches a working tree with uncommitted changes.
 //
 // How a value is written depends on the source:
 //   - plain YAML: the field is edited in the file and document that declare
@@ -55,6 +55,10 @@ type Options struct {
 	APIVersions []string
 	// Branch is the branch to create; default hotfix/<app>-<UTC time>.
 	Branch string
+	// Extend commits on top of Branch when it exists already (a second
+	// backport of the same hotfix, see Track) instead of refusing; a branch
+	// that already holds every change gets no new commit (Result.UpToDate).
+	Extend bool
 	// Reason is why the cluster was changed (an incident, a ticket).
 	Reason string
 	// AllowSensitive writes values that look like credentials (see
@@ -90,8 +94,15 @@ type Result struct {
 	// or SourceHelm.
 	Source string
 	// Branch is the new branch and Commit its one commit; Base is the
-	// commit the branch starts from.
+	// commit the working tree was at, which the branch starts from (with
+	// Options.Extend, the new commit's parent is the branch's tip instead).
 	Branch, Base, Commit string
+	// From is the branch the working tree had checked out before, "" when
+	// HEAD was detached: where a pull request would go.
+	From string
+	// UpToDate is set when Options.Extend found every change on the branch
+	// already: Commit is the branch's tip, nothing new was committed.
+	UpToDate bool
 	// Changes are the fields written; Skipped those that were not.
 	Changes []Change
 	Skipped []Skip
@@ -155,27 +166,27 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("app %s: its source folder %s is not inside the repository %s", app.Name, src, repo.root)
 	}
 	opts.SourceDir, opts.root = src, repo.root
-	res.Base = repo.head.String()
+	res.Base, res.From = repo.head.String(), repo.from.Short()
 	if app.Source.Commit != "" && app.Source.Commit != res.Base {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the scan read commit %s, the working tree is at %s: the branch starts from the working tree", short(app.Source.Commit), short(res.Base)))
 	}
-
-	before, err := render.Manifests(ctx, renderOptions(opts))
-	if err != nil {
-		return nil, fmt.Errorf("app %s: render %s before writing: %w", app.Name, src, err)
-	}
-	targets, unmatched := match(edits, before)
-	res.Skipped = append(res.Skipped, unmatched...)
-	if len(targets) == 0 {
-		return res, nil
-	}
-
 	res.Branch = opts.Branch
 	if res.Branch == "" {
 		res.Branch = fmt.Sprintf("hotfix/%s-%s", app.Name, opts.Now().UTC().Format("20060102T150405Z"))
 	}
-	if err := repo.checkoutNew(res.Branch); err != nil {
+	// Check out first: with Extend, Git's side is the branch's tip.
+	if err := repo.checkout(res.Branch, opts.Extend); err != nil {
 		return nil, err
+	}
+	before, err := render.Manifests(ctx, renderOptions(opts))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("app %s: render %s before writing: %w", app.Name, src, err), repo.abandon())
+	}
+	targets, unmatched := match(edits, before)
+	res.Skipped = append(res.Skipped, unmatched...)
+	if len(targets) == 0 {
+		res.Branch = ""
+		return res, repo.abandon()
 	}
 	fs := &files{root: repo.root}
 	undo := func(cause error) (*Result, error) {
@@ -238,6 +249,10 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		res.Files = append(res.Files, repo.rel(f))
 	}
 	if len(res.Files) == 0 {
+		if repo.existed {
+			res.Commit, res.UpToDate = repo.tip.String(), true
+			return res, nil
+		}
 		if err := repo.abandon(); err != nil {
 			return nil, err
 		}

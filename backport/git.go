@@ -19,8 +19,11 @@ type repo struct {
 	root string
 	head plumbing.Hash
 	// from is the branch checked out before (empty when HEAD was detached);
-	// branch is the one backport created.
+	// branch is the one backport created or, when existed, extends; tip is
+	// its commit before backport wrote.
 	from, branch plumbing.ReferenceName
+	existed      bool
+	tip          plumbing.Hash
 }
 
 func openRepo(path string) (*repo, error) {
@@ -74,24 +77,33 @@ func (rp *repo) clean() error {
 	return fmt.Errorf("%w in %s (%s%s): commit or stash them first; nothing was written", ErrDirty, rp.root, strings.Join(dirty, ", "), more)
 }
 
-// checkoutNew creates branch at HEAD and checks it out.
-func (rp *repo) checkoutNew(branch string) error {
+// checkout creates branch at HEAD and checks it out; with extend, a branch
+// that exists already is checked out as it is instead of refused.
+func (rp *repo) checkout(branch string, extend bool) error {
 	name := plumbing.NewBranchReferenceName(branch)
 	if err := name.Validate(); err != nil {
 		return fmt.Errorf("branch %q: %w", branch, err)
 	}
-	if _, err := rp.r.Reference(name, false); err == nil {
-		return fmt.Errorf("branch %s exists already: choose another with --branch", branch)
+	if ref, err := rp.r.Reference(name, false); err == nil {
+		if !extend {
+			return fmt.Errorf("branch %s exists already: choose another with --branch", branch)
+		}
+		if err := rp.wt.Checkout(&git.CheckoutOptions{Branch: name}); err != nil {
+			return fmt.Errorf("check out branch %s: %w", branch, err)
+		}
+		rp.branch, rp.existed, rp.tip = name, true, ref.Hash()
+		return nil
 	}
 	if err := rp.wt.Checkout(&git.CheckoutOptions{Branch: name, Create: true, Hash: rp.head}); err != nil {
 		return fmt.Errorf("create branch %s: %w", branch, err)
 	}
-	rp.branch = name
+	rp.branch, rp.tip = name, rp.head
 	return nil
 }
 
 // abandon checks out what was checked out before and deletes the branch
-// backport created. The caller has restored the files.
+// backport created (never one that existed before). The caller has
+// restored the files.
 func (rp *repo) abandon() error {
 	if rp.branch == "" {
 		return nil
@@ -100,11 +112,15 @@ func (rp *repo) abandon() error {
 	if rp.from == "" {
 		opts = &git.CheckoutOptions{Hash: rp.head}
 	}
-	if err := rp.wt.Checkout(opts); err != nil {
-		return fmt.Errorf("check out %s again: %w", rp.from, err)
+	if rp.from != rp.branch {
+		if err := rp.wt.Checkout(opts); err != nil {
+			return fmt.Errorf("check out %s again: %w", rp.from, err)
+		}
 	}
-	if err := rp.r.Storer.RemoveReference(rp.branch); err != nil {
-		return fmt.Errorf("delete branch %s: %w", rp.branch.Short(), err)
+	if !rp.existed {
+		if err := rp.r.Storer.RemoveReference(rp.branch); err != nil {
+			return fmt.Errorf("delete branch %s: %w", rp.branch.Short(), err)
+		}
 	}
 	rp.branch = ""
 	return nil

@@ -27,6 +27,14 @@ type BackportOptions struct {
 	// SourceDir, Namespace, Helm, Kustomize and the cluster's versions are
 	// filled from the app and the cluster.
 	Backport backport.Options
+	// Push sends the branch to the app's repository (its source repo, else
+	// the working tree's origin) with the credential the scan would fetch
+	// it with, never forced: a branch the remote has already is extended
+	// (backport.Track, Options.Extend) so the push is a fast-forward, and
+	// one with commits the working tree lacks is refused.
+	Push bool
+	// Getenv reads the credentials; nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // DefaultBackportOptions are scanner.DefaultOptions and backport.DefaultOptions.
@@ -40,6 +48,8 @@ type BackportResult struct {
 	// NotCompared are the app's objects the scan could not compare, so
 	// whatever drift they have is not carried back.
 	NotCompared []report.Object
+	// Pushed says where the branch went, with Options.Push and a commit.
+	Pushed *backport.PushResult
 }
 
 // Backport scans one app of cfg and writes its pipeline and human drift into
@@ -81,8 +91,38 @@ func Backport(ctx context.Context, cfg *config.Config, opts BackportOptions) (Ba
 			res.NotCompared = append(res.NotCompared, obj)
 		}
 	}
-	res.Result, err = backport.Run(ctx, r.Apps[0], bo)
-	return res, err
+	var remote backport.Remote
+	if opts.Push {
+		if remote, err = pushRemote(cfg, app, opts.Getenv); err != nil {
+			return BackportResult{}, err
+		}
+		if bo.Branch == "" {
+			bo.Branch = backport.StableBranch(app.Name, bo.Reason)
+		}
+		if _, err := backport.Track(ctx, bo.Repo, bo.Branch, remote); err != nil {
+			return BackportResult{}, fmt.Errorf("app %s: %w", app.Name, err)
+		}
+		bo.Extend = true
+	}
+	if res.Result, err = backport.Run(ctx, r.Apps[0], bo); err != nil || !opts.Push || res.Commit == "" {
+		return res, err
+	}
+	pushed, err := backport.Push(ctx, bo.Repo, res.Branch, remote)
+	if err != nil {
+		return res, fmt.Errorf("app %s: %w", app.Name, err)
+	}
+	res.Pushed = &pushed
+	return res, nil
+}
+
+// pushRemote is where app's branch is pushed: its source repository with
+// its own or the host-bound credential, else the working tree's origin.
+func pushRemote(cfg *config.Config, app config.App, getenv func(string) string) (backport.Remote, error) {
+	ca, err := source.CABundle(cfg.Dir, cfg.Git)
+	if err != nil {
+		return backport.Remote{}, err
+	}
+	return backport.Remote{URL: app.Source.Repo, Auth: app.Source.Auth, Credentials: cfg.Git.Credentials, CABundle: ca, Getenv: getenv}, nil
 }
 
 // capabilities are the cluster's, for Helm, as the scan gives them to the

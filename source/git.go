@@ -203,18 +203,38 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkou
 	return Checkout{Dir: tree, Commit: commit.Hash.String()}, nil
 }
 
-// gitAuth picks the credentials for ep: the source's own Auth (which the
-// config author wrote next to the URL), else the credential whose prefix
-// matches the URL (see credentialFor), else none, which leaves go-git to the
-// URL's own user and password or the SSH agent. A token goes over https
-// only.
+// gitAuth picks the credentials for ep (see Auth) and remembers the
+// secret values, to mask them in errors.
 func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (transport.AuthMethod, error) {
-	a, what := f.opts.Auth, "auth"
+	auth, secrets, err := authFor(ep, f.opts.Auth, f.opts.Credentials, getenv)
+	f.secrets = append(f.secrets, secrets...)
+	return auth, err
+}
+
+// Auth is the credential FetchGit sends to repo, for a push to the same
+// repository with the same rules: own (which the config author wrote next
+// to the URL) when set, else the credential whose prefix matches the URL
+// (see credentialFor), else none, which leaves go-git to the URL's own user
+// and password or the SSH agent. A token goes over https only. Secrets are
+// the values that must not appear in errors or logs (redact.Text them).
+func Auth(repo string, own config.GitAuth, creds []config.GitCredential, getenv func(string) string) (auth transport.AuthMethod, secrets []string, err error) {
+	ep, err := transport.NewEndpoint(repo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("git %s: %w", redact.URL(repo), err)
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return authFor(ep, own, creds, getenv)
+}
+
+func authFor(ep *transport.Endpoint, own config.GitAuth, creds []config.GitCredential, getenv func(string) string) (transport.AuthMethod, []string, error) {
+	a, what := own, "auth"
 	if a == (config.GitAuth{}) {
 		var prefix string
 		var ok bool
-		if a, prefix, ok = credentialFor(f.opts.Credentials, ep); !ok {
-			return nil, nil
+		if a, prefix, ok = credentialFor(creds, ep); !ok {
+			return nil, nil, nil
 		}
 		what = "git credential " + prefix
 	}
@@ -222,21 +242,20 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 	switch {
 	case a.TokenEnv != "":
 		if ep.Protocol != "https" {
-			return nil, fmt.Errorf("%s: a token is sent over https only, not %s://", what, ep.Protocol)
+			return nil, nil, fmt.Errorf("%s: a token is sent over https only, not %s://", what, ep.Protocol)
 		}
 		token := getenv(a.TokenEnv)
 		if token == "" {
-			return nil, fmt.Errorf("%s: tokenEnv: environment variable %s is empty", what, a.TokenEnv)
+			return nil, nil, fmt.Errorf("%s: tokenEnv: environment variable %s is empty", what, a.TokenEnv)
 		}
-		f.secrets = append(f.secrets, token)
 		user := a.Username
 		if user == "" {
 			user = "git"
 		}
-		return &githttp.BasicAuth{Username: user, Password: token}, nil
+		return &githttp.BasicAuth{Username: user, Password: token}, []string{token}, nil
 	case a.SSHKeyFile != "" || a.SSHKeyEnv != "":
 		if !isSSH {
-			return nil, fmt.Errorf("%s: an SSH key needs an ssh:// or git@host: URL", what)
+			return nil, nil, fmt.Errorf("%s: an SSH key needs an ssh:// or git@host: URL", what)
 		}
 		user := ep.User
 		if user == "" {
@@ -245,22 +264,21 @@ func (f *gitFetch) gitAuth(ep *transport.Endpoint, getenv func(string) string) (
 		if a.SSHKeyFile != "" {
 			keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, "")
 			if err != nil {
-				return nil, fmt.Errorf("%s: sshKeyFile %s: %w", what, a.SSHKeyFile, err)
+				return nil, nil, fmt.Errorf("%s: sshKeyFile %s: %w", what, a.SSHKeyFile, err)
 			}
-			return keys, nil
+			return keys, nil, nil
 		}
 		key := getenv(a.SSHKeyEnv)
 		if key == "" {
-			return nil, fmt.Errorf("%s: sshKeyEnv: environment variable %s is empty", what, a.SSHKeyEnv)
+			return nil, nil, fmt.Errorf("%s: sshKeyEnv: environment variable %s is empty", what, a.SSHKeyEnv)
 		}
-		f.secrets = append(f.secrets, key)
 		keys, err := gitssh.NewPublicKeys(user, []byte(key), "")
 		if err != nil {
-			return nil, fmt.Errorf("%s: sshKeyEnv %s: %w", what, a.SSHKeyEnv, err)
+			return nil, []string{key}, fmt.Errorf("%s: sshKeyEnv %s: %w", what, a.SSHKeyEnv, err)
 		}
-		return keys, nil
+		return keys, []string{key}, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // listRefs lists the remote's refs, annotated tags both as the tag and as

@@ -88,15 +88,9 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if getenv == nil {
 			getenv = os.Getenv
 		}
-		var ca []byte
-		if f := opts.Git.CAFile; f != "" {
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(configDir, f)
-			}
-			var err error
-			if ca, err = os.ReadFile(f); err != nil {
-				return Location{}, fmt.Errorf("git.caFile: %w", err)
-			}
+		ca, err := CABundle(configDir, opts.Git)
+		if err != nil {
+			return Location{}, err
 		}
 		co, err := FetchGit(ctx, GitOptions{
 			Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca,
@@ -116,3 +110,19 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 // SafeURL is repo without its credentials (redact.URL), as a report, an
 // error or a log line may show it.
 func SafeURL(repo string) string { return redact.URL(repo) }
+
+// CABundle reads git.caFile, relative to configDir; nil when it names none.
+func CABundle(configDir string, git config.Git) ([]byte, error) {
+	f := git.CAFile
+	if f == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(f) {
+		f = filepath.Join(configDir, f)
+	}
+	ca, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("git.caFile: %w", err)
+	}
+	return ca, nil
+}

@@ -31,6 +31,8 @@ type backportOptions struct {
 	gitCache   string
 	timeout    time.Duration
 	allowSens  bool
+	push       bool
+	git        gitFlags
 	now        func() time.Time
 
 	// Filled by Complete.
@@ -42,13 +44,19 @@ type backportOptions struct {
 func newBackportCommand(s streams) *cobra.Command {
 	o := &backportOptions{streams: s, now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "backport APP --repo PATH (--config FILE | --path DIR)",
-		Short: "Carry an app's live hotfixes back to Git, as one commit on a new branch",
+		Use:   "backport (APP | --app APP) --repo PATH (--config FILE | --path DIR) [--push]",
+		Short: "Carry an app's live hotfixes back to Git, as one commit on a new branch, and push it",
 		Long: `Scan APP, then for each pipeline or human finding write the live value into
 the app's source in the Git working tree at --repo, so that Git matches the
 fixed cluster: on a new branch, as one commit whose message lists each field,
-its old and new value, who changed it and --reason. Nothing is pushed, and a
-working tree with uncommitted changes is refused.
+its old and new value, who changed it and --reason. A working tree with
+uncommitted changes is refused.
+
+With --push the branch goes to the app's repository (its source repo, else the
+working tree's origin), with the credential bound to that host (--git-credential,
+the config's git.credentials or the source's auth), never forced: a branch the
+remote has already gets the new commit on top, so running it again is safe, and
+one that holds commits the working tree lacks is refused.
 
 Plain YAML is edited in place (comments, order and formatting kept); a
 kustomize overlay gets a strategic-merge patch next to its kustomization; a
@@ -65,10 +73,16 @@ written.`,
   driftscan backport web --config scan.yaml --repo . --reason "INC-4211 payment certs"
 
   # One folder, and a description for the pull request
-  driftscan backport web --path deploy/web -n shop --repo . -o markdown`,
-		Args: cobra.ExactArgs(1),
+  driftscan backport web --path deploy/web -n shop --repo . -o markdown
+
+  # Push the branch (again: the next commit goes on top)
+  driftscan backport --app web --config scan.yaml --repo . --reason INC-4211 \
+    --branch hotfix/web-inc-4211 --push --git-credential github.com/acme=GIT_TOKEN`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.app = args[0]
+			if err := o.appArg(args); err != nil {
+				return err
+			}
 			return completeValidateRun(cmd.Context(), o)
 		},
 	}
@@ -76,7 +90,23 @@ written.`,
 	return cmd
 }
 
+// appArg takes APP from the argument or --app, not both.
+func (o *backportOptions) appArg(args []string) error {
+	switch {
+	case len(args) == 1 && o.app != "" && o.app != args[0]:
+		return fmt.Errorf("APP %q and --app %q disagree", args[0], o.app)
+	case len(args) == 1:
+		o.app = args[0]
+	case o.app == "":
+		return errors.New("name the app: backport APP, or --app APP")
+	}
+	return nil
+}
+
 func (o *backportOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.app, "app", "", "the app of the config to carry back (or give it as the argument)")
+	f.BoolVar(&o.push, "push", false, "push the branch to the app's repository with the credential bound to its host; never forced (the branch defaults to hotfix/APP-REASON, so that a second run finds it and adds to it)")
+	o.git.add(f)
 	f.StringVar(&o.repo, "repo", "", "the Git working tree to write to (required)")
 	f.StringVar(&o.branch, "branch", "", "the branch to create (default hotfix/APP-UTCTIMESTAMP)")
 	f.StringVar(&o.reason, "reason", "", "why the cluster was changed (an incident, a ticket), for the commit message")
@@ -111,8 +141,11 @@ func (o *backportOptions) Complete() error {
 	if o.path != "" {
 		o.cfg.Apps[0].Name = o.app
 	}
+	if err := o.git.apply(o.cfg); err != nil {
+		return err
+	}
 	o.opts = run.DefaultBackportOptions()
-	o.opts.App = o.app
+	o.opts.App, o.opts.Push = o.app, o.push
 	o.opts.Scan.RESTConfig, o.opts.Scan.Cluster = restCfg, clusterName
 	if o.gitCache != "" {
 		o.opts.Scan.GitCacheDir = o.gitCache
@@ -148,6 +181,10 @@ func (o *backportOptions) Run(ctx context.Context) error {
 	}
 	if err := res.Write(o.streams.Out, backport.Format(o.output)); err != nil {
 		return err
+	}
+	if p := res.Pushed; p != nil {
+		state := map[bool]string{true: "pushed", false: "already on the remote:"}[p.Pushed]
+		fmt.Fprintf(o.streams.Err, "%s %s %s to %s\n", state, p.Branch, p.Commit, p.URL)
 	}
 	if res.Remaining() {
 		return exitError{code: report.ExitDrift}

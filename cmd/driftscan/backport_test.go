@@ -138,7 +138,8 @@ func TestBackportBadInvocationsSayWhatIsWrong(t *testing.T) {
 		{[]string{"backport", "web", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--path", dir, "--config", config}, "cannot be used together"},
 		{[]string{"backport", "shop", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--config", config}, "app shop: not in the config"},
 		{[]string{"backport", "web", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--path", dir, "-o", "json"}, `--output "json": want text or markdown`},
-		{[]string{"backport", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--path", dir}, "accepts 1 arg(s)"},
+		{[]string{"backport", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--path", dir}, "name the app: backport APP, or --app APP"},
+		{[]string{"backport", "web", "--app", "shop", "--kubeconfig", env.Kubeconfig, "--repo", dir, "--path", dir}, `APP "web" and --app "shop" disagree`},
 	}
 	for _, c := range cases {
 		res := runCLI(t, c.args...)
