@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/calricon/driftscan/forge"
 	"github.com/calricon/driftscan/forge/forgetest"
 )
@@ -208,4 +209,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestEnsureSendsTheRequestsEachAPIDocuments pins, per forge, the requests
+// of a first and a second Ensure: a list, a create and the decorations,
+// then a list and an edit.
+func TestEnsureSendsTheRequestsEachAPIDocuments(t *testing.T) {
+	for _, f := range fakes {
+		t.Run(string(f.kind), func(t *testing.T) {
+			srv, c := f.start(t, forgetest.Options{Labels: []string{"hotfix"}, Users: []string{"alice"}})
+			pr := forge.PullRequest{Title: "web: INC-4211", Body: "b", Head: "hotfix/web-inc-4211", Base: "main", Labels: []string{"hotfix"}, Reviewers: []string{"alice"}}
+			for range 2 {
+				if _, err := forge.Ensure(t.Context(), c, pr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var b strings.Builder
+			for _, r := range srv.Requests() {
+				fmt.Fprintf(&b, "%d %s %s", r.Status, r.Method, r.Path)
+				if r.Query != "" {
+					fmt.Fprintf(&b, "?%s", r.Query)
+				}
+				b.WriteByte('\n')
+			}
+			golden.Check(t, "ensure-"+string(f.kind)+".golden", []byte(b.String()))
+		})
+	}
 }

@@ -66,14 +66,14 @@ func (c *giteaClient) list(ctx context.Context, path string, v url.Values, each 
 }
 
 // Find lists GET /repos/{owner}/{repo}/pulls, which has no branch filter,
-// every page, newest first.
+// every page, newest first (its default order).
 func (c *giteaClient) Find(ctx context.Context, q Query) (*PullRequest, error) {
 	state := "open"
 	if q.All {
 		state = "all"
 	}
 	var found *PullRequest
-	err := c.list(ctx, c.path("/pulls"), url.Values{"state": {state}, "sort": {"newest"}}, func(page []byte) (bool, error) {
+	err := c.list(ctx, c.path("/pulls"), url.Values{"state": {state}}, func(page []byte) (bool, error) {
 		var pulls []giteaPull
 		if err := decode(page, &pulls); err != nil {
 			return true, fmt.Errorf("gitea API: pulls: %w", err)

@@ -1,6 +1,7 @@
 package forge
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,7 +36,7 @@ func TestTheForgeAndItsAPIComeFromTheRepositoryURL(t *testing.T) {
 			t.Errorf("%s: %v (-want +got):\n%s", c.url, err, diff)
 		}
 	}
-	if _, err := Detect("git.example.com"); err == nil || !contains(err.Error(), "set forge.kind") {
+	if _, err := Detect("git.example.com"); err == nil || !strings.Contains(err.Error(), "set forge.kind") {
 		t.Errorf("an unknown host: %v, want a hint to set forge.kind", err)
 	}
 	for _, bad := range []string{"/srv/deploy", "file:///srv/deploy.git", "https://github.com/deploy"} {
@@ -47,14 +48,10 @@ func TestTheForgeAndItsAPIComeFromTheRepositoryURL(t *testing.T) {
 
 func TestATokenGoesOverHTTPSOnly(t *testing.T) {
 	_, err := New(Options{Kind: GitLab, APIURL: "http://gitlab.example.com/api/v4", RepoURL: "https://gitlab.example.com/a/b.git", Token: "t"})
-	if err == nil || !contains(err.Error(), "https only") {
+	if err == nil || !strings.Contains(err.Error(), "https only") {
 		t.Errorf("New over http = %v", err)
 	}
-	if _, err := New(Options{RepoURL: "https://github.com/a/b.git"}); err == nil || !contains(err.Error(), "no token") {
+	if _, err := New(Options{RepoURL: "https://github.com/a/b.git"}); err == nil || !strings.Contains(err.Error(), "no token") {
 		t.Errorf("New without a token = %v", err)
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }

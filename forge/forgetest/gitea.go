@@ -75,6 +75,10 @@ func (s *Server) giteaList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, 422, `{"message":"Invalid state","url":""}`)
 		return
 	}
+	if sort := r.URL.Query().Get("sort"); sort != "" && !slices.Contains([]string{"oldest", "recentupdate", "leastupdate", "mostcomment", "leastcomment", "priority"}, sort) {
+		s.fail(w, r, 422, `{"message":"[Sort]: Invalid","url":""}`)
+		return
+	}
 	pulls := s.newest(func(p *Pull) bool { return state == "all" || p.State == state })
 	giteaPaged(s, w, r, pulls, s.giteaJSON)
 }
