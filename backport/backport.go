@@ -59,6 +59,10 @@ type Options struct {
 	// backport of the same hotfix, see Track) instead of refusing; a branch
 	// that already holds every change gets no new commit (Result.UpToDate).
 	Extend bool
+	// DryRun writes and verifies as usual, then puts every file and the
+	// branch back as they were: Result says what would be committed, and
+	// nothing is (Result.DryRun).
+	DryRun bool
 	// Reason is why the cluster was changed (an incident, a ticket).
 	Reason string
 	// AllowSensitive writes values that look like credentials (see
@@ -97,12 +101,20 @@ type Result struct {
 	// commit the working tree was at, which the branch starts from (with
 	// Options.Extend, the new commit's parent is the branch's tip instead).
 	Branch, Base, Commit string
+	// Root is the working tree's root, which Files are relative to.
+	Root string
 	// From is the branch the working tree had checked out before, "" when
 	// HEAD was detached: where a pull request would go.
 	From string
 	// UpToDate is set when Options.Extend found every change on the branch
 	// already: Commit is the branch's tip, nothing new was committed.
 	UpToDate bool
+	// PushedTo is where the caller pushed the branch (a URL without
+	// credentials), for the summary; "" when it was not pushed.
+	PushedTo string
+	// DryRun is set when Options.DryRun undid what was written: Commit is
+	// empty, Message and Changes say what would have been committed.
+	DryRun bool
 	// Changes are the fields written; Skipped those that were not.
 	Changes []Change
 	Skipped []Skip
@@ -166,7 +178,7 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("app %s: its source folder %s is not inside the repository %s", app.Name, src, repo.root)
 	}
 	opts.SourceDir, opts.root = src, repo.root
-	res.Base, res.From = repo.head.String(), repo.from.Short()
+	res.Base, res.From, res.Root = repo.head.String(), repo.from.Short(), repo.root
 	if app.Source.Commit != "" && app.Source.Commit != res.Base {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the scan read commit %s, the working tree is at %s: the branch starts from the working tree", short(app.Source.Commit), short(res.Base)))
 	}
@@ -260,6 +272,10 @@ func Run(ctx context.Context, app report.App, opts Options) (*Result, error) {
 		return res, nil
 	}
 	res.Message = res.commitMessage()
+	if opts.DryRun {
+		res.DryRun = true
+		return res, errors.Join(fs.restore(), repo.abandon())
+	}
 	commit, err := repo.commit(res.Files, res.Message, opts)
 	if err != nil {
 		return undo(err)

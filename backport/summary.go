@@ -118,8 +118,13 @@ func (r *Result) text() string {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "\nwarning: %s\n", w)
 	}
-	if r.Commit != "" {
-		fmt.Fprintf(&b, "\nNot pushed: push %s and open a pull request; the commit message describes it.\n", r.Branch)
+	switch {
+	case r.PushedTo != "":
+		fmt.Fprintf(&b, "\npushed %s to %s\n", r.Branch, r.PushedTo)
+	case r.DryRun:
+		b.WriteString("\n(dry run) nothing was committed or pushed\n")
+	case r.Commit != "":
+		fmt.Fprintf(&b, "\nNot pushed: push %s and open a pull request (or run again with --pr); the commit message describes it.\n", r.Branch)
 	}
 	return b.String()
 }

@@ -57,6 +57,8 @@ type Config struct {
 	Audit *Audit `yaml:"audit"`
 	// Git holds the credentials Git sources are fetched with.
 	Git Git `yaml:"git"`
+	// Forge is where backports open their pull requests (backport --pr).
+	Forge *Forge `yaml:"forge"`
 	// Contracts say per group of namespaces who may change live state;
 	// every finding is judged against them (package contract).
 	Contracts []contract.Contract `yaml:"contracts"`
@@ -214,6 +216,9 @@ func Parse(data []byte) (*Config, error) {
 		if err := ValidateNotify(nc, cfg.Owners); err != nil {
 			errs = append(errs, fmt.Errorf("notify: %w", err))
 		}
+	}
+	if err := cfg.Forge.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("forge: %w", err))
 	}
 	if err := contract.Validate(cfg.Contracts); err != nil {
 		errs = append(errs, fmt.Errorf("contracts: %w", err))

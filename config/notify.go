@@ -22,6 +22,8 @@ type Owners map[string]Owner
 type Owner struct {
 	Slack     *SlackRoute     `yaml:"slack,omitempty" json:"slack,omitempty"`
 	PagerDuty *PagerDutyRoute `yaml:"pagerduty,omitempty" json:"pagerduty,omitempty"`
+	// PullRequest is what the pull requests of the owner's backports get.
+	PullRequest *PullRequestRoute `yaml:"pullRequest,omitempty" json:"pullRequest,omitempty"`
 }
 
 // SlackRoute is an owner's Slack channel and who to mention there.

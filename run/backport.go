@@ -33,6 +33,9 @@ type BackportOptions struct {
 	// (backport.Track, Options.Extend) so the push is a fast-forward, and
 	// one with commits the working tree lacks is refused.
 	Push bool
+	// PR, when set, pushes the branch (as Push) and opens its pull request
+	// on the forge, or updates the one open for the branch.
+	PR *PullRequest
 	// Getenv reads the credentials; nil means os.Getenv.
 	Getenv func(string) string
 }
@@ -50,6 +53,9 @@ type BackportResult struct {
 	NotCompared []report.Object
 	// Pushed says where the branch went, with Options.Push and a commit.
 	Pushed *backport.PushResult
+	// PullRequest is the pull request opened or updated (Options.PR), or
+	// the one that would be with PR.DryRun.
+	PullRequest *PullRequestResult
 }
 
 // Backport scans one app of cfg and writes its pipeline and human drift into
@@ -91,28 +97,51 @@ func Backport(ctx context.Context, cfg *config.Config, opts BackportOptions) (Ba
 			res.NotCompared = append(res.NotCompared, obj)
 		}
 	}
+	res.Result, res.Pushed, res.PullRequest, err = carry(ctx, cfg, app, r.Apps[0], bo, opts)
+	return res, err
+}
+
+// carry writes the scanned app's hotfix into the working tree bo.Repo and,
+// as opts say, pushes the branch and opens its pull request.
+func carry(ctx context.Context, cfg *config.Config, app config.App, scanned report.App, bo backport.Options, opts BackportOptions) (*backport.Result, *backport.PushResult, *PullRequestResult, error) {
+	dryRun := opts.PR != nil && opts.PR.DryRun
+	push := (opts.Push || opts.PR != nil) && !dryRun
+	bo.DryRun = bo.DryRun || dryRun
+	if (push || opts.PR != nil) && bo.Branch == "" {
+		bo.Branch = backport.StableBranch(app.Name, bo.Reason)
+	}
 	var remote backport.Remote
-	if opts.Push {
+	if push {
+		var err error
 		if remote, err = pushRemote(cfg, app, opts.Getenv); err != nil {
-			return BackportResult{}, err
-		}
-		if bo.Branch == "" {
-			bo.Branch = backport.StableBranch(app.Name, bo.Reason)
+			return nil, nil, nil, err
 		}
 		if _, err := backport.Track(ctx, bo.Repo, bo.Branch, remote); err != nil {
-			return BackportResult{}, fmt.Errorf("app %s: %w", app.Name, err)
+			return nil, nil, nil, fmt.Errorf("app %s: %w", app.Name, err)
 		}
 		bo.Extend = true
 	}
-	if res.Result, err = backport.Run(ctx, r.Apps[0], bo); err != nil || !opts.Push || res.Commit == "" {
-		return res, err
+	res, err := backport.Run(ctx, scanned, bo)
+	if err != nil || res.Commit == "" && !res.DryRun {
+		return res, nil, nil, err
 	}
-	pushed, err := backport.Push(ctx, bo.Repo, res.Branch, remote)
-	if err != nil {
-		return res, fmt.Errorf("app %s: %w", app.Name, err)
+	var pushed *backport.PushResult
+	if push {
+		p, err := backport.Push(ctx, bo.Repo, res.Branch, remote)
+		if err != nil {
+			return res, nil, nil, fmt.Errorf("app %s: %w", app.Name, err)
+		}
+		pushed, res.PushedTo = &p, p.URL
 	}
-	res.Pushed = &pushed
-	return res, nil
+	if opts.PR == nil {
+		return res, pushed, nil, nil
+	}
+	repoURL := remote.URL
+	if pushed != nil {
+		repoURL = pushed.URL
+	}
+	pr, err := openPullRequest(ctx, cfg, app, res, repoURL, *opts.PR, opts.Getenv)
+	return res, pushed, pr, err
 }
 
 // pushRemote is where app's branch is pushed: its source repository with

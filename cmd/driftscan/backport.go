@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,9 @@ type backportOptions struct {
 	timeout    time.Duration
 	allowSens  bool
 	push       bool
+	pr         bool
+	dryRun     bool
+	forge      config.Forge
 	git        gitFlags
 	now        func() time.Time
 
@@ -105,6 +109,11 @@ func (o *backportOptions) appArg(args []string) error {
 
 func (o *backportOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "the app of the config to carry back (or give it as the argument)")
+	f.BoolVar(&o.pr, "pr", false, "push the branch (as --push) and open its pull request on the forge (GitHub, GitLab, Gitea/Forgejo; the config's forge section, else detected from the repository URL), or update the one open for the branch")
+	f.StringVar((*string)(&o.forge.Kind), "forge", "", "with --pr: github, gitlab or gitea (Forgejo too); default: the config's forge.kind, else detected from the repository's host")
+	f.StringVar(&o.forge.APIURL, "forge-api-url", "", "with --pr: the forge's API (GitHub Enterprise https://HOST/api/v3, GitLab https://HOST/api/v4, Gitea https://HOST/api/v1); default: the config's, else derived from the host")
+	f.StringVar(&o.forge.TokenEnv, "forge-token-env", "", "with --pr: environment variable holding the forge API token (default: the config's forge.tokenEnv, else "+config.DefaultForgeTokenEnv+")")
+	f.BoolVar(&o.dryRun, "dry-run", false, "with --pr: commit, push and send nothing; print the pull request that would be opened")
 	f.BoolVar(&o.push, "push", false, "push the branch to the app's repository with the credential bound to its host; never forced (the branch defaults to hotfix/APP-REASON, so that a second run finds it and adds to it)")
 	o.git.add(f)
 	f.StringVar(&o.repo, "repo", "", "the Git working tree to write to (required)")
@@ -144,8 +153,12 @@ func (o *backportOptions) Complete() error {
 	if err := o.git.apply(o.cfg); err != nil {
 		return err
 	}
+	o.applyForge()
 	o.opts = run.DefaultBackportOptions()
 	o.opts.App, o.opts.Push = o.app, o.push
+	if o.pr {
+		o.opts.PR = &run.PullRequest{DryRun: o.dryRun}
+	}
 	o.opts.Scan.RESTConfig, o.opts.Scan.Cluster = restCfg, clusterName
 	if o.gitCache != "" {
 		o.opts.Scan.GitCacheDir = o.gitCache
@@ -161,6 +174,12 @@ func (o *backportOptions) Complete() error {
 
 // Validate checks the flags against each other.
 func (o *backportOptions) Validate() error {
+	if o.dryRun && !o.pr {
+		return errors.New("--dry-run goes with --pr: it prints the pull request that would be opened")
+	}
+	if err := o.cfg.Forge.Validate(); err != nil {
+		return fmt.Errorf("forge: %w", err)
+	}
 	switch backport.Format(o.output) {
 	case backport.FormatText, backport.FormatMarkdown:
 		return nil
@@ -186,8 +205,49 @@ func (o *backportOptions) Run(ctx context.Context) error {
 		state := map[bool]string{true: "pushed", false: "already on the remote:"}[p.Pushed]
 		fmt.Fprintf(o.streams.Err, "%s %s %s to %s\n", state, p.Branch, p.Commit, p.URL)
 	}
+	o.printPullRequest(res.PullRequest)
 	if res.Remaining() {
 		return exitError{code: report.ExitDrift}
 	}
 	return nil
+}
+
+// printPullRequest says which pull request was opened or updated, or, with
+// --dry-run, prints the one that would be.
+func (o *backportOptions) printPullRequest(pr *run.PullRequestResult) {
+	if pr == nil {
+		return
+	}
+	if pr.Forge == nil {
+		p := pr.Planned
+		fmt.Fprintf(o.streams.Out, "\n(dry run) would open or update the pull request %s -> %s\ntitle: %s\nlabels: %s\nreviewers: %s\n\n%s",
+			p.Head, p.Base, p.Title, strings.Join(p.Labels, ", "), strings.Join(p.Reviewers, ", "), p.Body)
+		return
+	}
+	verb := map[bool]string{true: "opened", false: "updated"}[pr.Forge.Created]
+	fmt.Fprintf(o.streams.Err, "%s pull request #%d %s\n", verb, pr.Forge.PR.Number, pr.Forge.PR.URL)
+	for _, w := range pr.Forge.Warnings {
+		fmt.Fprintf(o.streams.Err, "warning: %s\n", w)
+	}
+}
+
+// applyForge lets the forge flags override the config's forge section.
+func (o *backportOptions) applyForge() {
+	if o.forge == (config.Forge{}) {
+		return
+	}
+	f := config.Forge{}
+	if o.cfg.Forge != nil {
+		f = *o.cfg.Forge
+	}
+	if o.forge.Kind != "" {
+		f.Kind = o.forge.Kind
+	}
+	if o.forge.APIURL != "" {
+		f.APIURL = o.forge.APIURL
+	}
+	if o.forge.TokenEnv != "" {
+		f.TokenEnv = o.forge.TokenEnv
+	}
+	o.cfg.Forge = &f
 }

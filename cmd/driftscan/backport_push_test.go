@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,29 +19,33 @@ import (
 
 const gitPushToken = "glpat-pushTokenOfTheBackportTest0123"
 
-// servedWorktree is webWorktree with its origin a bare copy served over
-// https by git http-backend that accepts only x-access-token:gitPushToken.
-// It returns the tree's root, the server and the bare repository's folder.
+// servedWorktree is webWorktree with its origin a bare copy, acme/deploy.git,
+// served over https by git http-backend that accepts only
+// x-access-token:gitPushToken. It returns the tree's root, the server and
+// the bare repository's folder.
 func servedWorktree(t *testing.T) (string, *gitrepo.Server, string) {
 	t.Helper()
 	root := webWorktree(t)
-	bare := filepath.Join(t.TempDir(), "deploy.git")
+	org := filepath.Join(t.TempDir(), "acme")
+	bare := filepath.Join(org, "deploy.git")
 	if _, err := git.PlainClone(bare, true, &git.CloneOptions{URL: root}); err != nil {
 		t.Fatal(err)
 	}
-	srv := gitrepo.ServeWith(t, bare, gitrepo.ServeOptions{TLS: true, User: "x-access-token", Token: gitPushToken})
+	// Served from the folder above acme/, so the URL is .../acme/deploy.git.
+	srv := gitrepo.ServeWith(t, org, gitrepo.ServeOptions{TLS: true, User: "x-access-token", Token: gitPushToken})
 	r, _ := git.PlainOpen(root)
-	if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{srv.RepoURL(bare)}}); err != nil {
+	if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{srv.URL + "/acme/deploy.git"}}); err != nil {
 		t.Fatal(err)
 	}
 	return root, srv, bare
 }
 
-// pushFlags are the flags that let backport push to srv.
-func pushFlags(t *testing.T, srv *gitrepo.Server) []string {
+// pushFlags are the flags that let backport push to srv; more are other
+// certificates to trust (a forge's).
+func pushFlags(t *testing.T, srv *gitrepo.Server, more ...[]byte) []string {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, srv.CABundle(), 0o600); err != nil {
+	if err := os.WriteFile(ca, bytes.Join(append([][]byte{srv.CABundle()}, more...), nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DEPLOY_GIT_TOKEN", gitPushToken)
