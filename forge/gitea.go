@@ -126,38 +126,13 @@ func (c *giteaClient) Get(ctx context.Context, number int) (*PullRequest, error)
 // warning) and requests reviewers (POST /pulls/{index}/requested_reviewers,
 // "org/team" as a team).
 func (c *giteaClient) Decorate(ctx context.Context, number int, labels, reviewers []string) ([]string, error) {
-	var warnings []string
-	if len(labels) > 0 {
-		ids := map[string]int64{}
-		err := c.list(ctx, c.path("/labels"), url.Values{}, func(page []byte) (bool, error) {
-			var ls []struct {
-				ID   int64  `json:"id"`
-				Name string `json:"name"`
-			}
-			if err := decode(page, &ls); err != nil {
-				return true, fmt.Errorf("gitea API: labels: %w", err)
-			}
-			for _, l := range ls {
-				ids[strings.ToLower(l.Name)] = l.ID
-			}
-			return false, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		var want []int64
-		for _, l := range labels {
-			id, ok := ids[strings.ToLower(l)]
-			if !ok {
-				warnings = append(warnings, fmt.Sprintf("label %s: the repository has no such label", l))
-				continue
-			}
-			want = append(want, id)
-		}
-		if len(want) > 0 {
-			if _, err := c.api.do(ctx, http.MethodPost, c.path("/issues/%d/labels", number), map[string]any{"labels": want}, nil); err != nil {
-				return warnings, err
-			}
+	want, warnings, err := c.labelIDs(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	if len(want) > 0 {
+		if _, err := c.api.do(ctx, http.MethodPost, c.path("/issues/%d/labels", number), map[string]any{"labels": want}, nil); err != nil {
+			return warnings, err
 		}
 	}
 	users, teams := []string{}, []string{}
@@ -175,4 +150,40 @@ func (c *giteaClient) Decorate(ctx context.Context, number int, labels, reviewer
 		}
 	}
 	return warnings, nil
+}
+
+// labelIDs are the IDs of labels, read from every page of GET /labels; a
+// label the repository lacks is a warning.
+func (c *giteaClient) labelIDs(ctx context.Context, labels []string) ([]int64, []string, error) {
+	if len(labels) == 0 {
+		return nil, nil, nil
+	}
+	ids := map[string]int64{}
+	err := c.list(ctx, c.path("/labels"), url.Values{}, func(page []byte) (bool, error) {
+		var ls []struct {
+			ID   int64  `json:"id"`
+			Name string `json:"name"`
+		}
+		if err := decode(page, &ls); err != nil {
+			return true, fmt.Errorf("gitea API: labels: %w", err)
+		}
+		for _, l := range ls {
+			ids[strings.ToLower(l.Name)] = l.ID
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var want []int64
+	var warnings []string
+	for _, l := range labels {
+		id, ok := ids[strings.ToLower(l)]
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("label %s: the repository has no such label", l))
+			continue
+		}
+		want = append(want, id)
+	}
+	return want, warnings, nil
 }
