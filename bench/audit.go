@@ -28,7 +28,7 @@ type AuditRun struct {
 // timeAudit times the scan with the control plane's audit log folder.
 func timeAudit(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, without Tool) (*AuditRun, error) {
 	dir := b.env.AuditLog.Dir
-	t, r, err := timeDriftscan(ctx, l, bin, b, outDir, runs, "--audit-log", dir)
+	t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, runs, nil, "--audit-log", dir)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,9 @@ type bed struct {
 	ApplySeconds, DriftSeconds float64
 	// ServerVersion is the kube-apiserver's version.
 	ServerVersion string
+	// cp samples the control plane's processes; nil when they cannot be
+	// read, and then no tool's server cost is measured.
+	cp *controlPlane
 
 	stopWebhook func()
 }
@@ -110,8 +113,18 @@ func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float
 	}
 	b.DriftSeconds = time.Since(start).Seconds()
 	say("drifted %d objects (%s) in %.1fs", len(b.plan), b.plan.summary(), b.DriftSeconds)
+	if b.cp, err = findControlPlane(idleSample); err != nil {
+		say("the control plane's CPU and bytes are not measured: %v", err)
+		b.cp, err = nil, nil
+	} else {
+		say("control plane at rest: %.3f CPU s per second", b.cp.idlePerSecond)
+	}
 	return b, nil
 }
+
+// idleSample is how long the control plane's own CPU use is sampled with
+// nothing asking, after the estate is synced and drifted.
+const idleSample = 3 * time.Second
 
 // Close stops the webhook and the control plane. It may be called again.
 func (b *bed) Close() {

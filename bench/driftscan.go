@@ -35,6 +35,8 @@ type Tool struct {
 	// RequestsByVerb splits APIRequests where the tool's log tells the verb.
 	RequestsByVerb map[string]int64 `json:"requestsByVerb,omitempty"`
 	MaxRSSMiB      float64          `json:"maxRssMiB"`
+	// Server is what the run cost kube-apiserver and etcd.
+	Server *ServerCost `json:"server,omitempty"`
 	// RSSFloorMiB is the launcher's own peak RSS, below which MaxRSSMiB
 	// cannot go (see bench/rusage).
 	RSSFloorMiB float64 `json:"rssFloorMiB"`
@@ -44,13 +46,25 @@ type Tool struct {
 }
 
 // timeDriftscan runs `driftscan scan` over the estate runs times as a child
-// process and returns the median run and its report.
-func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, extra ...string) (Tool, *report.Report, error) {
+// process and returns the median run and its report. With a floor, each
+// run is preceded by a run of the LIST floor, so that both see the same
+// load on the machine; the floor's median is returned too.
+func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, floor *floorRunner, extra ...string) (Tool, *Floor, *report.Report, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version")}
 	var walls []time.Duration
 	var procs []process
+	var costs []ServerCost
 	var reports []*report.Report
+	var floors []floorRun
 	for i := 0; i < runs; i++ {
+		if floor != nil {
+			fr, err := floor.run(ctx, l, b)
+			if err != nil {
+				return t, nil, nil, err
+			}
+			say("LIST floor run %d: %.2fs, %d pages, %.1f MiB read, %.0f MiB", i+1, fr.proc.Wall.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS))
+			floors = append(floors, fr)
+		}
 		name := fmt.Sprintf("driftscan-%d", i)
 		if len(extra) > 0 {
 			name += "-audit"
@@ -61,25 +75,33 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 		t.Command = append([]string{"driftscan"}, args...)
 		stderr, err := os.Create(errFile)
 		if err != nil {
-			return t, nil, err
+			return t, nil, nil, err
 		}
-		p, err := l.measure(ctx, bin, args, io.Discard, stderr, os.Environ())
+		var p process
+		cost, err := b.cp.measure(func() error {
+			var err error
+			p, err = l.measure(ctx, bin, args, io.Discard, stderr, os.Environ())
+			return err
+		})
 		_ = stderr.Close()
 		if err != nil {
-			return t, nil, err
+			return t, nil, nil, err
 		}
 		if p.ExitCode != 0 {
-			return t, nil, fmt.Errorf("driftscan exited %d:\n%s", p.ExitCode, tail(errFile, 20))
+			return t, nil, nil, fmt.Errorf("driftscan exited %d:\n%s", p.ExitCode, tail(errFile, 20))
 		}
 		r, err := readReport(file)
 		if err != nil {
-			return t, nil, err
+			return t, nil, nil, err
 		}
-		say("driftscan run %d: %.2fs, %d requests, %.0f MiB", i+1, p.Wall.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS))
-		walls, procs, reports = append(walls, p.Wall), append(procs, p), append(reports, r)
+		say("driftscan run %d: %.2fs, %d requests, %.0f MiB, control plane %.2f CPU s", i+1, p.Wall.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS), cost.CPUSeconds())
+		walls, procs, costs, reports = append(walls, p.Wall), append(procs, p), append(costs, cost), append(reports, r)
 	}
 	m := median(walls)
 	p, r := procs[m], reports[m]
+	if b.cp != nil {
+		t.Server = &costs[m]
+	}
 	t.Objects, t.Findings, t.DriftedObjects = r.Summary.Objects, r.Summary.Findings, r.Summary.Drifted
 	t.FindingsByClass = r.Summary.ByClass
 	t.Dismissed = r.Stats.Dismissed
@@ -90,10 +112,14 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 			t.RunsWallSeconds = append(t.RunsWallSeconds, w.Seconds())
 		}
 	}
-	if r.Summary.Errors > 0 {
-		return t, r, fmt.Errorf("driftscan reported %d errors: %s", r.Summary.Errors, firstErrors(r))
+	var fl *Floor
+	if floor != nil {
+		fl = floor.summary(b, floors)
 	}
-	return t, r, nil
+	if r.Summary.Errors > 0 {
+		return t, fl, r, fmt.Errorf("driftscan reported %d errors: %s", r.Summary.Errors, firstErrors(r))
+	}
+	return t, fl, r, nil
 }
 
 func readReport(path string) (*report.Report, error) {

@@ -31,6 +31,7 @@ func timeKubectl(ctx context.Context, l *launcher, bin string, b *bed, outDir st
 	var procs []process
 	var changes []map[string]bool
 	var counts []map[string]int64
+	var costs []ServerCost
 	for i := 0; i < runs; i++ {
 		outFile := filepath.Join(outDir, fmt.Sprintf("kubectl-%d.diff", i))
 		logFile := filepath.Join(outDir, fmt.Sprintf("kubectl-%d.log", i))
@@ -46,7 +47,12 @@ func timeKubectl(ctx context.Context, l *launcher, bin string, b *bed, outDir st
 			_ = stdout.Close()
 			return t, nil, err
 		}
-		p, err := l.measure(ctx, bin, args, stdout, stderr, kubectlEnv())
+		var p process
+		cost, err := b.cp.measure(func() error {
+			var err error
+			p, err = l.measure(ctx, bin, args, stdout, stderr, kubectlEnv())
+			return err
+		})
 		_, _ = stdout.Close(), stderr.Close()
 		if err != nil {
 			return t, nil, err
@@ -63,11 +69,14 @@ func timeKubectl(ctx context.Context, l *launcher, bin string, b *bed, outDir st
 		if err != nil {
 			return t, nil, err
 		}
-		say("kubectl diff run %d: %.2fs, %d requests, %.0f MiB, %d objects differ", i+1, p.Wall.Seconds(), sum(byVerb), mib(p.MaxRSS), len(changed))
-		walls, procs, changes, counts = append(walls, p.Wall), append(procs, p), append(changes, changed), append(counts, byVerb)
+		say("kubectl diff run %d: %.2fs, %d requests, %.0f MiB, %d objects differ, control plane %.2f CPU s", i+1, p.Wall.Seconds(), sum(byVerb), mib(p.MaxRSS), len(changed), cost.CPUSeconds())
+		walls, procs, changes, counts, costs = append(walls, p.Wall), append(procs, p), append(changes, changed), append(counts, byVerb), append(costs, cost)
 	}
 	m := median(walls)
 	p := procs[m]
+	if b.cp != nil {
+		t.Server = &costs[m]
+	}
 	t.Objects = len(b.est.Objects)
 	t.DriftedObjects = len(changes[m])
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode

@@ -61,23 +61,34 @@ type Options struct {
 	// Audit starts the control plane with an audit log and also times the
 	// scan with --audit-log.
 	Audit bool
+	// ListFloor is the bench/listfloor program; "" builds it.
+	ListFloor string
+	// HeapProfile, when set, is where the heap profile of an in-process
+	// scan of the estate of HeapProfileObjects objects (the main one or a
+	// scaling size) is written.
+	HeapProfile        string
+	HeapProfileObjects int
+	// LimitAS bounds each timed tool's address space, in bytes; 0 is none.
+	LimitAS int64
 }
 
 // DefaultOptions returns what `make bench` runs.
 func DefaultOptions() Options {
 	return Options{
-		Driftscan:         "bin/driftscan",
-		Kubectl:           "kubectl",
-		Objects:           5000,
-		Apps:              200,
-		Namespaces:        20,
-		WebhookNamespaces: 1,
-		DriftPercent:      5,
-		Workers:           8,
-		Runs:              1,
-		Out:               "bench/results/latest.json",
-		ScalingSizes:      []int{1000, 5000, 20000},
-		Timeout:           45 * time.Minute,
+		Driftscan:          "bin/driftscan",
+		Kubectl:            "kubectl",
+		Objects:            5000,
+		Apps:               200,
+		Namespaces:         20,
+		WebhookNamespaces:  1,
+		DriftPercent:       5,
+		Workers:            8,
+		Runs:               1,
+		Out:                "bench/results/latest.json",
+		ScalingSizes:       []int{1000, 5000, 20000},
+		Timeout:            45 * time.Minute,
+		HeapProfileObjects: 20000,
+		LimitAS:            8 << 30,
 	}
 }
 
@@ -101,6 +112,10 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
 	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")
 	flag.BoolVar(&o.Audit, "audit", o.Audit, "write an audit log on the control plane and also time the scan with --audit-log")
+	flag.StringVar(&o.ListFloor, "listfloor", o.ListFloor, "the bench/listfloor program that measures the LIST floor (default: build it)")
+	flag.StringVar(&o.HeapProfile, "heapprofile", o.HeapProfile, "write the heap profile of an in-process scan of the -heapprofile-objects estate here")
+	flag.IntVar(&o.HeapProfileObjects, "heapprofile-objects", o.HeapProfileObjects, "the estate size (main or -scaling) that -heapprofile profiles")
+	flag.Int64Var(&o.LimitAS, "limit-as", o.LimitAS, "bound each timed tool's address space to this many bytes (prlimit --as); 0 for none")
 	flag.Parse()
 	// envtest logs through controller-runtime, which prints a stack trace
 	// when no logger is set; the benchmark's own lines say what happens.

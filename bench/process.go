@@ -30,20 +30,10 @@ type launcher struct {
 	path string
 	dir  string
 	seq  atomic.Int64
-}
-
-// buildLauncher builds bench/rusage into dir with the go command on PATH.
-func buildLauncher(ctx context.Context, dir string) (*launcher, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, fmt.Errorf("build bench/rusage: %w (or pass -rusage)", err)
-	}
-	path := filepath.Join(dir, "rusage")
-	out, err := exec.CommandContext(ctx, goBin, "build", "-o", path, "./bench/rusage").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("build bench/rusage (run from the repository root): %w\n%s", err, out)
-	}
-	return &launcher{path: path, dir: dir}, nil
+	// limitAS, when positive, bounds each tool's address space in bytes
+	// (prlimit --as): a tool that grows past it fails instead of taking
+	// the machine's memory.
+	limitAS int64
 }
 
 // measure runs name with args through the launcher and returns its wall
@@ -51,7 +41,12 @@ func buildLauncher(ctx context.Context, dir string) (*launcher, error) {
 // decides what the code means.
 func (l *launcher) measure(ctx context.Context, name string, args []string, stdout, stderr io.Writer, env []string) (process, error) {
 	result := filepath.Join(l.dir, fmt.Sprintf("rusage-%d.json", l.seq.Add(1)))
-	cmd := exec.CommandContext(ctx, l.path, append([]string{result, "--", name}, args...)...)
+	argv := append([]string{result, "--", name}, args...)
+	if l.limitAS > 0 {
+		// prlimit execs the tool in its own process: rusage measures the tool.
+		argv = append([]string{result, "--", "prlimit", fmt.Sprintf("--as=%d", l.limitAS), "--", name}, args...)
+	}
+	cmd := exec.CommandContext(ctx, l.path, argv...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = stdout, stderr, env
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,8 @@ type Requests struct {
 	// WallSeconds is the in-process scan's wall time (with the CPU profiler
 	// on when one was asked for).
 	WallSeconds float64 `json:"wallSeconds"`
+	// firstPages are the LISTs by their first page, for the floor.
+	firstPages []floorList
 	// Stages is how long each stage of that scan took, from its progress
 	// reports: connect (until the first report), render, list (the LISTs,
 	// then the OpenAPI schemas, webhooks, namespaces and autoscalers the
@@ -198,6 +201,8 @@ func classifyRequests(log []*http.Request) Requests {
 		l.Pages++
 		if req.URL.Query().Get("continue") == "" {
 			l.Lists++
+			limit, _ := strconv.ParseInt(req.URL.Query().Get("limit"), 10, 64)
+			out.firstPages = append(out.firstPages, floorList{Path: p, Limit: limit})
 		}
 	}
 	for _, l := range lists {

@@ -35,6 +35,14 @@ type Result struct {
 	Targets  []Target     `json:"targets"`
 	// Audit is the scan with --audit-log, with -audit.
 	Audit *AuditRun `json:"audit,omitempty"`
+	// Floor is the LIST floor of the main estate, timed in turn with
+	// driftscan.
+	Floor *Floor `json:"floor,omitempty"`
+	// ControlPlaneIdleCPU is kube-apiserver's and etcd's CPU seconds per
+	// second with nothing asking, on the main estate.
+	ControlPlaneIdleCPU float64 `json:"controlPlaneIdleCpu,omitempty"`
+	// Heap is where an in-process scan's memory goes, with -heapprofile.
+	Heap *HeapProfile `json:"heap,omitempty"`
 }
 
 // Machine describes where the numbers were measured.
@@ -54,6 +62,9 @@ type Ratios struct {
 	Wall        float64 `json:"wall"`
 	APIRequests float64 `json:"apiRequests"`
 	MaxRSS      float64 `json:"maxRss"`
+	// ServerCPU is the control plane's CPU seconds (kube-apiserver and
+	// etcd) during kubectl's run over those during driftscan's.
+	ServerCPU float64 `json:"serverCpu,omitempty"`
 }
 
 // ScalePoint is one size of the scaling run: driftscan alone.
@@ -68,9 +79,19 @@ type ScalePoint struct {
 	// MicrosPerObject is WallSeconds per object, in microseconds.
 	MicrosPerObject float64 `json:"microsPerObject"`
 	ApplySeconds    float64 `json:"applySeconds"`
+	// FloorWallSeconds is the LIST floor's wall time at this size, timed
+	// in turn with the scan; OverFloor is WallSeconds over it.
+	FloorWallSeconds float64 `json:"floorWallSeconds,omitempty"`
+	OverFloor        float64 `json:"overFloor,omitempty"`
+	// Server and FloorServer are what the scan and the floor cost the
+	// control plane.
+	Server      *ServerCost `json:"server,omitempty"`
+	FloorServer *ServerCost `json:"floorServer,omitempty"`
+	// LoadAverage is the 1-minute load when the size was done.
+	LoadAverage string `json:"loadAverage,omitempty"`
 }
 
-// Target is one of issue 10's targets and whether this run met it.
+// Target is one of issue 10's or 21's targets and whether this run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -114,7 +135,7 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// targets checks the run against issue 10's targets.
+// targets checks the run against issue 10's and 21's targets.
 func (r *Result) targets() {
 	var ts []Target
 	if r.Ratios != nil {
@@ -140,6 +161,7 @@ func (r *Result) targets() {
 		got = "kubectl skipped"
 	}
 	ts = append(ts, Target{Name: "agreement with kubectl diff", Want: "0 and 0", Got: got, Met: a.Holds, Skipped: r.Kubectl == nil})
+	ts = append(ts, r.floorTargets()...)
 	if n := len(r.Scaling); n >= 2 {
 		lo, hi := r.Scaling[0], r.Scaling[n-1]
 		growth := ratio(hi.MicrosPerObject, lo.MicrosPerObject)

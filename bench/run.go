@@ -41,9 +41,15 @@ func run(ctx context.Context, o Options) (err error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	l := &launcher{path: o.Rusage, dir: outDir}
+	l := &launcher{path: o.Rusage, dir: outDir, limitAS: o.LimitAS}
 	if o.Rusage == "" {
-		if l, err = buildLauncher(ctx, outDir); err != nil {
+		if l.path, err = buildTool(ctx, outDir, "./bench/rusage"); err != nil {
+			return err
+		}
+	}
+	floorBin := o.ListFloor
+	if floorBin == "" {
+		if floorBin, err = buildTool(ctx, outDir, "./bench/listfloor"); err != nil {
 			return err
 		}
 	}
@@ -56,13 +62,32 @@ func run(ctx context.Context, o Options) (err error) {
 	defer b.Close()
 
 	res := &Result{Date: time.Now().UTC(), Objects: len(b.est.Objects), Apps: o.Apps, Namespaces: o.Namespaces, ApplySeconds: b.ApplySeconds, Drift: b.plan.count()}
-	res.Machine = machine(b.ServerVersion)
-	say("timing driftscan scan (%d run(s))...", o.Runs)
-	ds, rep, err := timeDriftscan(ctx, l, driftscan, b, outDir, o.Runs)
+	if b.cp != nil {
+		res.ControlPlaneIdleCPU = b.cp.idlePerSecond
+	}
+
+	// The request log first: the floor sends the same LISTs.
+	say("scanning in process to log every request...")
+	req, err := scanInProcess(ctx, b, o.CPUProfile)
 	if err != nil {
 		return err
 	}
-	res.Driftscan = ds
+	res.Requests = &req
+	if o.CPUProfile != "" {
+		say("CPU profile of the scan: %s (go tool pprof -top %s)", o.CPUProfile, o.CPUProfile)
+	}
+	floor, err := newFloorRunner(floorBin, outDir, req.firstPages)
+	if err != nil {
+		return err
+	}
+
+	res.Machine = machine(b.ServerVersion)
+	say("timing the LIST floor and driftscan scan (%d run(s) each, in turn)...", o.Runs)
+	ds, fl, rep, err := timeDriftscan(ctx, l, driftscan, b, outDir, o.Runs, floor)
+	if err != nil {
+		return err
+	}
+	res.Driftscan, res.Floor = ds, fl
 	if o.Audit {
 		say("timing driftscan scan --audit-log (%d run(s))...", o.Runs)
 		if res.Audit, err = timeAudit(ctx, l, driftscan, b, outDir, o.Runs, ds); err != nil {
@@ -82,26 +107,24 @@ func run(ctx context.Context, o Options) (err error) {
 			APIRequests: ratio(float64(kt.APIRequests), float64(ds.APIRequests)),
 			MaxRSS:      ratio(kt.MaxRSSMiB, ds.MaxRSSMiB),
 		}
+		if kt.Server != nil && ds.Server != nil {
+			res.Ratios.ServerCPU = ratio(kt.Server.CPUSeconds(), ds.Server.CPUSeconds())
+		}
 	} else {
 		res.KubectlSkipped = skipped
 	}
 	res.Agreement = agree(rep, changed, b.plan)
 	argo := argoCheck(ctx, b, rep, outDir, o.Workers)
-
-	say("scanning in process to log every request...")
-	req, err := scanInProcess(ctx, b, o.CPUProfile)
-	if err != nil {
-		return err
-	}
-	res.Requests = &req
-	if o.CPUProfile != "" {
-		say("CPU profile of the scan: %s (go tool pprof -top %s)", o.CPUProfile, o.CPUProfile)
+	if o.HeapProfile != "" && len(b.est.Objects) == o.HeapProfileObjects {
+		if res.Heap, err = profileHeap(ctx, b, o.HeapProfile); err != nil {
+			return err
+		}
 	}
 	b.Close()
 
 	var scaleErr error
 	if o.Scaling {
-		res.Scaling, scaleErr = scaling(ctx, o, l, driftscan, tmp, res)
+		res.Scaling, scaleErr = scaling(ctx, o, l, floorBin, driftscan, tmp, res)
 		if scaleErr != nil {
 			say("scaling stopped early: %v", scaleErr)
 		}
@@ -112,6 +135,9 @@ func run(ctx context.Context, o Options) (err error) {
 		res.Audit.print(os.Stdout)
 	}
 	argo.print(os.Stdout)
+	if res.Heap != nil {
+		res.Heap.print(os.Stdout)
+	}
 	if o.Out != "" {
 		if err := res.write(o.Out); err != nil {
 			return fmt.Errorf("write %s: %w", o.Out, err)

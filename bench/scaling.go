@@ -18,7 +18,7 @@ var errNoSizes = errors.New("-scaling-sizes is empty")
 // proportion to objects as the main run and the same namespaces. The main
 // run's figures stand for its own size. It returns the points measured
 // before any error.
-func scaling(ctx context.Context, o Options, l *launcher, bin, tmp string, main *Result) ([]ScalePoint, error) {
+func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp string, main *Result) ([]ScalePoint, error) {
 	sizes := slices.Clone(o.ScalingSizes)
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
@@ -28,49 +28,75 @@ func scaling(ctx context.Context, o Options, l *launcher, bin, tmp string, main 
 	var out []ScalePoint
 	for _, n := range sizes {
 		if n == main.Objects {
-			d := main.Driftscan
-			out = append(out, ScalePoint{Objects: n, Apps: main.Apps, Findings: d.Findings, DriftedObjects: d.DriftedObjects,
-				WallSeconds: d.WallSeconds, APIRequests: d.APIRequests, MaxRSSMiB: d.MaxRSSMiB,
-				MicrosPerObject: d.WallSeconds / float64(n) * 1e6, ApplySeconds: main.ApplySeconds})
+			out = append(out, newScalePoint(main.Driftscan, main.Floor, main.Apps, main.ApplySeconds))
 			continue
 		}
 		apps := min(max(1, int(math.Round(float64(n)*float64(o.Apps)/float64(o.Objects)))), n)
 		nss := min(o.Namespaces, apps)
 		spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("s%d-", n)}
 		say("scaling: %d objects in %d apps", n, apps)
-		p, err := scalePoint(ctx, o, l, bin, filepath.Join(tmp, fmt.Sprintf("scale-%d", n)), spec)
+		p, hp, err := scalePoint(ctx, o, l, floorBin, bin, filepath.Join(tmp, fmt.Sprintf("scale-%d", n)), spec)
 		if err != nil {
 			return out, fmt.Errorf("%d objects: %w", n, err)
 		}
 		out = append(out, p)
+		if hp != nil {
+			main.Heap = hp
+		}
 	}
 	return out, nil
 }
 
-// scalePoint builds one estate on its own control plane, scans it and
-// removes it again.
-func scalePoint(ctx context.Context, o Options, l *launcher, bin, dir string, spec estateSpec) (ScalePoint, error) {
+// scalePoint builds one estate on its own control plane, logs the scan's
+// requests in process, times the LIST floor and the scan in turn (and takes
+// the heap profile when asked for at this size), and removes it again.
+func scalePoint(ctx context.Context, o Options, l *launcher, floorBin, bin, dir string, spec estateSpec) (ScalePoint, *HeapProfile, error) {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
 	b, err := newBed(ctx, dir, spec, o.DriftPercent, o.Workers, false)
 	if err != nil {
-		return ScalePoint{}, err
+		return ScalePoint{}, nil, err
 	}
 	defer b.Close()
 	outDir := filepath.Join(dir, "out")
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return ScalePoint{}, err
+		return ScalePoint{}, nil, err
 	}
-	t, rep, err := timeDriftscan(ctx, l, bin, b, outDir, o.Runs)
+	req, err := scanInProcess(ctx, b, "")
 	if err != nil {
-		return ScalePoint{}, err
+		return ScalePoint{}, nil, err
+	}
+	floor, err := newFloorRunner(floorBin, outDir, req.firstPages)
+	if err != nil {
+		return ScalePoint{}, nil, err
+	}
+	t, fl, rep, err := timeDriftscan(ctx, l, bin, b, outDir, o.Runs, floor)
+	if err != nil {
+		return ScalePoint{}, nil, err
 	}
 	if a := agree(rep, nil, b.plan); len(a.Missed)+len(a.Unexpected) > 0 {
 		say("warning: at %d objects driftscan missed %d drifted objects%s and reported %d others%s",
 			spec.Objects, len(a.Missed), sample(a.Missed), len(a.Unexpected), sample(a.Unexpected))
 	}
-	return ScalePoint{Objects: t.Objects, Apps: spec.Apps, Findings: t.Findings, DriftedObjects: t.DriftedObjects,
+	var hp *HeapProfile
+	if o.HeapProfile != "" && spec.Objects == o.HeapProfileObjects {
+		if hp, err = profileHeap(ctx, b, o.HeapProfile); err != nil {
+			return ScalePoint{}, nil, err
+		}
+	}
+	return newScalePoint(t, fl, spec.Apps, b.ApplySeconds), hp, nil
+}
+
+// newScalePoint is one size's row from driftscan's and the floor's runs.
+func newScalePoint(t Tool, fl *Floor, apps int, applySeconds float64) ScalePoint {
+	p := ScalePoint{Objects: t.Objects, Apps: apps, Findings: t.Findings, DriftedObjects: t.DriftedObjects,
 		WallSeconds: t.WallSeconds, APIRequests: t.APIRequests, MaxRSSMiB: t.MaxRSSMiB,
-		MicrosPerObject: t.WallSeconds / float64(t.Objects) * 1e6, ApplySeconds: b.ApplySeconds}, nil
+		MicrosPerObject: t.WallSeconds / float64(max(1, t.Objects)) * 1e6, ApplySeconds: applySeconds,
+		Server: t.Server, LoadAverage: loadAverage()}
+	if fl != nil {
+		p.FloorWallSeconds, p.OverFloor = fl.WallSeconds, ratio(t.WallSeconds, fl.WallSeconds)
+		p.FloorServer = fl.Server
+	}
+	return p
 }

@@ -40,7 +40,30 @@ func (r *Result) print(w io.Writer) {
 	row("wall seconds", fmt.Sprintf("%.2f", d.WallSeconds), kv(func(t *Tool) string { return fmt.Sprintf("%.2f", t.WallSeconds) }), rt(func(r *Ratios) float64 { return r.Wall }))
 	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
 	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
+	if d.Server != nil {
+		sv := func(f func(*ServerCost) string) string {
+			if k == nil || k.Server == nil {
+				return skip
+			}
+			return f(k.Server)
+		}
+		row("kube-apiserver CPU s", fmt.Sprintf("%.2f", d.Server.APIServerCPUSeconds), sv(func(c *ServerCost) string { return fmt.Sprintf("%.2f", c.APIServerCPUSeconds) }), "")
+		row("etcd CPU s", fmt.Sprintf("%.2f", d.Server.EtcdCPUSeconds), sv(func(c *ServerCost) string { return fmt.Sprintf("%.2f", c.EtcdCPUSeconds) }), "")
+		row("control plane CPU s", fmt.Sprintf("%.2f", d.Server.CPUSeconds()), sv(func(c *ServerCost) string { return fmt.Sprintf("%.2f", c.CPUSeconds()) }), rt(func(r *Ratios) float64 { return r.ServerCPU }))
+		row("kube-apiserver MiB sent", fmt.Sprintf("%.1f", mib(d.Server.APIServerBytesSent)), sv(func(c *ServerCost) string { return fmt.Sprintf("%.1f", mib(c.APIServerBytesSent)) }), "")
+	}
 	_ = tw.Flush()
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(w, "LIST floor (bench/listfloor, the same %d LISTs read and discarded): %.2fs wall, %d pages, %.1f MiB read, %.0f MiB max RSS",
+			f.Lists, f.WallSeconds, f.Pages, mib(f.Bytes), f.MaxRSSMiB)
+		if f.Server != nil {
+			fmt.Fprintf(w, ", control plane %.2f CPU s", f.Server.CPUSeconds())
+		}
+		fmt.Fprintf(w, "; driftscan takes %.2fx the floor\n", ratio(d.WallSeconds, f.WallSeconds))
+	}
+	if d.Server != nil {
+		fmt.Fprintf(w, "control plane CPU includes its own housekeeping: %.3f CPU s per second at rest (%.2f s during driftscan's run)\n", r.ControlPlaneIdleCPU, d.Server.IdleCPUSeconds)
+	}
 	var classes []string
 	for _, c := range report.Classes {
 		if n := d.FindingsByClass[c]; n > 0 {
@@ -96,14 +119,19 @@ func (r *Result) print(w io.Writer) {
 	if len(r.Scaling) > 0 {
 		fmt.Fprintln(w, "\nScaling (driftscan alone, a fresh control plane per size):")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tµs/object\tAPI requests\tmax RSS MiB\t")
+		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tfloor s\tx floor\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
 		for _, p := range r.Scaling {
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.0f\t%d\t%.0f\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB)
+			cpu := "-"
+			if p.Server != nil {
+				cpu = fmt.Sprintf("%.2f", p.Server.CPUSeconds())
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds,
+				p.FloorWallSeconds, p.OverFloor, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
 		}
 		_ = tw.Flush()
 	}
 
-	fmt.Fprintln(w, "\nTargets (issue 10):")
+	fmt.Fprintln(w, "\nTargets (issues 10 and 21):")
 	for _, t := range r.Targets {
 		mark := "MET    "
 		switch {

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ServerCost is what one tool's run cost the control plane: the CPU time
+// kube-apiserver and etcd spent (user + system, from /proc/PID/stat) and
+// the bytes each wrote (wchar of /proc/PID/io: every write to a socket or
+// file, so for kube-apiserver mostly the responses it sent, encrypted, and
+// its requests to etcd; for etcd its replies and its log) during the run.
+type ServerCost struct {
+	APIServerCPUSeconds float64 `json:"apiServerCpuSeconds"`
+	EtcdCPUSeconds      float64 `json:"etcdCpuSeconds"`
+	APIServerBytesSent  int64   `json:"apiServerBytesSent"`
+	EtcdBytesSent       int64   `json:"etcdBytesSent"`
+	// IdleCPUSeconds is what both spent in the same time with nothing
+	// asking (their own housekeeping), measured before the runs: already
+	// included above, and to be subtracted for the tool's share alone.
+	IdleCPUSeconds float64 `json:"idleCpuSeconds"`
+}
+
+// CPUSeconds is the control plane's CPU time in all.
+func (c ServerCost) CPUSeconds() float64 { return c.APIServerCPUSeconds + c.EtcdCPUSeconds }
+
+// controlPlane finds the kube-apiserver and etcd this benchmark started
+// (its children, as envtest starts them) and samples what they used.
+type controlPlane struct {
+	apiserver, etcd int
+	// idlePerSecond is their CPU seconds per wall second at rest.
+	idlePerSecond float64
+}
+
+// usage is one sample of a process.
+type usage struct {
+	cpu   float64 // seconds
+	wchar int64
+}
+
+// cpSample is one sample of both processes.
+type cpSample struct {
+	at              time.Time
+	apiserver, etcd usage
+}
+
+// findControlPlane returns the children of this process named
+// kube-apiserver and etcd, and measures their idle CPU over idle.
+func findControlPlane(idle time.Duration) (*controlPlane, error) {
+	cp := &controlPlane{}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	me := os.Getpid()
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		comm, ppid, err := statOf(pid)
+		if err != nil || ppid != me {
+			continue
+		}
+		switch comm {
+		case "kube-apiserver":
+			cp.apiserver = pid
+		case "etcd":
+			cp.etcd = pid
+		}
+	}
+	if cp.apiserver == 0 || cp.etcd == 0 {
+		return nil, fmt.Errorf("kube-apiserver (pid %d) or etcd (pid %d) not found among this process's children", cp.apiserver, cp.etcd)
+	}
+	before, err := cp.read()
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(idle)
+	after, err := cp.read()
+	if err != nil {
+		return nil, err
+	}
+	cp.idlePerSecond = after.since(before).CPUSeconds() / after.at.Sub(before.at).Seconds()
+	return cp, nil
+}
+
+// read samples both processes' CPU time and bytes written now.
+func (cp *controlPlane) read() (cpSample, error) {
+	s := cpSample{at: time.Now()}
+	var err error
+	if s.apiserver, err = usageOf(cp.apiserver); err != nil {
+		return s, err
+	}
+	s.etcd, err = usageOf(cp.etcd)
+	return s, err
+}
+
+// since is what was used from before to s.
+func (s cpSample) since(before cpSample) ServerCost {
+	return ServerCost{
+		APIServerCPUSeconds: s.apiserver.cpu - before.apiserver.cpu,
+		EtcdCPUSeconds:      s.etcd.cpu - before.etcd.cpu,
+		APIServerBytesSent:  s.apiserver.wchar - before.apiserver.wchar,
+		EtcdBytesSent:       s.etcd.wchar - before.etcd.wchar,
+	}
+}
+
+// measure runs f and returns what the control plane spent meanwhile. A
+// control plane that cannot be read gives a zero cost and no error: the
+// cost is a column of the table, not a reason to stop.
+func (cp *controlPlane) measure(f func() error) (ServerCost, error) {
+	if cp == nil {
+		return ServerCost{}, f()
+	}
+	before, berr := cp.read()
+	err := f()
+	after, aerr := cp.read()
+	if berr != nil || aerr != nil {
+		return ServerCost{}, err
+	}
+	c := after.since(before)
+	c.IdleCPUSeconds = cp.idlePerSecond * after.at.Sub(before.at).Seconds()
+	return c, err
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux architecture Go runs on (the kernel's ABI, whatever HZ it runs at).
+const clockTicks = 100
+
+// statOf returns a process's name and parent from /proc/PID/stat.
+func statOf(pid int) (comm string, ppid int, err error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return "", 0, err
+	}
+	ppid, err = strconv.Atoi(f[2])
+	return f[0], ppid, err
+}
+
+// statFields returns /proc/PID/stat's fields from comm on, so that field n
+// of proc(5) is at index n-2: comm (2, without its parentheses) at 0,
+// ppid (4) at 2, utime (14) at 12, stime (15) at 13.
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return nil, fmt.Errorf("/proc/%d/stat: no comm", pid)
+	}
+	rest := strings.Fields(s[end+1:])
+	if len(rest) < 13 {
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(rest))
+	}
+	return append([]string{s[open+1 : end]}, rest...), nil
+}
+
+// usageOf reads one process's CPU time and bytes written.
+func usageOf(pid int) (usage, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return usage{}, err
+	}
+	utime, err1 := strconv.ParseInt(f[12], 10, 64)
+	stime, err2 := strconv.ParseInt(f[13], 10, 64)
+	if err1 != nil || err2 != nil {
+		return usage{}, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[12], f[13])
+	}
+	u := usage{cpu: float64(utime+stime) / clockTicks}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			u.wchar, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return u, err
+		}
+	}
+	return u, fmt.Errorf("/proc/%d/io: no wchar", pid)
+}

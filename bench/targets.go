@@ -1,0 +1,53 @@
+package main
+
+import "fmt"
+
+// floorTargets checks the run against issue 21's goals: wall time near
+// the LIST floor, memory at or below kubectl's and growing slowly, and a
+// control plane that barely notices the scan.
+func (r *Result) floorTargets() []Target {
+	var ts []Target
+	// Wall time over the floor, at 5,000 and 20,000 objects (the main run
+	// stands for its size).
+	over := map[int]float64{}
+	if r.Floor != nil {
+		over[r.Objects] = ratio(r.Driftscan.WallSeconds, r.Floor.WallSeconds)
+	}
+	for _, p := range r.Scaling {
+		if p.OverFloor > 0 {
+			over[p.Objects] = p.OverFloor
+		}
+	}
+	for _, n := range []int{5000, 20000} {
+		if x, ok := over[n]; ok {
+			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
+		}
+	}
+	if r.Objects == 5000 {
+		if k := r.Kubectl; k != nil {
+			ts = append(ts, Target{Name: "max RSS vs kubectl diff, 5000 objects", Want: "<= kubectl's", Got: fmt.Sprintf("%.0f MiB vs %.0f MiB", r.Driftscan.MaxRSSMiB, k.MaxRSSMiB), Met: r.Driftscan.MaxRSSMiB <= k.MaxRSSMiB})
+		} else {
+			ts = append(ts, Target{Name: "max RSS vs kubectl diff, 5000 objects", Want: "<= kubectl's", Got: "kubectl skipped", Skipped: true})
+		}
+	}
+	rss := map[int]float64{r.Objects: r.Driftscan.MaxRSSMiB}
+	for _, p := range r.Scaling {
+		rss[p.Objects] = p.MaxRSSMiB
+	}
+	if m, ok := rss[20000]; ok {
+		ts = append(ts, Target{Name: "max RSS, 20000 objects", Want: "< 400 MiB", Got: fmt.Sprintf("%.0f MiB", m), Met: m < 400})
+	}
+	if lo, ok := rss[5000]; ok {
+		for _, n := range []int{50000, 20000} {
+			if hi, ok := rss[n]; ok {
+				kib := (hi - lo) * 1024 / float64(n-5000)
+				ts = append(ts, Target{Name: fmt.Sprintf("max RSS growth, 5000 to %d objects", n), Want: "< 15 KiB per object", Got: fmt.Sprintf("%.1f KiB per object (%.0f -> %.0f MiB)", kib, lo, hi), Met: kib < 15})
+				break
+			}
+		}
+	}
+	if q := r.Ratios; q != nil && q.ServerCPU > 0 {
+		ts = append(ts, Target{Name: "control plane CPU vs kubectl diff", Want: ">= 20x less", Got: fmt.Sprintf("%.1fx less (%.2f s vs %.2f s)", q.ServerCPU, r.Driftscan.Server.CPUSeconds(), r.Kubectl.Server.CPUSeconds()), Met: q.ServerCPU >= 20})
+	}
+	return ts
+}
