@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/calricon/driftscan/audit"
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/report"
 )
@@ -133,46 +134,137 @@ func (s *scan) loadSchemas() error {
 	return s.c.typer.load(gvs)
 }
 
-// compare diffs every desired object with its live self.
-func (s *scan) compare(ctx context.Context, live *liveState) {
-	cc := s.gather(ctx)
-	// Objects are compared on every core: each writes only its own report
-	// object, and the ignorer is safe for concurrent use.
+// compare lists the cluster (read) and diffs every desired object with its
+// live self as the page holding it arrives, on Workers goroutines, so that
+// of the live state only the pages in flight and the objects waiting for a
+// worker are ever held. The workers start once the classification context
+// (gather) and the audit log are read; until then the LISTs go on and what
+// they find waits in a queue. Objects no page held are then Missing, or
+// errors when the list that should have held them failed.
+func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *liveState {
+	q := &objectQueue{limit: queueLimit}
+	q.cond = sync.NewCond(&q.mu)
+	var cc classifyContext
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		cc = s.gather(ctx)
+		s.audit = auditDone()
+		q.start()
+	}()
 	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
+		wg       sync.WaitGroup
+		compared atomic.Int64
+		listed   atomic.Bool // every LIST has ended: compare progress is shown
 	)
 	for w := 0; w < s.opts.Workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-ready
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(s.objects) {
+				f, ok := q.pop()
+				if !ok {
 					return
 				}
-				if i%50 == 0 {
-					s.progress("compare", i, len(s.objects))
+				s.compareOne(s.objects[f.index], f.live, cc)
+				// The desired object is not needed any more: the report
+				// object holds what was found.
+				s.objects[f.index].obj = nil
+				if n := int(compared.Add(1)); listed.Load() && n%50 == 0 {
+					s.progress("compare", n, len(s.objects))
 				}
-				s.compareOne(s.objects[i], live, cc)
 			}
 		}()
 	}
+	live := s.read(ctx, func(i int, u *unstructured.Unstructured) { q.push(foundObject{index: i, live: u}) })
+	listed.Store(true)
+	q.close()
 	wg.Wait()
+	<-ready
+	for i, d := range s.objects {
+		ro := &s.r.Apps[d.app].Objects[d.object]
+		if err := live.listErr(d); err != nil {
+			// A list that failed after some of its pages: what those
+			// pages held is not reported as if the list had finished.
+			ro.Status, ro.Error, ro.Findings, ro.Dismissed, ro.Owner = report.StatusError, err.Error(), nil, nil, ""
+			continue
+		}
+		if !live.found[i] {
+			ro.Status = report.StatusMissing
+		}
+	}
 	s.progress("compare", len(s.objects), len(s.objects))
+	return live
 }
 
-func (s *scan) compareOne(d desired, live *liveState, cc classifyContext) {
+// queueLimit is how many found objects may wait for a compare worker
+// before the LISTs wait for the workers: a page's worth.
+const queueLimit = 500
+
+// objectQueue hands found objects from the LISTs to the compare workers.
+// Once the workers run, a LIST that gets ahead of them by limit objects
+// waits (it stops reading its page) until they catch up, so the live state
+// held is bounded by limit, not by the cluster. Before they run (while the
+// audit log is still read, say) it never waits: objects queue up, as they
+// were all held before pages were compared as they came, rather than stall
+// a paginated LIST past its continue token's life.
+type objectQueue struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	items   []foundObject
+	limit   int
+	started bool
+	closed  bool
+}
+
+func (q *objectQueue) push(f foundObject) {
+	q.mu.Lock()
+	for q.started && len(q.items) >= q.limit {
+		q.cond.Wait()
+	}
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// start says the workers run: from now on push waits when the queue is full.
+func (q *objectQueue) start() {
+	q.mu.Lock()
+	q.started = true
+	q.mu.Unlock()
+}
+
+// pop waits for an object; false once the queue is closed and empty.
+func (q *objectQueue) pop() (foundObject, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return foundObject{}, false
+	}
+	f := q.items[0]
+	q.items[0] = foundObject{}
+	q.items = q.items[1:]
+	if len(q.items) == 0 {
+		q.items = nil // let the backing array go
+	}
+	q.cond.Broadcast() // a LIST may wait for room
+	return f, true
+}
+
+func (q *objectQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// compareOne diffs d with the live object l that a page held.
+func (s *scan) compareOne(d desired, l *unstructured.Unstructured, cc classifyContext) {
 	ro := &s.r.Apps[d.app].Objects[d.object]
-	if err := live.listErr(d); err != nil {
-		ro.Status, ro.Error = report.StatusError, err.Error()
-		return
-	}
-	l := live.objects[keyOf(d.obj)]
-	if l == nil {
-		ro.Status = report.StatusMissing
-		return
-	}
 	if err := s.compareObject(d, l, cc, ro); err != nil {
 		ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
 	}

@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -10,12 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// liveState is what the scan kept of what it read from the cluster: the
-// declared objects, and for Extra the identity of the undeclared objects
-// that carry an app's tracking label. Nothing else of a LIST outlives its
-// page.
+// liveState is what the scan kept of what it read from the cluster: which
+// declared objects it found, and for Extra the identity of the undeclared
+// objects that carry an app's tracking label. Each declared object itself
+// goes to the compare as its page arrives and is not kept here: nothing of
+// a LIST outlives its page but what the compare of its objects holds.
 type liveState struct {
-	objects map[objectKey]*unstructured.Unstructured
+	// found marks the declared objects (by index in scan.objects) that
+	// some page held.
+	found []bool
 	// failed holds the list errors, by resource and namespace.
 	failed map[listKey]error
 	// listed is every resource and namespace listed to the end.
@@ -42,9 +46,12 @@ var neverClusterWide = map[schema.GroupResource]bool{{Group: "", Resource: "secr
 const secretPageSize = 50
 
 // read lists each resource once per namespace, or once cluster-wide when
-// its objects span many namespaces (never for neverClusterWide), and keeps
-// of each page only what the compare and Extra need.
-func (s *scan) read(ctx context.Context) *liveState {
+// its objects span many namespaces (never for neverClusterWide), hands each
+// declared object to visit (with its index in s.objects) as its page
+// arrives, and keeps of each page only what Extra needs. visit is called
+// from the LIST goroutines, once per object found, and must not block for
+// long: the next page waits for it.
+func (s *scan) read(ctx context.Context, visit func(i int, live *unstructured.Unstructured)) *liveState {
 	byGVR := map[schema.GroupVersionResource]map[string]bool{}
 	for _, d := range s.objects {
 		gvr := d.mapping.Resource
@@ -69,7 +76,7 @@ func (s *scan) read(ctx context.Context) *liveState {
 		}
 		return keys[i].ns < keys[j].ns
 	})
-	st := &liveState{objects: map[objectKey]*unstructured.Unstructured{}, failed: map[listKey]error{}, listed: map[listKey]bool{}}
+	st := &liveState{found: make([]bool, len(s.objects)), failed: map[listKey]error{}, listed: map[listKey]bool{}}
 	appIndex := map[string]int{}
 	for i, a := range s.r.Apps {
 		appIndex[a.Name] = i
@@ -82,15 +89,31 @@ func (s *scan) read(ctx context.Context) *liveState {
 		done int
 		sem  = make(chan struct{}, listWorkers)
 	)
+	gvks := map[schema.GroupVersionResource]schema.GroupVersionKind{}
+	for _, d := range s.objects {
+		gvks[d.mapping.Resource] = d.mapping.GroupVersionKind
+	}
 	list := func(k listKey, ns string) error {
 		pageSize := s.c.pageSize
 		if neverClusterWide[k.gvr.GroupResource()] && (pageSize == 0 || pageSize > secretPageSize) {
 			pageSize = secretPageSize
 		}
-		return s.c.listPages(ctx, k.gvr, ns, pageSize, func(page *unstructured.UnstructuredList) error {
-			mu.Lock()
-			defer mu.Unlock()
-			s.keep(st, page, appIndex)
+		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, pageSize, func(it *listItem) error {
+			found, extra, err := s.keep(it, appIndex)
+			if err != nil {
+				return err
+			}
+			if found != nil {
+				mu.Lock()
+				st.found[found.index] = true
+				mu.Unlock()
+				visit(found.index, found.live)
+			}
+			if extra != nil {
+				mu.Lock()
+				st.extra = append(st.extra, *extra)
+				mu.Unlock()
+			}
 			return nil
 		})
 	}
@@ -134,33 +157,41 @@ const listWorkers = 4
 // allNamespaces marks a cluster-wide list of a namespaced resource.
 const allNamespaces = "\x00all"
 
-// keep takes from one page the objects some app declares, and with Extra
-// the identity of those an app's tracking key names. Each kept object is
-// copied out of the page, so the page itself (every other object in it)
-// can be freed as soon as the next one arrives.
-func (s *scan) keep(st *liveState, page *unstructured.UnstructuredList, appIndex map[string]int) {
-	for i := range page.Items {
-		u := &page.Items[i]
-		key := keyOf(u)
-		if _, ok := s.declared[key]; ok {
-			obj := *u
-			st.objects[key] = &obj
-			continue
+// foundObject is a declared object as a page held it.
+type foundObject struct {
+	index int // in scan.objects
+	live  *unstructured.Unstructured
+}
+
+// keep decides what the scan keeps of one listed item: a declared object
+// whole (found), or with Extra the identity of an undeclared one that an
+// app's tracking key names (extra), or nothing. Only a declared object is
+// decoded whole; of any other only its identity, and its labels and
+// annotations with Extra.
+func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, extra *extraObject, err error) {
+	key := keyOfHead(it.head)
+	if di, ok := s.declared[key]; ok {
+		u, err := it.decode()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %s/%s: %w", key.kind, key.ns, key.name, err)
 		}
-		if !s.opts.Extra {
-			continue
+		return &foundObject{index: di, live: u}, nil, nil
+	}
+	if !s.opts.Extra {
+		return nil, nil, nil
+	}
+	labels, annotations := it.tracking()
+	for _, k := range trackingKeys {
+		name := labels[k]
+		if name == "" {
+			name = annotations[k]
 		}
-		for _, k := range trackingKeys {
-			name := u.GetLabels()[k]
-			if name == "" {
-				name = u.GetAnnotations()[k]
-			}
-			if ai, ok := appIndex[name]; ok {
-				st.extra = append(st.extra, extraObject{app: ai, apiVersion: u.GetAPIVersion(), kind: u.GetKind(), namespace: u.GetNamespace(), name: u.GetName()})
-				break
-			}
+		if ai, ok := appIndex[name]; ok {
+			h := it.head
+			return nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
 		}
 	}
+	return nil, nil, nil
 }
 
 // finish records how the list of k ended.
@@ -175,10 +206,10 @@ func (st *liveState) finish(k listKey, err error) {
 // listErr returns the error of the list that should have read d, if any.
 func (st *liveState) listErr(d desired) error {
 	gvr := d.mapping.Resource
-	if err := st.failed[listKey{gvr: gvr, ns: d.obj.GetNamespace()}]; err != nil {
+	if err := st.failed[listKey{gvr: gvr, ns: d.key.ns}]; err != nil {
 		return err
 	}
-	if st.listed[listKey{gvr: gvr, ns: d.obj.GetNamespace()}] {
+	if st.listed[listKey{gvr: gvr, ns: d.key.ns}] {
 		return nil
 	}
 	return st.failed[listKey{gvr: gvr, ns: allNamespaces}]

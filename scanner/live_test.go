@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -105,41 +108,59 @@ func TestSecretsAreListedOnlyWhereAppsDeclareThem(t *testing.T) {
 }
 
 // TestAPageKeepsOnlyDeclaredObjectsAndExtraIdentities: of a LIST page the
-// scan keeps the objects apps declare, and for --extra only the identity of
-// those that name an app; the rest of the page is not referenced any more.
+// scan decodes whole only the objects apps declare, and for --extra keeps
+// only the identity of those that name an app; a typed list's items get
+// their kind and apiVersion from the list, as the dynamic client gives them.
 func TestAPageKeepsOnlyDeclaredObjectsAndExtraIdentities(t *testing.T) {
-	obj := func(name string, labels map[string]string) unstructured.Unstructured {
-		u := unstructured.Unstructured{}
-		u.SetAPIVersion("v1")
-		u.SetKind("Secret")
+	item := func(name string, labels map[string]string) map[string]any {
+		u := unstructured.Unstructured{Object: map[string]any{}}
 		u.SetNamespace("shop")
 		u.SetName(name)
 		u.SetLabels(labels)
 		u.Object["data"] = map[string]any{"big": strings.Repeat("x", 1<<10)}
-		return u
+		return u.Object
 	}
-	page := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{
-		obj("declared", nil),
-		obj("left-behind", map[string]string{"app.kubernetes.io/instance": "web"}),
-		obj("another-apps", map[string]string{"app.kubernetes.io/instance": "not-scanned"}),
-		obj("unrelated", nil),
-	}}
+	page, err := json.Marshal(map[string]any{
+		"kind": "SecretList", "apiVersion": "v1", "metadata": map[string]any{"continue": "next"},
+		"items": []any{
+			item("declared", nil),
+			item("left-behind", map[string]string{"app.kubernetes.io/instance": "web"}),
+			item("another-apps", map[string]string{"app.kubernetes.io/instance": "not-scanned"}),
+			item("unrelated", nil),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, extra := range []bool{false, true} {
 		s := &scan{opts: Options{Extra: extra}, r: &report.Report{Apps: []report.App{{Name: "web"}}},
-			declared: map[objectKey]string{{"", "Secret", "shop", "declared"}: "web"}}
-		st := &liveState{objects: map[objectKey]*unstructured.Unstructured{}}
-		s.keep(st, page, map[string]int{"web": 0})
-		if len(st.objects) != 1 || st.objects[objectKey{"", "Secret", "shop", "declared"}] == nil {
-			t.Errorf("extra %v: kept %v, want only the declared Secret", extra, st.objects)
+			declared: map[objectKey]int{{"", "Secret", "shop", "declared"}: 0}}
+		var found []*unstructured.Unstructured
+		var extras []extraObject
+		cont, err := readPage(bytes.NewReader(page), schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, func(it *listItem) error {
+			f, e, err := s.keep(it, map[string]int{"web": 0})
+			if f != nil {
+				found = append(found, f.live)
+			}
+			if e != nil {
+				extras = append(extras, *e)
+			}
+			return err
+		})
+		if err != nil || cont != "next" {
+			t.Fatalf("readPage = %q, %v; want the continue token", cont, err)
 		}
-		if kept := st.objects[objectKey{"", "Secret", "shop", "declared"}]; kept == &page.Items[0] {
-			t.Errorf("the kept object points into the page, which keeps every other object of it alive")
+		if len(found) != 1 || found[0].GetName() != "declared" || found[0].GetKind() != "Secret" || found[0].GetAPIVersion() != "v1" {
+			t.Fatalf("extra %v: kept %v, want only the declared Secret, as a v1 Secret", extra, found)
+		}
+		if data, _, _ := unstructured.NestedString(found[0].Object, "data", "big"); len(data) != 1<<10 {
+			t.Errorf("the declared Secret's data was not decoded whole: %d bytes", len(data))
 		}
 		var want []extraObject
 		if extra {
 			want = []extraObject{{app: 0, apiVersion: "v1", kind: "Secret", namespace: "shop", name: "left-behind"}}
 		}
-		if diff := cmp.Diff(want, st.extra, cmp.AllowUnexported(extraObject{})); diff != "" {
+		if diff := cmp.Diff(want, extras, cmp.AllowUnexported(extraObject{})); diff != "" {
 			t.Errorf("extra %v: extra objects (-want +got):\n%s", extra, diff)
 		}
 	}

@@ -108,9 +108,11 @@ func DefaultOptions() Options {
 
 // desired is one object Git declares, with where it belongs in the report.
 type desired struct {
-	app     int
-	object  int
+	app    int
+	object int
+	// obj is Git's object until it is compared; key names it for good.
 	obj     *unstructured.Unstructured
+	key     objectKey
 	mapping *meta.RESTMapping
 	// twin is the object from a chart's second render, nil when rendered
 	// once; unstable holds the fields that differ between the two.
@@ -177,7 +179,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		cluster = opts.RESTConfig.Host
 	}
 	r := report.New(now, cluster)
-	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]string{},
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	if err := s.render(ctx); err != nil {
 		return nil, err
@@ -189,9 +191,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	auditDone := s.readAudit(ctx)
 	s.findUnstable()
 	s.warnUnstable()
-	live := s.read(ctx)
-	s.audit = auditDone()
-	s.compare(ctx, live)
+	live := s.compare(ctx, auditDone)
 	if opts.Extra {
 		s.extra(live)
 	}
@@ -221,8 +221,8 @@ type scan struct {
 	masker      *masker
 	warnMu      sync.Mutex // the report's warnings
 	objects     []desired
-	declared    map[objectKey]string // object -> app that declares it
-	audit       *audit.Index         // nil without an audit log
+	declared    map[objectKey]int // object -> its index in objects
+	audit       *audit.Index      // nil without an audit log
 
 	// What is no drift: the counts by reason, what reconcilers write on
 	// each app's objects (by app, in report order), and what differs
@@ -354,7 +354,8 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		twin.SetNamespace(obj.GetNamespace())
 	}
 	key := keyOf(obj)
-	if other, dup := s.declared[key]; dup {
+	if di, dup := s.declared[key]; dup {
+		other := s.r.Apps[s.objects[di].app].Name
 		ro.Status = report.StatusError
 		if other == app.Name {
 			ro.Error = fmt.Sprintf("%s is declared twice in app %s", ro.Ref(), app.Name)
@@ -364,7 +365,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		ra.Objects = append(ra.Objects, ro)
 		return
 	}
-	s.declared[key] = app.Name
+	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, mapping: mapping, twin: twin})
+	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, key: key, mapping: mapping, twin: twin})
 }

@@ -113,10 +113,13 @@ type unstableFields struct {
 }
 
 // findUnstable finds, once the schemas are loaded, the fields of every
-// object rendered twice that differ between the renders.
+// object rendered twice that differ between the renders. The second
+// render is not needed after that and is let go: a chart's objects are
+// not held twice through the LISTs and the compare.
 func (s *scan) findUnstable() {
 	for i := range s.objects {
 		s.objects[i].unstable = s.unstable(s.objects[i])
+		s.objects[i].twin = nil
 	}
 }
 

@@ -1,0 +1,206 @@
+package scanner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// A LIST page of 500 Deployments is a few MiB of JSON and, decoded into
+// unstructured maps, several times that; a scan runs four LISTs at once.
+// The scan reads its own LISTs as a stream instead: each item of a page is
+// read from the response body as it arrives, its identity decoded, and only
+// the items some app declares are decoded whole. Neither the body nor the
+// decoded page is ever held, only the declared objects.
+
+// itemHead is what the scan decodes of every listed object to decide
+// whether to keep it.
+type itemHead struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// itemTracking is the rest of the head that Extra needs: the labels and
+// annotations that may name an app.
+type itemTracking struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+}
+
+// listItem is one item of a page as it is read.
+type listItem struct {
+	head itemHead
+	raw  []byte // valid only during the call it is handed to
+}
+
+// decode decodes the whole item as the dynamic client would: numbers that
+// are integers as int64, and a typed list's kind and apiVersion (which the
+// API server leaves out of its items) from the list.
+func (it *listItem) decode() (*unstructured.Unstructured, error) {
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(it.raw, &m); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" && u.GetAPIVersion() == "" {
+		u.SetKind(it.head.Kind)
+		u.SetAPIVersion(it.head.APIVersion)
+	}
+	return u, nil
+}
+
+// tracking decodes the item's labels and annotations.
+func (it *listItem) tracking() (labels, annotations map[string]string) {
+	var t itemTracking
+	if err := json.Unmarshal(it.raw, &t); err != nil {
+		return nil, nil
+	}
+	return t.Metadata.Labels, t.Metadata.Annotations
+}
+
+// streamPages reads every page of a paginated LIST of gvr in namespace ns
+// ("" for all) of pageSize objects, following continue tokens, and hands
+// each item to fn as the body brings it. gvk is the kind the items are,
+// for a list whose kind comes after its items. It goes through the
+// client-go REST client, so the scan's rate limiter, its retries on 429
+// and the API server's status errors apply as to any request.
+func (c *api) streamPages(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, pageSize int64, fn func(*listItem) error) error {
+	path := []string{"api", gvr.Version}
+	if gvr.Group != "" {
+		path = []string{"apis", gvr.Group, gvr.Version}
+	}
+	if ns != "" {
+		path = append(path, "namespaces", ns)
+	}
+	path = append(path, gvr.Resource)
+	cont := ""
+	for {
+		req := c.lists.Get().AbsPath(path...)
+		if pageSize > 0 {
+			req = req.Param("limit", strconv.FormatInt(pageSize, 10))
+		}
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Stream(ctx)
+		if err != nil {
+			return listError(gvr, ns, err)
+		}
+		cont, err = readPage(body, gvk, fn)
+		_ = body.Close()
+		if err != nil {
+			return listError(gvr, ns, err)
+		}
+		if cont == "" {
+			return nil
+		}
+	}
+}
+
+// readPage reads one LIST response, handing each item to fn as it is
+// read, and returns the page's continue token. An error from fn stops it.
+func readPage(r io.Reader, gvk schema.GroupVersionKind, fn func(*listItem) error) (string, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
+	}
+	// The list's own kind and apiVersion name its items' when they do not
+	// (a typed list); until they are read, the kind listed stands for them.
+	apiVersion, kind := gvk.GroupVersion().String(), gvk.Kind
+	cont := ""
+	var raw json.RawMessage // reused: each item's bytes live until the next
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "apiVersion":
+			if err := dec.Decode(&apiVersion); err != nil {
+				return "", err
+			}
+		case "kind":
+			var listKind string
+			if err := dec.Decode(&listKind); err != nil {
+				return "", err
+			}
+			if k, ok := strings.CutSuffix(listKind, "List"); ok && k != "" {
+				kind = k
+			}
+		case "metadata":
+			var m struct {
+				Continue string `json:"continue"`
+			}
+			if err := dec.Decode(&m); err != nil {
+				return "", err
+			}
+			cont = m.Continue
+		case "items":
+			tok, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			if tok == nil {
+				continue // "items": null
+			}
+			if d, ok := tok.(json.Delim); !ok || d != '[' {
+				return "", fmt.Errorf("items: want an array, got %v", tok)
+			}
+			for dec.More() {
+				if err := dec.Decode(&raw); err != nil {
+					return "", err
+				}
+				it := listItem{raw: raw}
+				if err := json.Unmarshal(raw, &it.head); err != nil {
+					return "", err
+				}
+				if it.head.Kind == "" && it.head.APIVersion == "" {
+					it.head.Kind, it.head.APIVersion = kind, apiVersion
+				}
+				if err := fn(&it); err != nil {
+					return "", err
+				}
+			}
+			if err := expectDelim(dec, ']'); err != nil {
+				return "", err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", err
+			}
+		}
+	}
+	return cont, expectDelim(dec, '}')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q in the LIST response, got %v", want, tok)
+	}
+	return nil
+}
+
+// keyOfHead is keyOf for an item not yet decoded.
+func keyOfHead(h itemHead) objectKey {
+	gv, _ := schema.ParseGroupVersion(h.APIVersion)
+	return objectKey{gv.Group, h.Kind, h.Metadata.Namespace, h.Metadata.Name}
+}
