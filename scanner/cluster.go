@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/flowcontrol"
@@ -27,7 +27,10 @@ import (
 
 // api reads the live state. It only ever gets and lists.
 type api struct {
-	dynamic   dynamic.Interface
+	dynamic dynamic.Interface
+	// lists is the REST client the scan's own LISTs stream through
+	// (streamPages), on the dynamic client's connection.
+	lists     rest.Interface
 	discovery discovery.CachedDiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	typer     *typer
@@ -35,6 +38,9 @@ type api struct {
 	requests  *atomic.Int64
 	throttled *atomic.Int64
 	version   string
+
+	mappingsMu sync.Mutex
+	mappings   map[schema.GroupVersionKind]mappingResult
 }
 
 // countingTransport counts the requests the scan sends and the 429s it gets.
@@ -86,13 +92,22 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64) (*api, error
 		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
 	}
 	c.version = v.GitVersion
-	c.dynamic, err = dynamic.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(dynamic.ConfigFor(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
+	c.dynamic, err = dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	lcfg := dynamic.ConfigFor(cfg)
+	lcfg.GroupVersion, lcfg.APIPath = nil, "/"
+	if c.lists, err = rest.UnversionedRESTClientForConfigAndClient(lcfg, hc); err != nil {
+		return nil, fmt.Errorf("REST client: %w", err)
+	}
 	c.discovery = memory.NewMemCacheClient(dc)
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
-	c.typer = newTyper(openapi3.NewRoot(dc.OpenAPIV3()))
+	c.typer = newTyper(dc.OpenAPIV3())
 	return c, nil
 }
 
@@ -139,8 +154,30 @@ func APIVersions(dc discovery.DiscoveryInterface) ([]string, error) {
 }
 
 // mapping finds the resource of a kind, refreshing discovery once for kinds
-// installed since the scan began.
+// installed since the scan began. The answer is remembered for the scan:
+// every object of a kind shares one mapping (the mapper allocates a new one,
+// several KiB of work, on every call), and a kind the cluster does not serve
+// costs one refresh of discovery, not one per object.
 func (c *api) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	c.mappingsMu.Lock()
+	defer c.mappingsMu.Unlock()
+	if m, ok := c.mappings[gvk]; ok {
+		return m.mapping, m.err
+	}
+	m, err := c.findMapping(gvk)
+	if c.mappings == nil {
+		c.mappings = map[schema.GroupVersionKind]mappingResult{}
+	}
+	c.mappings[gvk] = mappingResult{m, err}
+	return m, err
+}
+
+type mappingResult struct {
+	mapping *meta.RESTMapping
+	err     error
+}
+
+func (c *api) findMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
 		c.mapper.Reset()
@@ -167,15 +204,6 @@ func (c *api) list(ctx context.Context, gvr schema.GroupVersionResource, ns stri
 		return nil, listError(gvr, ns, err)
 	}
 	return items, nil
-}
-
-// listPages hands each page of a paginated LIST of pageSize objects to fn as
-// it arrives.
-func (c *api) listPages(ctx context.Context, gvr schema.GroupVersionResource, ns string, pageSize int64, fn func(*unstructured.UnstructuredList) error) error {
-	if err := ListPages(ctx, c.dynamic, gvr, ns, metav1.ListOptions{Limit: pageSize}, fn); err != nil {
-		return listError(gvr, ns, err)
-	}
-	return nil
 }
 
 // ListPages reads every object of a resource in namespace ns ("" for all)

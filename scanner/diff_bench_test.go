@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/openapi3"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
@@ -39,7 +38,7 @@ spec:
 `)
 	desired.SetNamespace(ns)
 	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
-	typer := newTyper(openapi3.NewRoot(env.Client.Discovery().OpenAPIV3()))
+	typer := newTyper(env.Client.Discovery().OpenAPIV3())
 	if err := typer.load([]schema.GroupVersion{gv}); err != nil {
 		b.Fatal(err)
 	}

@@ -1,13 +1,15 @@
 package scanner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/openapi3"
+	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
@@ -19,7 +21,7 @@ import (
 // and merge keys (containers by name, ports by port and protocol) are the
 // server's. It fetches the schema of each group/version once.
 type typer struct {
-	root    openapi3.Root
+	openapi openapi.Client
 	schemas map[string]*spec.Schema
 	failed  map[schema.GroupVersion]error
 	// unpublished are group/versions the server has no schema for.
@@ -31,9 +33,9 @@ type typer struct {
 	kinds kindSchemas
 }
 
-func newTyper(root openapi3.Root) *typer {
+func newTyper(client openapi.Client) *typer {
 	return &typer{
-		root:        root,
+		openapi:     client,
 		schemas:     map[string]*spec.Schema{},
 		failed:      map[schema.GroupVersion]error{},
 		unpublished: map[schema.GroupVersion]bool{},
@@ -54,10 +56,9 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 		if t.loaded[gv] || t.unpublished[gv] {
 			continue
 		}
-		doc, err := t.root.GVSpec(gv)
-		var notFound *openapi3.GroupVersionNotFoundError
+		schemas, err := componentSchemas(t.openapi, gv)
 		switch {
-		case errors.As(err, &notFound):
+		case errors.Is(err, errUnpublished):
 			// The server publishes no schema for it (yet): type by deduction.
 			t.unpublished[gv] = true
 			continue
@@ -65,10 +66,8 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 			t.failed[gv] = fmt.Errorf("read the OpenAPI v3 schema of %s: %w", gv, err)
 			continue
 		}
-		if doc.Components != nil {
-			for name, s := range doc.Components.Schemas {
-				t.schemas[name] = s
-			}
+		for name, s := range schemas {
+			t.schemas[name] = s
 		}
 		t.loaded[gv] = true
 		changed = true
@@ -83,6 +82,43 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 	t.conv = conv
 	t.kinds = kindSchemas{}
 	return nil
+}
+
+// errUnpublished: the server publishes no OpenAPI v3 document for a
+// group/version.
+var errUnpublished = errors.New("no OpenAPI v3 schema published")
+
+// componentSchemas reads the OpenAPI v3 document of gv (one request) and
+// returns its component schemas, as openapi3.Root's GVSpec would. Only the
+// components are decoded: the document's paths, most of its size, are
+// skipped over, so loading the core group's schema does not build (and
+// leave to the collector) every operation of every core resource.
+func componentSchemas(client openapi.Client, gv schema.GroupVersion) (map[string]*spec.Schema, error) {
+	paths, err := client.Paths()
+	if err != nil {
+		return nil, err
+	}
+	path := "apis/" + gv.Group + "/" + gv.Version
+	if gv.Group == "" {
+		path = "api/" + gv.Version
+	}
+	p, ok := paths[path]
+	if !ok {
+		return nil, errUnpublished
+	}
+	data, err := p.Schema(runtime.ContentTypeJSON)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]*spec.Schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	return doc.Components.Schemas, nil
 }
 
 // toTyped types obj with the server schema, or by deduction when the server
