@@ -41,12 +41,18 @@ func (f Finding) manager() string {
 
 // Age says how long before now the finding's manager last wrote the field,
 // the way kubectl prints an AGE column (90s, 3h, 30d); "-" when the time is
-// unknown or unreadable.
+// unknown or unreadable. A managedFields entry written through a
+// subresource (the HPA's scale) has no time: the audit event that made the
+// change gives it, when the attribution is exact.
 func (f Finding) Age(now time.Time) string {
-	if f.Time == "" {
+	at := f.Time
+	if at == "" && f.Attribution != nil && f.Attribution.Confidence == ConfidenceExact {
+		at = f.Attribution.Time
+	}
+	if at == "" {
 		return "-"
 	}
-	t, err := time.Parse(time.RFC3339, f.Time)
+	t, err := time.Parse(time.RFC3339, at)
 	if err != nil {
 		return "-"
 	}

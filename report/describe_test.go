@@ -44,6 +44,23 @@ func TestFindingAge(t *testing.T) {
 	}
 }
 
+func TestTheAuditEventDatesAFieldManagedFieldsLeaveUndated(t *testing.T) {
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	// The HPA's write through the scale subresource: no time in managedFields.
+	f := Finding{Manager: "kube-controller-manager", Subresource: "scale", Attribution: &Attribution{Confidence: ConfidenceCandidate, Time: "2026-07-01T11:20:00.123456Z"}}
+	if got := f.Age(now); got != "-" {
+		t.Errorf("Age from a candidate = %q, want -: several events could have made it", got)
+	}
+	f.Attribution.Confidence = ConfidenceExact
+	if got := f.Age(now); got != "39m" {
+		t.Errorf("Age = %q, want the audit event's 39m", got)
+	}
+	f.Time = "2026-07-01T11:55:00Z"
+	if got := f.Age(now); got != "5m" {
+		t.Errorf("Age with a managedFields time = %q, want that time's 5m", got)
+	}
+}
+
 func TestIgnoreRuleTarget(t *testing.T) {
 	tests := []struct {
 		r    IgnoreRule
