@@ -77,6 +77,11 @@ type App struct {
 	// Appliers are field managers that stand for Git for this app only, in
 	// addition to the config's (kustomize-controller for a Flux app).
 	Appliers []string `yaml:"appliers"`
+	// AppliedAs says how the app's applier rewrites the rendered objects
+	// before it applies them, so that Git is compared as it was applied.
+	// Discovery sets AppliedAsFlux for a Flux Kustomization; a config file
+	// may set it for an app kustomize-controller applies.
+	AppliedAs AppliedAs `yaml:"appliedAs"`
 	// GitOps is set for apps discovered from Argo CD or Flux.
 	GitOps *report.GitOps `yaml:"-"`
 	// Error, set by discovery, says why the app's source must not be
@@ -84,6 +89,29 @@ type App struct {
 	// leaves the repository): the app is reported with this error and its
 	// source is never read.
 	Error string `yaml:"-"`
+}
+
+// AppliedAs names an applier that rewrites objects before it applies them.
+type AppliedAs string
+
+const (
+	// AppliedAsIs: the applier sends the rendered objects unchanged
+	// (Argo CD, helm-controller, kubectl).
+	AppliedAsIs AppliedAs = ""
+	// AppliedAsFlux: Flux's kustomize-controller normalises every object
+	// before its server-side apply (a typed round trip, default port
+	// protocols, a Secret's stringData moved to data): see scanner's
+	// applied_flux.go.
+	AppliedAsFlux AppliedAs = "flux"
+)
+
+// Validate says whether a is one of the known appliers.
+func (a AppliedAs) Validate() error {
+	switch a {
+	case AppliedAsIs, AppliedAsFlux:
+		return nil
+	}
+	return fmt.Errorf("appliedAs %q: want %q or nothing", string(a), string(AppliedAsFlux))
 }
 
 // Source says where an app's desired state lives and how to render it.
@@ -180,6 +208,9 @@ func Parse(data []byte) (*Config, error) {
 			errs = append(errs, fmt.Errorf("app %q: source has both helm and kustomize", app.Name))
 		}
 		if err := app.Source.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
+		}
+		if err := app.AppliedAs.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
 		}
 	}

@@ -82,7 +82,7 @@ func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomiza
 	src.Path = cleanPath(ks.Spec.Path)
 	app := config.App{
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ks.Spec.TargetNamespace, Source: src,
-		Appliers: []string{kustomizeApplier},
+		Appliers: []string{kustomizeApplier}, AppliedAs: config.AppliedAsFlux,
 		// kustomize-controller re-applies every interval, so live changes
 		// are reverted unless the Kustomization is suspended.
 		GitOps: fluxGitOps(u, true, ks.Spec.Prune, ks.Spec.Suspend),

@@ -186,14 +186,14 @@ func TestFluxObjects(t *testing.T) {
 		{
 			Name: "shop", Owner: "team-shop", Namespace: "shop",
 			Source:   config.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize"},
-			Appliers: []string{"kustomize-controller"},
-			GitOps:   &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
+			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
+			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
 		},
 		{
 			Name: "Kustomization/NS/web", Owner: "NS",
 			Source:   config.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web"},
-			Appliers: []string{"kustomize-controller"},
-			GitOps:   &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
+			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
+			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
 		},
 		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",

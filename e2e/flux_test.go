@@ -1,7 +1,5 @@
 package e2e
 
-//lint:file-ignore U1000 the Flux helpers serve the Flux scenarios, which land after the Argo CD ones
-
 import (
 	"context"
 	"fmt"
@@ -84,9 +82,11 @@ func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest st
 	}
 }
 
-// waitFluxReady waits until the Flux object is Ready with
-// status.lastAppliedRevision at commit, and returns how long it took.
-func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string) time.Duration {
+// waitFluxReady waits until the Flux object is Ready with what it applied at
+// revision (a Kustomization's status.lastAppliedRevision ends in the commit;
+// a HelmRelease has no lastAppliedRevision in v2, its status.history[0]
+// names the chart version), and returns how long it took.
+func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, revision string) time.Duration {
 	t.Helper()
 	env.Need(t)
 	start := time.Now()
@@ -97,9 +97,15 @@ func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, comm
 			return false, nil
 		}
 		rev, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		if gvr == reconcilers.HelmRelease {
+			history, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+			if len(history) > 0 {
+				rev, _, _ = unstructured.NestedString(history[0].(map[string]any), "chartVersion")
+			}
+		}
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		last = fmt.Sprintf("lastAppliedRevision %q, conditions %v", rev, conds)
-		if !strings.HasSuffix(rev, commit) {
+		if rev == "" || !strings.HasSuffix(rev, revision) {
 			return false, nil
 		}
 		for _, c := range conds {
@@ -111,7 +117,7 @@ func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, comm
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("%s %s/%s never became Ready at %s: %s\n%s", gvr.Resource, ns, name, commit, last, flux.Logs(3000))
+		t.Fatalf("%s %s/%s never became Ready at %s: %s\n%s", gvr.Resource, ns, name, revision, last, flux.Logs(3000))
 	}
 	return time.Since(start)
 }

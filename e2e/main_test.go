@@ -124,8 +124,6 @@ func needArgo(t *testing.T) {
 }
 
 // needFlux is needArgo for Flux.
-//
-//lint:ignore U1000 for the Flux scenarios, which land after the Argo CD ones
 func needFlux(t *testing.T) {
 	t.Helper()
 	if flux == nil {

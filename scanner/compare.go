@@ -277,7 +277,7 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			ro.Owner = l.GetAnnotations()[k]
 		}
 	}
-	liveObj, git := normalize(l), normalize(d.obj)
+	liveObj, git := normalize(l), normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj)
 	changes, err := diff(s.c.typer, gvk.GroupVersion(), git, liveObj)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -37,6 +38,24 @@ var neverDrift = []string{"uid", "resourceVersion", "generation", "creationTimes
 // and kubectl's last-applied annotation, with nulls and empty collections
 // removed. For a Secret it folds stringData into data, as the server does.
 func normalize(obj *unstructured.Unstructured) map[string]any {
+	return PruneEmpty(withoutServerFields(obj)).(map[string]any)
+}
+
+// normalizeSent is normalize for an object as its applier sent it: an
+// empty map it sent is kept, because the applier owns it and what the
+// server filled in below it is a default (Flux sends a Deployment's
+// `strategy: {}`, see applied_flux.go). Nulls are removed all the same.
+func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[string]any {
+	if how == config.AppliedAsFlux {
+		return pruneNulls(withoutServerFields(obj)).(map[string]any)
+	}
+	return normalize(obj)
+}
+
+// withoutServerFields is a copy of obj without status, server-managed
+// metadata and kubectl's last-applied annotation, a Secret's stringData
+// folded into data.
+func withoutServerFields(obj *unstructured.Unstructured) map[string]any {
 	out := runtime.DeepCopyJSON(obj.Object)
 	delete(out, "status")
 	if md, ok := out["metadata"].(map[string]any); ok {
@@ -60,7 +79,7 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 			delete(out, "stringData")
 		}
 	}
-	return PruneEmpty(out).(map[string]any)
+	return out
 }
 
 // diff compares Git's object with the live one field by field, with the

@@ -280,6 +280,7 @@ func (s *scan) render(ctx context.Context) error {
 				res.manifests, err = render.Manifests(ctx, ropts)
 				if err == nil {
 					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)
+					err = applyAs(app.AppliedAs, res.manifests, res.again)
 				}
 			}
 			res.commit, res.err = loc.Commit, err

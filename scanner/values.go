@@ -156,3 +156,23 @@ func PruneEmpty(v any) any {
 	}
 	return v
 }
+
+// pruneNulls removes nulls, recursively, in place, and keeps empty lists
+// and maps.
+func pruneNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if child == nil {
+				delete(t, k)
+				continue
+			}
+			t[k] = pruneNulls(child)
+		}
+	case []any:
+		for i, child := range t {
+			t[i] = pruneNulls(child)
+		}
+	}
+	return v
+}
