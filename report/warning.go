@@ -40,6 +40,11 @@ const (
 	// metadata.generateName (a hook, a Job per sync): the API server names
 	// each copy, so no live object can be matched to it and it is skipped.
 	WarnGenerateNameSkipped WarningCode = "GenerateNameSkipped"
+	// WarnHookSkipped: Git declares a sync hook (argocd.argoproj.io/hook,
+	// or helm.sh/hook in plain manifests): Argo CD creates and deletes it
+	// around each sync and leaves it out of the sync status, and so does
+	// the scan.
+	WarnHookSkipped WarningCode = "HookSkipped"
 	// WarnUnstableRender: the app's chart renders differently each time
 	// from the same commit (a generated password, a checksum of it), so the
 	// fields that differ between two renders were not compared.

@@ -351,6 +351,12 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 			Message: fmt.Sprintf("%s (%s line %d) has metadata.generateName and no name: the API server names each copy it creates, so it is not compared", ref, mf.File, mf.Line)})
 		return
 	}
+	if why := hookOf(app, obj); why != "" {
+		ref := ro.Ref()
+		s.warn(report.Warning{Code: report.WarnHookSkipped, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s line %d) is a hook, so it is not compared: %s", ref, mf.File, mf.Line, why)})
+		return
+	}
 	if twin != nil {
 		twin.SetNamespace(obj.GetNamespace())
 	}
