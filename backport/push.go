@@ -242,3 +242,27 @@ func Push(ctx context.Context, repoPath, branch string, rm Remote) (PushResult, 
 	res.Pushed = true
 	return res, nil
 }
+
+// Clone clones the remote into dir (which must not exist or be empty),
+// with the push credential, and checks out branch ("" for the remote's
+// default): a working tree for a backport that has none, as the scheduled
+// scan needs. All of the history is fetched, so that Track can tell
+// whether a remote branch follows from the local one.
+func Clone(ctx context.Context, dir, branch string, rm Remote) error {
+	if rm.URL == "" {
+		return errors.New("clone: no repository URL")
+	}
+	auth, secrets, err := source.Auth(rm.URL, rm.Auth, rm.Credentials, rm.Getenv)
+	if err != nil {
+		return err
+	}
+	opts := &git.CloneOptions{URL: rm.URL, Auth: auth, CABundle: rm.CABundle}
+	if branch != "" {
+		opts.ReferenceName = plumbing.NewBranchReferenceName(branch)
+	}
+	if _, err := git.PlainCloneContext(ctx, dir, false, opts); err != nil {
+		err = &masked{msg: redact.Text(err.Error(), secrets...), err: err}
+		return fmt.Errorf("clone %s: %w", redact.URL(rm.URL), err)
+	}
+	return nil
+}

@@ -38,9 +38,13 @@ const (
 	// resume restores it exactly: Argo CD's spec.syncPolicy.automated, or
 	// Flux's spec.suspend (null when it was absent).
 	AnnotationSaved = "driftscan.dev/breakglass-saved-automated"
+	// AnnotationBackportPR asks the scheduled scan to carry the hotfix back
+	// to Git as a pull request as soon as it is made (suspend
+	// --backport-pr).
+	AnnotationBackportPR = "driftscan.dev/breakglass-backport-pr"
 )
 
-var annotations = []string{AnnotationBy, AnnotationWhy, AnnotationSince, AnnotationUntil, AnnotationSaved}
+var annotations = []string{AnnotationBy, AnnotationWhy, AnnotationSince, AnnotationUntil, AnnotationSaved, AnnotationBackportPR}
 
 // Kinds breakglass can pause.
 var (
@@ -74,6 +78,9 @@ type SuspendOptions struct {
 	Who    string
 	Now    func() time.Time
 	DryRun bool
+	// BackportPR asks the scheduled scan to open the pull request that
+	// carries the hotfix back to Git once it is made (AnnotationBackportPR).
+	BackportPR bool
 }
 
 // DefaultSuspendOptions returns the defaults: a 12h cap.
@@ -130,8 +137,12 @@ func suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		AnnotationSince: now.Format(time.RFC3339),
 		AnnotationUntil: now.Add(opts.TTL).Format(time.RFC3339),
 	}
-	patch := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
 	fields := []string{"metadata.annotations (who, why, since, until)"}
+	if opts.BackportPR {
+		ann[AnnotationBackportPR] = "true"
+		fields[0] = "metadata.annotations (who, why, since, until, backport-pr)"
+	}
+	patch := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
 	if t.argo() {
 		automated, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "syncPolicy", "automated")
 		if !found {
@@ -281,6 +292,8 @@ type Suspension struct {
 	Target       Target
 	By, Reason   string
 	Since, Until time.Time
+	// BackportPR: the scheduled scan opens the hotfix's pull request.
+	BackportPR bool
 }
 
 // Expired reports whether the suspension is past its deadline at now.
@@ -308,7 +321,7 @@ func List(ctx context.Context, client dynamic.Interface, ns string, resources ..
 			if a[AnnotationUntil] == "" {
 				continue
 			}
-			s := Suspension{Target: Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, By: a[AnnotationBy], Reason: a[AnnotationWhy]}
+			s := Suspension{Target: Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, By: a[AnnotationBy], Reason: a[AnnotationWhy], BackportPR: a[AnnotationBackportPR] == "true"}
 			var perr error
 			if s.Until, perr = time.Parse(time.RFC3339, a[AnnotationUntil]); perr != nil {
 				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationUntil, perr))

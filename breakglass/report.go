@@ -28,7 +28,7 @@ func Annotate(r *report.Report, suspensions []Suspension, now time.Time) map[str
 		if !ok {
 			continue
 		}
-		app.Breakglass = &report.Breakglass{By: s.By, Reason: s.Reason, Since: s.Since.UTC().Format(time.RFC3339), Until: s.Until.UTC().Format(time.RFC3339), Expired: s.Expired(now)}
+		app.Breakglass = &report.Breakglass{By: s.By, Reason: s.Reason, Since: s.Since.UTC().Format(time.RFC3339), Until: s.Until.UTC().Format(time.RFC3339), Expired: s.Expired(now), BackportPR: s.BackportPR}
 		if !app.Breakglass.Expired {
 			continue
 		}

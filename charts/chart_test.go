@@ -543,6 +543,7 @@ var badValues = []struct {
 	{"an unknown pull policy", `image: {pullPolicy: Sometimes}`, []string{"/image/pullPolicy", "must be one of 'Always', 'IfNotPresent', 'Never'"}},
 	{"an unknown RBAC scope", `rbac: {scope: everywhere}`, []string{"/rbac/scope", "must be one of 'cluster', 'namespaces'"}},
 	{"namespaces scope without namespaces", `rbac: {scope: namespaces}`, []string{"/rbac/namespaces", "minItems"}},
+	{"backport pull requests without a token secret", `backportPullRequests: {enabled: true}`, []string{"/backportPullRequests/tokenSecret", "name"}},
 	{"a namespace that is not a DNS label", `rbac: {scope: namespaces, namespaces: [Team_A]}`, []string{"/rbac/namespaces/0", "does not match pattern"}},
 	{"no API groups", `rbac: {rules: [{apiGroups: [], resources: [deployments]}]}`, []string{"/rbac/rules/0/apiGroups", "minItems"}},
 	{"a typo in a top-level key", `shard: 4`, []string{"additional properties 'shard' not allowed"}},
@@ -775,5 +776,38 @@ audit:
 		if m.Name == "audit" {
 			t.Errorf("the default values mount %+v", m)
 		}
+	}
+}
+
+func TestBackportPullRequestsPassTheFlagAndTheForgeToken(t *testing.T) {
+	r := render(t, "backportPullRequests: {enabled: true, tokenSecret: {name: driftscan-forge, key: api-token}}\nsecrets: {git: {name: git-push, env: {GIT_TOKEN: token}}}\n")
+	c := container(t, r)
+	if !slices.Contains(c.Args, "--backport-prs") {
+		t.Errorf("args %v lack --backport-prs", c.Args)
+	}
+	got := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			got[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			if e.Name == "DRIFTSCAN_FORGE_TOKEN" && e.ValueFrom.SecretKeyRef.Optional != nil && *e.ValueFrom.SecretKeyRef.Optional {
+				t.Errorf("the forge token is optional: a missing Secret would fail every pull request silently")
+			}
+		}
+	}
+	want := map[string]string{"DRIFTSCAN_FORGE_TOKEN": "driftscan-forge/api-token", "GIT_TOKEN": "git-push/token"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("secret env (-want +got):\n%s", diff)
+	}
+	if s := r.OfKind("Secret"); len(s) != 0 {
+		t.Errorf("the chart creates %d Secrets", len(s))
+	}
+	c = container(t, render(t, ``))
+	for _, e := range c.Env {
+		if e.Name == "DRIFTSCAN_FORGE_TOKEN" {
+			t.Errorf("the default values pass a forge token: %+v", e)
+		}
+	}
+	if slices.Contains(c.Args, "--backport-prs") {
+		t.Errorf("the default values pass --backport-prs")
 	}
 }

@@ -137,6 +137,21 @@ type Breakglass struct {
 	Expired bool `json:"expired"`
 	// Resumed: --auto-resume resumed the expired suspension in this run.
 	Resumed bool `json:"resumed,omitempty"`
+	// BackportPR: suspended with --backport-pr, so the scheduled scan
+	// carries the hotfix back to Git as a pull request.
+	BackportPR bool `json:"backportPR,omitempty"`
+	// PullRequest is the hotfix's pull request, when a scan opened or found
+	// it.
+	PullRequest *PullRequest `json:"pullRequest,omitempty"`
+}
+
+// PullRequest is the pull request that carries a hotfix back to Git.
+type PullRequest struct {
+	URL    string `json:"url"`
+	Number int    `json:"number"`
+	Branch string `json:"branch"`
+	// State is open, closed or merged.
+	State string `json:"state"`
 }
 
 // GitOps is the reconciler's view of an app.

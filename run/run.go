@@ -44,6 +44,10 @@ type Options struct {
 	// AutoResume resumes an expired breakglass suspension when its app has
 	// no pipeline or human drift left that the next sync would revert.
 	AutoResume bool
+	// BackportPRs, when set, carries the hotfixes of apps suspended with
+	// --backport-pr back to Git as pull requests (a push and forge API
+	// calls, see ScheduledBackport).
+	BackportPRs *ScheduledBackport
 	// ContractParams, when set, is the contract policies' break-glass
 	// ConfigMap: the run removes from it the suspensions that ended or
 	// expired (a write, like AutoResume).
@@ -147,6 +151,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	}
 	attachDiscoveryErrors(r, found.Errors)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	if err := backportPRs(ctx, r, cfg, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}
 	if err := contracts(ctx, c, r, cfg, opts); err != nil {

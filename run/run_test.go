@@ -33,13 +33,26 @@ var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1a
 // folder. It returns the app's namespace and the Application's.
 func argoApp(t *testing.T) (appNS, argoNS string) {
 	t.Helper()
-	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml", "../fixtures/crds/appprojects.argoproj.io.yaml")
+	repo, _ := gitrepo.Bare(t, "", webFiles(t))
+	return argoAppFrom(t, "file://"+repo)
+}
+
+// webFiles are fixtures/apps/web at apps/web.
+func webFiles(t *testing.T) map[string]string {
+	t.Helper()
 	dir, _ := filepath.Abs("../fixtures/apps/web")
 	files := map[string]string{}
 	for name, content := range gitrepo.Files(t, dir) {
 		files["apps/web/"+name] = content
 	}
-	repo, _ := gitrepo.Bare(t, "", files)
+	return files
+}
+
+// argoAppFrom is argoApp with the Application's repoURL repo.
+func argoAppFrom(t *testing.T, repo string) (appNS, argoNS string) {
+	t.Helper()
+	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml", "../fixtures/crds/appprojects.argoproj.io.yaml")
+	dir, _ := filepath.Abs("../fixtures/apps/web")
 	appNS, argoNS = env.Namespace(t, nil), env.Namespace(t, nil)
 	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*']}\n"))
 	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir})
@@ -58,7 +71,7 @@ kind: Application
 metadata: {name: web}
 spec:
   project: default
-  source: {repoURL: "file://%s", path: apps/web, targetRevision: main}
+  source: {repoURL: "%s", path: apps/web, targetRevision: main}
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   syncPolicy:
     automated: {prune: true, selfHeal: true}

@@ -151,6 +151,7 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 	f.DurationVar(&opts.TTL, "ttl", 0, "how long to pause; required")
 	f.DurationVar(&opts.MaxTTL, "max-ttl", opts.MaxTTL, "the longest --ttl allowed")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "show the change without making it")
+	f.BoolVar(&opts.BackportPR, "backport-pr", false, "have the scheduled scan (scan --backport-prs, the chart's backportPullRequests) push the hotfix to a branch and open its pull request as soon as it is made")
 	return cmd
 }
 

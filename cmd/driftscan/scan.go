@@ -37,6 +37,7 @@ type scanOptions struct {
 	extra      bool
 	explain    bool
 	autoResume bool
+	backportPR bool
 	qps        float32
 	burst      int
 	timeout    time.Duration
@@ -100,6 +101,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
 	f.BoolVar(&o.explain, "explain-dismissed", false, "list every difference dismissed as no drift (server defaults, zero values, unstable renders, reconciler metadata, built-ins), with the reason; the counts are always in the report's stats")
+	f.BoolVar(&o.backportPR, "backport-prs", false, "for apps suspended with `breakglass suspend --backport-pr`: once the hotfix is made, push it to a branch of the app's repository and open its pull request (or update it), with the config's git credentials and the forge token of forge.tokenEnv (a write to Git and the forge)")
 	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")
 	f.StringVar(&o.params, "contract-params", "", "NAMESPACE/NAME of the contract policies' break-glass ConfigMap: remove from it the suspensions that ended or expired (a write, like --auto-resume; default: leave it alone)")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
@@ -204,6 +206,9 @@ func (o *scanOptions) completeScan() error {
 		return err
 	}
 	o.run.Apps, o.run.Shard, o.run.AutoResume = o.apps, o.shardSpec, o.autoResume
+	if o.backportPR {
+		o.run.BackportPRs = &run.ScheduledBackport{}
+	}
 	if o.params != "" {
 		ref, err := parseParams(o.params)
 		if err != nil {
