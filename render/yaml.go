@@ -446,19 +446,41 @@ func yamlErrors(err error, first int) []*FileError {
 }
 
 // YAMLNodeValue decodes a YAML node into JSON types, the ones unstructured
-// objects hold (int64, not int; map[string]any, not map[any]any).
+// objects hold (int64, not int; map[string]any, not map[any]any), exactly
+// as marshalling the decoded value to JSON and reading it back with the
+// API machinery's JSON decoder would (jsonRoundTrip). Most documents are
+// converted in place (jsonValue); one holding a value whose JSON form is not
+// plain (a timestamp, an integer beyond int64, text that is not UTF-8, a
+// NaN) takes the round trip.
 func YAMLNodeValue(n *yaml.Node) (any, error) {
 	var v any
 	if err := n.Decode(&v); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(stringKeys(v))
+	if out, ok := jsonValue(v); ok {
+		return out, nil
+	}
+	v = nil
+	if err := n.Decode(&v); err != nil { // afresh: jsonValue may have changed v
+		return nil, err
+	}
+	out, err := jsonRoundTrip(v)
 	if err != nil {
 		return nil, fmt.Errorf("line %d: %w", n.Line, err)
 	}
+	return out, nil
+}
+
+// jsonRoundTrip is v marshalled to JSON and decoded again as unstructured
+// objects are (utiljson: integers as int64).
+func jsonRoundTrip(v any) (any, error) {
+	data, err := json.Marshal(stringKeys(v))
+	if err != nil {
+		return nil, err
+	}
 	var out any
 	if err := utiljson.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("line %d: %w", n.Line, err)
+		return nil, err
 	}
 	return out, nil
 }
