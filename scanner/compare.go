@@ -277,7 +277,8 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 			ro.Owner = l.GetAnnotations()[k]
 		}
 	}
-	liveObj, git := normalize(l), normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj)
+	// The live object was decoded for this compare: its content is taken.
+	liveObj, git := normalizeLive(l), normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj)
 	changes, err := diff(s.c.typer, gvk.GroupVersion(), git, liveObj)
 	if err != nil {
 		return err

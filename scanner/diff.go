@@ -52,11 +52,44 @@ func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[str
 	return normalize(obj)
 }
 
+// normalizeLive is normalize for a live object that the scan decoded for
+// this compare alone: what it holds besides its metadata is taken, not
+// copied, and pruned in place. Its metadata (labels, annotations,
+// managedFields, which the compare still reads) is left as it was; only
+// the metadata compared is copied.
+func normalizeLive(l *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(l.Object))
+	for k, v := range l.Object {
+		switch k {
+		case "status":
+		case "metadata":
+			if md, ok := v.(map[string]any); ok {
+				keep := make(map[string]any, len(md))
+				for mk, mv := range md {
+					if mk != "managedFields" {
+						keep[mk] = mv
+					}
+				}
+				v = runtime.DeepCopyJSONValue(keep)
+			}
+			out[k] = v
+		default:
+			out[k] = v
+		}
+	}
+	return PruneEmpty(serverFieldsRemoved(l, out)).(map[string]any)
+}
+
 // withoutServerFields is a copy of obj without status, server-managed
 // metadata and kubectl's last-applied annotation, a Secret's stringData
 // folded into data.
 func withoutServerFields(obj *unstructured.Unstructured) map[string]any {
-	out := runtime.DeepCopyJSON(obj.Object)
+	return serverFieldsRemoved(obj, runtime.DeepCopyJSON(obj.Object))
+}
+
+// serverFieldsRemoved is withoutServerFields's work on out, a copy of
+// obj's content.
+func serverFieldsRemoved(obj *unstructured.Unstructured, out map[string]any) map[string]any {
 	delete(out, "status")
 	if md, ok := out["metadata"].(map[string]any); ok {
 		for _, f := range neverDrift {
