@@ -35,6 +35,8 @@ type Tool struct {
 	// RequestsByVerb splits APIRequests where the tool's log tells the verb.
 	RequestsByVerb map[string]int64 `json:"requestsByVerb,omitempty"`
 	MaxRSSMiB      float64          `json:"maxRssMiB"`
+	// CPUSeconds is the tool's own CPU time (user and system).
+	CPUSeconds float64 `json:"cpuSeconds"`
 	// Server is what the run cost kube-apiserver and etcd.
 	Server *ServerCost `json:"server,omitempty"`
 	// RSSFloorMiB is the launcher's own peak RSS, below which MaxRSSMiB
@@ -62,7 +64,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 			if err != nil {
 				return t, nil, nil, err
 			}
-			say("LIST floor run %d: %.2fs, %d pages, %.1f MiB read, %.0f MiB", i+1, fr.proc.Wall.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS))
+			say("LIST floor run %d: %.2fs (%.2f CPU s), %d pages, %.1f MiB read, %.0f MiB", i+1, fr.proc.Wall.Seconds(), fr.proc.CPU.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS))
 			floors = append(floors, fr)
 		}
 		name := fmt.Sprintf("driftscan-%d", i)
@@ -94,7 +96,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 		if err != nil {
 			return t, nil, nil, err
 		}
-		say("driftscan run %d: %.2fs, %d requests, %.0f MiB, control plane %.2f CPU s", i+1, p.Wall.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS), cost.CPUSeconds())
+		say("driftscan run %d: %.2fs (%.2f CPU s), %d requests, %.0f MiB, control plane %.2f CPU s", i+1, p.Wall.Seconds(), p.CPU.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS), cost.CPUSeconds())
 		walls, procs, costs, reports = append(walls, p.Wall), append(procs, p), append(costs, cost), append(reports, r)
 	}
 	m := median(walls)
@@ -106,6 +108,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 	t.FindingsByClass = r.Summary.ByClass
 	t.Dismissed = r.Stats.Dismissed
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
+	t.CPUSeconds = p.CPU.Seconds()
 	t.APIRequests = r.Stats.APIRequests
 	if runs > 1 {
 		for _, w := range walls {

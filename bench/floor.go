@@ -24,6 +24,7 @@ type Floor struct {
 	Bytes int64 `json:"bytes"`
 	// WallSeconds and MaxRSSMiB are those of the median run.
 	WallSeconds float64     `json:"wallSeconds"`
+	CPUSeconds  float64     `json:"cpuSeconds"`
 	MaxRSSMiB   float64     `json:"maxRssMiB"`
 	Server      *ServerCost `json:"server,omitempty"`
 	// RunsWallSeconds lists every run's wall time when there was more than one.
@@ -127,7 +128,7 @@ func (f *floorRunner) summary(b *bed, runs []floorRun) *Floor {
 	}
 	m := runs[median(walls)]
 	fl := &Floor{Command: append([]string{"listfloor"}, f.args(b)...), Lists: f.lists, Pages: m.pages, Bytes: m.bytes,
-		WallSeconds: m.proc.Wall.Seconds(), MaxRSSMiB: mib(m.proc.MaxRSS)}
+		WallSeconds: m.proc.Wall.Seconds(), CPUSeconds: m.proc.CPU.Seconds(), MaxRSSMiB: mib(m.proc.MaxRSS)}
 	if b.cp != nil {
 		s := m.server
 		fl.Server = &s

@@ -21,6 +21,8 @@ type process struct {
 	// Floor is the launcher's own peak, below which MaxRSS cannot go.
 	MaxRSS, Floor int64
 	ExitCode      int
+	// CPU is the tool's own user and system time.
+	CPU time.Duration
 }
 
 // launcher starts timed tools through the rusage program (bench/rusage),
@@ -62,6 +64,7 @@ func (l *launcher) measure(ctx context.Context, name string, args []string, stdo
 		MaxRSSKiB   int64   `json:"maxRssKiB"`
 		FloorKiB    int64   `json:"floorKiB"`
 		ExitCode    int     `json:"exitCode"`
+		CPUSeconds  float64 `json:"cpuSeconds"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return process{}, fmt.Errorf("rusage result of %s: %w", name, err)
@@ -71,6 +74,7 @@ func (l *launcher) measure(ctx context.Context, name string, args []string, stdo
 		MaxRSS:   r.MaxRSSKiB * 1024,
 		Floor:    r.FloorKiB * 1024,
 		ExitCode: r.ExitCode,
+		CPU:      time.Duration(r.CPUSeconds * float64(time.Second)),
 	}, nil
 }
 

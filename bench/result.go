@@ -76,6 +76,8 @@ type ScalePoint struct {
 	WallSeconds    float64 `json:"wallSeconds"`
 	APIRequests    int64   `json:"apiRequests"`
 	MaxRSSMiB      float64 `json:"maxRssMiB"`
+	// CPUSeconds is driftscan's own CPU time.
+	CPUSeconds float64 `json:"cpuSeconds"`
 	// MicrosPerObject is WallSeconds per object, in microseconds.
 	MicrosPerObject float64 `json:"microsPerObject"`
 	ApplySeconds    float64 `json:"applySeconds"`

@@ -91,7 +91,7 @@ func scalePoint(ctx context.Context, o Options, l *launcher, floorBin, bin, dir 
 // newScalePoint is one size's row from driftscan's and the floor's runs.
 func newScalePoint(t Tool, fl *Floor, apps int, applySeconds float64) ScalePoint {
 	p := ScalePoint{Objects: t.Objects, Apps: apps, Findings: t.Findings, DriftedObjects: t.DriftedObjects,
-		WallSeconds: t.WallSeconds, APIRequests: t.APIRequests, MaxRSSMiB: t.MaxRSSMiB,
+		WallSeconds: t.WallSeconds, APIRequests: t.APIRequests, MaxRSSMiB: t.MaxRSSMiB, CPUSeconds: t.CPUSeconds,
 		MicrosPerObject: t.WallSeconds / float64(max(1, t.Objects)) * 1e6, ApplySeconds: applySeconds,
 		Server: t.Server, LoadAverage: loadAverage()}
 	if fl != nil {

@@ -38,6 +38,7 @@ func (r *Result) print(w io.Writer) {
 	row("findings", fmt.Sprint(d.Findings), kv(func(*Tool) string { return "-" }), "")
 	row("drifted objects", fmt.Sprint(d.DriftedObjects), kv(func(t *Tool) string { return fmt.Sprint(t.DriftedObjects) }), "")
 	row("wall seconds", fmt.Sprintf("%.2f", d.WallSeconds), kv(func(t *Tool) string { return fmt.Sprintf("%.2f", t.WallSeconds) }), rt(func(r *Ratios) float64 { return r.Wall }))
+	row("CPU seconds (own)", fmt.Sprintf("%.2f", d.CPUSeconds), kv(func(t *Tool) string { return fmt.Sprintf("%.2f", t.CPUSeconds) }), "")
 	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
 	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
 	if d.Server != nil {
@@ -54,8 +55,8 @@ func (r *Result) print(w io.Writer) {
 	}
 	_ = tw.Flush()
 	if f := r.Floor; f != nil {
-		fmt.Fprintf(w, "LIST floor (bench/listfloor, the same %d LISTs read and discarded): %.2fs wall, %d pages, %.1f MiB read, %.0f MiB max RSS",
-			f.Lists, f.WallSeconds, f.Pages, mib(f.Bytes), f.MaxRSSMiB)
+		fmt.Fprintf(w, "LIST floor (bench/listfloor, the same %d LISTs read and discarded): %.2fs wall (%.2f CPU s), %d pages, %.1f MiB read, %.0f MiB max RSS",
+			f.Lists, f.WallSeconds, f.CPUSeconds, f.Pages, mib(f.Bytes), f.MaxRSSMiB)
 		if f.Server != nil {
 			fmt.Fprintf(w, ", control plane %.2f CPU s", f.Server.CPUSeconds())
 		}
@@ -119,13 +120,13 @@ func (r *Result) print(w io.Writer) {
 	if len(r.Scaling) > 0 {
 		fmt.Fprintln(w, "\nScaling (driftscan alone, a fresh control plane per size):")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tfloor s\tx floor\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
+		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tCPU s\tfloor s\tx floor\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
 		for _, p := range r.Scaling {
 			cpu := "-"
 			if p.Server != nil {
 				cpu = fmt.Sprintf("%.2f", p.Server.CPUSeconds())
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds,
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.CPUSeconds,
 				p.FloorWallSeconds, p.OverFloor, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
 		}
 		_ = tw.Flush()

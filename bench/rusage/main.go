@@ -33,6 +33,8 @@ type Result struct {
 	MaxRSSKiB int64 `json:"maxRssKiB"`
 	FloorKiB  int64 `json:"floorKiB"`
 	ExitCode  int   `json:"exitCode"`
+	// CPUSeconds is the command's user and system time.
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
 func main() {
@@ -58,6 +60,7 @@ func main() {
 	r.ExitCode = cmd.ProcessState.ExitCode()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSSKiB = ru.Maxrss
+		r.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 	}
 	data, _ := json.Marshal(r)
 	if err := os.WriteFile(out, data, 0o644); err != nil {
