@@ -70,6 +70,10 @@ type Options struct {
 	HeapProfileObjects int
 	// LimitAS bounds each timed tool's address space, in bytes; 0 is none.
 	LimitAS int64
+	// Shards, when above 1, also scans an estate of ShardObjects objects
+	// as that many shards, and a share of it alone.
+	Shards       int
+	ShardObjects int
 }
 
 // DefaultOptions returns what `make bench` runs.
@@ -89,6 +93,7 @@ func DefaultOptions() Options {
 		Timeout:            45 * time.Minute,
 		HeapProfileObjects: 20000,
 		LimitAS:            8 << 30,
+		ShardObjects:       100000,
 	}
 }
 
@@ -115,6 +120,8 @@ func main() {
 	flag.StringVar(&o.ListFloor, "listfloor", o.ListFloor, "the bench/listfloor program that measures the LIST floor (default: build it)")
 	flag.StringVar(&o.HeapProfile, "heapprofile", o.HeapProfile, "write the heap profile of an in-process scan of the -heapprofile-objects estate here")
 	flag.IntVar(&o.HeapProfileObjects, "heapprofile-objects", o.HeapProfileObjects, "the estate size (main or -scaling) that -heapprofile profiles")
+	flag.IntVar(&o.Shards, "shards", o.Shards, "also scan -shard-objects objects as this many shards (--shard i/N), and a share of them alone")
+	flag.IntVar(&o.ShardObjects, "shard-objects", o.ShardObjects, "the size of the sharded estate")
 	flag.Int64Var(&o.LimitAS, "limit-as", o.LimitAS, "bound each timed tool's address space to this many bytes (prlimit --as); 0 for none")
 	flag.Parse()
 	// envtest logs through controller-runtime, which prints a stack trace

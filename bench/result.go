@@ -43,6 +43,8 @@ type Result struct {
 	ControlPlaneIdleCPU float64 `json:"controlPlaneIdleCpu,omitempty"`
 	// Heap is where an in-process scan's memory goes, with -heapprofile.
 	Heap *HeapProfile `json:"heap,omitempty"`
+	// Shards is the sharded scan, with -shards.
+	Shards *ShardRun `json:"shards,omitempty"`
 }
 
 // Machine describes where the numbers were measured.

@@ -129,6 +129,12 @@ func run(ctx context.Context, o Options) (err error) {
 			say("scaling stopped early: %v", scaleErr)
 		}
 	}
+	if o.Shards > 1 && scaleErr == nil {
+		res.Shards, scaleErr = shardRun(ctx, o, l, floorBin, driftscan, tmp)
+		if scaleErr != nil {
+			say("shards stopped early: %v", scaleErr)
+		}
+	}
 	res.targets()
 	res.print(os.Stdout)
 	if res.Audit != nil {
@@ -137,6 +143,9 @@ func run(ctx context.Context, o Options) (err error) {
 	argo.print(os.Stdout)
 	if res.Heap != nil {
 		res.Heap.print(os.Stdout)
+	}
+	if res.Shards != nil {
+		res.Shards.print(os.Stdout)
 	}
 	if o.Out != "" {
 		if err := res.write(o.Out); err != nil {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// ShardRun is a sharded scan of a large estate next to a scan of a quarter
+// (1/Shards) of it: whether splitting the apps between the pods of an
+// Indexed Job (`--shard i/N`) costs each pod no more than scanning its
+// share alone. Each shard reads every object of the kinds it lists (its
+// apps span the same namespaces), so what it pays beyond its share is
+// reading and dropping the other shards' objects.
+type ShardRun struct {
+	Objects int `json:"objects"`
+	Apps    int `json:"apps"`
+	Shards  int `json:"shards"`
+	// Each shard, run one after another as pods on their own nodes would
+	// run at once.
+	Each []ShardPoint `json:"each"`
+	// MaxWallSeconds is the slowest shard: the Job's wall time.
+	MaxWallSeconds float64 `json:"maxWallSeconds"`
+	// Covered: every object of the estate was scanned by exactly one shard.
+	Covered bool `json:"covered"`
+	// Share is the scan of an estate of Objects/Shards objects alone.
+	Share ScalePoint `json:"share"`
+	// Ratio is MaxWallSeconds over the share's wall time.
+	Ratio float64 `json:"ratio"`
+}
+
+// ShardPoint is one shard's scan.
+type ShardPoint struct {
+	Shard       string  `json:"shard"`
+	Objects     int     `json:"objects"`
+	WallSeconds float64 `json:"wallSeconds"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	MaxRSSMiB   float64 `json:"maxRssMiB"`
+}
+
+// shardRun builds an estate of o.ShardObjects objects, scans it as
+// o.Shards shards, then builds one of a share of it and scans that alone.
+func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp string) (*ShardRun, error) {
+	n, k := o.ShardObjects, o.Shards
+	apps := min(max(k, int(math.Round(float64(n)*float64(o.Apps)/float64(o.Objects)))), n)
+	nss := min(o.Namespaces, apps)
+	run := &ShardRun{Objects: n, Apps: apps, Shards: k}
+	spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("sh%d-", n)}
+	say("shards: %d objects in %d apps, %d shards", n, apps, k)
+	dir := filepath.Join(tmp, fmt.Sprintf("shards-%d", n))
+	if !o.Keep {
+		defer os.RemoveAll(dir)
+	}
+	b, err := newBed(ctx, dir, spec, o.DriftPercent, o.Workers, false)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]int{}
+	for i := 0; i < k; i++ {
+		outDir := filepath.Join(dir, fmt.Sprintf("out-%d", i))
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			b.Close()
+			return nil, err
+		}
+		sh := fmt.Sprintf("%d/%d", i, k)
+		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--shard", sh)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("shard %s: %w", sh, err)
+		}
+		for _, a := range r.Apps {
+			for _, obj := range a.Objects {
+				seen[obj.Ref()]++
+			}
+		}
+		run.Each = append(run.Each, ShardPoint{Shard: sh, Objects: t.Objects, WallSeconds: t.WallSeconds, CPUSeconds: t.CPUSeconds, MaxRSSMiB: t.MaxRSSMiB})
+		run.MaxWallSeconds = max(run.MaxWallSeconds, t.WallSeconds)
+	}
+	run.Covered = len(seen) == len(b.est.Objects)
+	for _, c := range seen {
+		run.Covered = run.Covered && c == 1
+	}
+	b.Close()
+
+	share := estateSpec{Objects: n / k, Apps: max(1, apps/k), Namespaces: nss, WebhookNamespaces: spec.WebhookNamespaces, Prefix: fmt.Sprintf("sq%d-", n/k)}
+	share.Namespaces = min(share.Namespaces, share.Apps)
+	say("shards: the share alone, %d objects in %d apps", share.Objects, share.Apps)
+	p, _, err := scalePoint(ctx, Options{Keep: o.Keep, DriftPercent: o.DriftPercent, Workers: o.Workers, Runs: 1}, l, floorBin, bin, filepath.Join(tmp, fmt.Sprintf("share-%d", n/k)), share)
+	if err != nil {
+		return run, fmt.Errorf("the share alone: %w", err)
+	}
+	run.Share = p
+	run.Ratio = ratio(run.MaxWallSeconds, p.WallSeconds)
+	return run, nil
+}
+
+// print writes the sharded run.
+func (s *ShardRun) print(w io.Writer) {
+	fmt.Fprintf(w, "\nSharded: %d objects in %d apps as %d shards, one after another (each pod on its own node):\n", s.Objects, s.Apps, s.Shards)
+	for _, p := range s.Each {
+		fmt.Fprintf(w, "  shard %s: %d objects, %.2fs wall, %.2f CPU s, %.0f MiB\n", p.Shard, p.Objects, p.WallSeconds, p.CPUSeconds, p.MaxRSSMiB)
+	}
+	fmt.Fprintf(w, "  slowest shard %.2fs; every object in exactly one shard: %v\n", s.MaxWallSeconds, s.Covered)
+	fmt.Fprintf(w, "  the share alone (%d objects): %.2fs wall, %.2f CPU s, %.0f MiB; slowest shard / share = %.2fx\n",
+		s.Share.Objects, s.Share.WallSeconds, s.Share.CPUSeconds, s.Share.MaxRSSMiB, s.Ratio)
+}
