@@ -142,7 +142,9 @@ func (s *scan) loadSchemas() error {
 // they find waits in a queue. Objects no page held are then Missing, or
 // errors when the list that should have held them failed.
 func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *liveState {
-	q := &objectQueue{limit: queueLimit}
+	// Without an audit log to wait for, the workers start as soon as
+	// gather's few LISTs are back, so the queue is bounded from the start.
+	q := &objectQueue{limit: queueLimit, started: len(s.auditPaths()) == 0}
 	q.cond = sync.NewCond(&q.mu)
 	var cc classifyContext
 	ready := make(chan struct{})
@@ -203,12 +205,12 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 const queueLimit = 500
 
 // objectQueue hands found objects from the LISTs to the compare workers.
-// Once the workers run, a LIST that gets ahead of them by limit objects
+// Once started, a LIST that gets ahead of the workers by limit objects
 // waits (it stops reading its page) until they catch up, so the live state
-// held is bounded by limit, not by the cluster. Before they run (while the
-// audit log is still read, say) it never waits: objects queue up, as they
-// were all held before pages were compared as they came, rather than stall
-// a paginated LIST past its continue token's life.
+// held is bounded by limit, not by the cluster. Before (while the audit log
+// is still read, which may take minutes) it never waits: objects queue up,
+// as they were all held before pages were compared as they came, rather
+// than stall a paginated LIST past its continue token's life.
 type objectQueue struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -228,7 +230,7 @@ func (q *objectQueue) push(f foundObject) {
 	q.cond.Broadcast()
 }
 
-// start says the workers run: from now on push waits when the queue is full.
+// start bounds the queue: from now on push waits when it is full.
 func (q *objectQueue) start() {
 	q.mu.Lock()
 	q.started = true
