@@ -82,6 +82,12 @@ type App struct {
 	// Discovery sets AppliedAsFlux for a Flux Kustomization; a config file
 	// may set it for an app kustomize-controller applies.
 	AppliedAs AppliedAs `yaml:"appliedAs"`
+	// TargetRevision, set by discovery, is the commit the reconciler is told
+	// to reach when Git has moved past the one it last applied, which is
+	// then Source.Revision: the scan compares live with what was applied
+	// and reports the difference to TargetRevision as pending sync, not as
+	// drift.
+	TargetRevision string `yaml:"-"`
 	// GitOps is set for apps discovered from Argo CD or Flux.
 	GitOps *report.GitOps `yaml:"-"`
 	// Error, set by discovery, says why the app's source must not be

@@ -49,6 +49,23 @@ type application struct {
 			ManagedFieldsManagers []string `json:"managedFieldsManagers"`
 		} `json:"ignoreDifferences"`
 	} `json:"spec"`
+	Status struct {
+		// History has one entry per successful sync, the newest last.
+		History []struct {
+			Revision string `json:"revision"`
+		} `json:"history"`
+	} `json:"status"`
+}
+
+// synced is the commit of the Application's last successful sync
+// (status.history, newest last), "" when it never synced a Git commit.
+// status.sync.revision is not it: Argo CD moves that to the newest commit
+// of the target at every refresh, before any sync (docs/verified.md).
+func (a *application) synced() string {
+	if h := a.Status.History; len(h) > 0 && hexCommit.MatchString(h[len(h)-1].Revision) {
+		return h[len(h)-1].Revision
+	}
+	return ""
 }
 
 // appSource is one entry of spec.source or spec.sources.
@@ -228,6 +245,11 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		app := config.App{
 			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
 			Appliers: []string{argoApplier}, GitOps: &g,
+		}
+		if synced := a.synced(); len(sources) == 1 && synced != "" && synced != src.Revision {
+			// Live is what Argo CD synced; what Git holds beyond that
+			// commit is pending sync.
+			app.TargetRevision, app.Source.Revision = src.Revision, synced
 		}
 		if why := refusedSource(s, refs, refused); why != "" {
 			// Reported, never fetched: the repository or a path is not

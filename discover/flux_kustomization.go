@@ -37,6 +37,11 @@ type kustomization struct {
 		CommonMetadata map[string]any `json:"commonMetadata"`
 		Decryption     map[string]any `json:"decryption"`
 	} `json:"spec"`
+	Status struct {
+		// LastAppliedRevision is the artifact revision last applied:
+		// main@sha1:<commit>.
+		LastAppliedRevision string `json:"lastAppliedRevision"`
+	} `json:"status"`
 }
 
 // listKustomizations lists the Kustomizations and keeps those whose source
@@ -78,9 +83,18 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 // namespace objects name, and post-build substitutions replace ${var}s:
 // the scanner does neither yet, so a Kustomization with postBuild gets an
 // error that lists the substitutions, and the objects are still scanned.
+//
+// When the Kustomization last applied another commit than its source is at
+// (suspended, failing, or between two intervals), the app is that commit,
+// and TargetRevision is the source's: what Flux has not applied yet is
+// pending sync, not drift.
 func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomization, src config.Source) (config.App, []string) {
 	src.Path = cleanPath(ks.Spec.Path)
-	app := config.App{
+	var target string
+	if applied := artifactCommit(ks.Status.LastAppliedRevision); applied != "" && applied != src.Revision {
+		target, src.Revision = src.Revision, applied
+	}
+	app := config.App{TargetRevision: target,
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ks.Spec.TargetNamespace, Source: src,
 		Appliers: []string{kustomizeApplier}, AppliedAs: config.AppliedAsFlux,
 		// kustomize-controller re-applies every interval, so live changes

@@ -139,7 +139,7 @@ func (a App) Summary() Summary {
 // Quiet reports whether the app has nothing for a reader to act on: no
 // error, no cap exceeded and every object InSync.
 func (a App) Quiet() bool {
-	if a.Error != "" || a.OverIgnoreCap {
+	if a.Error != "" || a.OverIgnoreCap || a.Pending.Notable() {
 		return false
 	}
 	for _, o := range a.Objects {

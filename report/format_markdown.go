@@ -70,6 +70,9 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 		if app.OverIgnoreCap {
 			p("**Warning:** this app has more ignore rules than `--max-ignores-per-app` allows.\n\n")
 		}
+		if app.Pending.Notable() {
+			p("**Pending:** %s\n\n", mdText(app.Pending.Summary()))
+		}
 		for _, o := range app.Objects {
 			if o.Status == StatusInSync {
 				continue

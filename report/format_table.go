@@ -140,6 +140,9 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		if app.OverIgnoreCap {
 			text(len(rowIndent), "%s%s this app has more ignore rules than --max-ignores-per-app allows", appIndent, paint(color, ansiYellow, "warning:"))
 		}
+		if app.Pending.Notable() {
+			text(len(rowIndent), "%s%s", appIndent, app.Pending.Summary())
+		}
 		headed := false
 		for _, o := range app.Objects {
 			if o.Status == StatusInSync {

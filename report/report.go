@@ -124,6 +124,10 @@ type App struct {
 	// Breakglass is set while the app's reconciliation is paused by
 	// `driftscan breakglass suspend`.
 	Breakglass *Breakglass `json:"breakglass,omitempty"`
+	// Pending is set when Git has moved past what the reconciler applied:
+	// the objects were compared with the applied commit (Source.Commit),
+	// and Pending lists what the next sync changes.
+	Pending *Pending `json:"pending,omitempty"`
 }
 
 // Breakglass is a pause of an app's reconciliation with a deadline.

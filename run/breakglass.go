@@ -44,6 +44,11 @@ func Unbackported(ctx context.Context, client dynamic.Interface, app string, opt
 	cfg := config.New()
 	for _, a := range res.Apps {
 		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
+			if a.TargetRevision != "" {
+				// Resuming applies what Git is at now, not what the
+				// reconciler applied last: that is what it would revert.
+				a.Source.Revision, a.TargetRevision = a.TargetRevision, ""
+			}
 			cfg.Apps = append(cfg.Apps, a)
 		}
 	}

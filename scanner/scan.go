@@ -251,6 +251,7 @@ func (s *scan) render(ctx context.Context) error {
 		again     []render.Manifest // a chart's second render (unstable.go)
 		release   string            // the Helm release, "" for no chart
 		commit    string
+		pending   *report.Pending // what Git holds beyond the synced commit
 		err       error
 	}
 	results := make([]rendered, len(s.cfg.Apps))
@@ -282,6 +283,9 @@ func (s *scan) render(ctx context.Context) error {
 					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)
 					err = applyAs(app.AppliedAs, res.manifests, res.again)
 				}
+				if err == nil && app.TargetRevision != "" {
+					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Commit, res.manifests)
+				}
 			}
 			res.commit, res.err = loc.Commit, err
 			results[i] = res
@@ -301,7 +305,8 @@ func (s *scan) render(ctx context.Context) error {
 		res := results[i]
 		s.tracking = append(s.tracking, trackingOf(app, res.release))
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
-			Source: report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path}}
+			Source:  report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path},
+			Pending: res.pending}
 		if res.err != nil {
 			// A renderer's error may quote a URL from the source.
 			ra.Error = redact.Text(fmt.Sprintf("app %s: %v", app.Name, res.err))
