@@ -64,7 +64,18 @@ func worktree(t *testing.T, fixture, sub string) string {
 
 // renderOf is how the scanner renders app.
 func renderOf(app config.App) render.Options {
-	return render.Options{Dir: app.Source.Path, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize}
+	return render.Options{Dir: app.Source.Path, Root: workTreeOf(app.Source.Path), Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize}
+}
+
+// workTreeOf is the Git work tree holding dir (see worktree), which a
+// kustomize overlay reads its base from; dir itself outside one.
+func workTreeOf(dir string) string {
+	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+	}
+	return dir
 }
 
 // sync applies every object of app to its namespace as Argo CD would.

@@ -93,6 +93,16 @@ rbac:
 		states: []string{"driftscan-state"},
 	},
 	{
+		name: "render-bounds",
+		values: `
+render: {timeout: 90s, kustomizeRemote: true}
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--render-timeout", "90s", "--kustomize-remote"},
+		states: []string{"driftscan-state"},
+	},
+	{
 		name: "html-report",
 		values: `
 report:
@@ -568,6 +578,7 @@ var badValues = []struct {
 	{"a negative timeout", `timeoutSeconds: -1`, []string{"/timeoutSeconds", "minimum"}},
 	{"a deadline that leaves the scan no time", `activeDeadlineSeconds: 5`, []string{"/activeDeadlineSeconds", "minimum"}},
 	{"auto-resume as a string", `autoResume: "yes"`, []string{"/autoResume", "want boolean"}},
+	{"a render timeout that is not a duration", `render: {timeout: 2 minutes}`, []string{"/render/timeout", "does not match pattern"}},
 }
 
 func TestBadValuesAreRejectedNamingTheField(t *testing.T) {

@@ -159,6 +159,9 @@ type HelmSource struct {
 	ReleaseName string            `yaml:"releaseName"`
 	ValuesFiles []string          `yaml:"valuesFiles"`
 	Set         map[string]string `yaml:"set"`
+	// Secret are values that came from Secrets (a Flux HelmRelease's
+	// valuesFrom): a render error never shows them.
+	Secret []string `yaml:"-"`
 }
 
 // KustomizeSource renders a kustomization with krusty.

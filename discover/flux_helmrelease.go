@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,7 +139,8 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	for _, f := range files {
 		hs.ValuesFiles = append(hs.ValuesFiles, relPath(src.Path, cleanPath(f)))
 	}
-	values, problems := d.helmReleaseValues(ctx, u, hr, cache)
+	values, secretValues, problems := d.helmReleaseValues(ctx, u, hr, cache)
+	hs.Secret = secretValues
 	if left := helmSet(values, hs.Set); len(left) > 0 {
 		problems = append(problems, "Helm values not supported yet, left out: "+strings.Join(left, ", "))
 	}
@@ -168,10 +170,10 @@ type cached struct {
 	err error
 }
 
-// helmReleaseValues merges a HelmRelease's valuesFrom and values.
-func (d *discovery) helmReleaseValues(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, cache map[string]cached) (map[string]any, []string) {
-	values := map[string]any{}
-	var problems []string
+// helmReleaseValues merges a HelmRelease's valuesFrom and values, and
+// lists the values that came from Secrets (config.HelmSource.Secret).
+func (d *discovery) helmReleaseValues(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, cache map[string]cached) (values map[string]any, secretValues, problems []string) {
+	values = map[string]any{}
 	ns := u.GetNamespace()
 	for _, vf := range hr.Spec.ValuesFrom {
 		what := fmt.Sprintf("valuesFrom %s %s/%s", vf.Kind, ns, vf.Name)
@@ -202,6 +204,9 @@ func (d *discovery) helmReleaseValues(ctx context.Context, u *unstructured.Unstr
 			continue
 		}
 		secret := vf.Kind == "Secret"
+		if secret {
+			secretValues = append(secretValues, data)
+		}
 		if vf.TargetPath != "" {
 			if err := strvals.ParseInto(vf.TargetPath+"="+escapeSetValue(data), values); err != nil {
 				if secret {
@@ -222,9 +227,36 @@ func (d *discovery) helmReleaseValues(ctx context.Context, u *unstructured.Unstr
 			}
 			continue
 		}
+		if secret {
+			secretValues = append(secretValues, leafTexts(m)...)
+		}
 		values = mergeValues(values, m)
 	}
-	return mergeValues(values, hr.Spec.Values), problems
+	return mergeValues(values, hr.Spec.Values), secretValues, problems
+}
+
+// leafTexts are the texts of the scalars in v, as --set carries them.
+func leafTexts(v any) []string {
+	switch t := v.(type) {
+	case map[string]any:
+		var out []string
+		for _, x := range t {
+			out = append(out, leafTexts(x)...)
+		}
+		sort.Strings(out)
+		return out
+	case []any:
+		var out []string
+		for _, x := range t {
+			out = append(out, leafTexts(x)...)
+		}
+		return out
+	case nil:
+		return nil
+	case string:
+		return []string{t}
+	}
+	return []string{fmt.Sprint(v)}
 }
 
 // getValuesSource reads a ConfigMap or Secret once per discovery.

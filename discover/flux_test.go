@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,6 +202,9 @@ func TestFluxObjects(t *testing.T) {
 				ReleaseName: "shop-web",
 				ValuesFiles: []string{"../../envs/prod/values.yaml"},
 				Set:         map[string]string{"replicas": "3", "db.host": "db.prod", "db.port": "6543", "greeting": "hi", "token": "s3cr3t-token-do-not-leak"},
+				// What came from Secrets, whole documents and their values:
+				// render errors mask them.
+				Secret: []string{"s3cr3t-token-do-not-leak", "s3cr3t-broken-do-not-leak: [", "hosts: [s3cr3t-list-do-not-leak]", "s3cr3t-list-do-not-leak"},
 			}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/web", SelfHeal: true, Prune: true},
@@ -275,6 +279,34 @@ func TestFluxObjects(t *testing.T) {
 		}
 		if d := diff(want, got); d != "" {
 			t.Errorf("rendered data (-want +got):\n%s", d)
+		}
+	})
+
+	// Issue 17: a template that fails printing a value (fail, required, a
+	// type error) showed the Secret's token in the report and the log.
+	t.Run("a render error never quotes a value from a Secret", func(t *testing.T) {
+		chart := t.TempDir()
+		for name, text := range map[string]string{
+			"Chart.yaml":          "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+			"templates/fail.yaml": "{{ fail (printf \"token %s is not a URL\" .Values.token) }}\n",
+		} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs := *res.Apps[2].Source.Helm
+		hs.ValuesFiles = nil
+		_, err := render.Manifests(t.Context(), render.Options{Dir: chart, Helm: &hs})
+		if err == nil || !strings.Contains(err.Error(), "token *** is not a URL") {
+			t.Fatalf("err = %v, want the template's error with the token masked", err)
+		}
+		for _, secret := range secretValues {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the render error quotes a Secret's value: %v", err)
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"strings"
@@ -105,3 +106,21 @@ func Text(s string, secrets ...string) string {
 	}
 	return s
 }
+
+// Error is err with its text passed through Text: URLs redacted, secrets
+// masked. It matches what err matched with errors.Is, but does not unwrap
+// to err, whose text still holds them. A nil err is nil.
+func Error(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	return &scrubbed{msg: Text(err.Error(), secrets...), err: err}
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string        { return e.msg }
+func (e *scrubbed) Is(target error) bool { return errors.Is(e.err, target) }

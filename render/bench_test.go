@@ -37,7 +37,7 @@ func BenchmarkRenderHelm(b *testing.B) {
 // BenchmarkRenderKustomize builds the prod overlay of the kustomize fixture
 // with krusty, as a scan does for a Kustomize app.
 func BenchmarkRenderKustomize(b *testing.B) {
-	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Namespace: "shop"}, 0)
+	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Root: benchFixture(b, "render"), Namespace: "shop"}, 0)
 }
 
 // benchmarkRender renders opts b.N times and reports ns/object; want is the

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -42,8 +43,31 @@ import (
 // A Manifest's File is its template's path relative to opts.Dir
 // (templates/deploy.yaml, crds/crd.yaml, charts/db/templates/sts.yaml), and
 // its Line is 0. A chart that does not load or render returns no manifests;
-// an object without kind or name in the output is an error of its own.
+// an object without kind or name in the output is an error of its own. No
+// error shows a value of opts.Helm.Secret.
 func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
+	ms, err := renderChart(ctx, opts)
+	if opts.Helm != nil && len(opts.Helm.Secret) > 0 {
+		// A template may print a value into its error (fail, required,
+		// a type error): never one that came from a Secret.
+		err = redact.Error(err, secretTexts(opts.Helm.Secret)...)
+	}
+	return ms, err
+}
+
+// secretTexts are the secret values worth masking: those of three bytes
+// or more (masking "1" or "on" would garble the message and hide nothing).
+func secretTexts(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if len(v) >= 3 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	src, err := openRoot(opts)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)

@@ -41,6 +41,9 @@ func TestHostileManifestsAreRejectedWithinBounds(t *testing.T) {
 		{"deeply nested lists", "deep.yaml", []byte(deep), "deep.yaml"},
 		{"invalid UTF-8", "utf8.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \xff\xfe}\n"), "utf8.yaml"},
 		{"an object with 10,000 fields", "wide.yaml", []byte(wide.String()), ""},
+		{"a JSON key defined twice", "dup.json", []byte("{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n \"metadata\": {\"name\": \"a\"},\n \"data\": {\"k\": \"git\",\n  \"k\": \"injected\"}}\n"), `dup.json:4: key "k" is defined twice in one object`},
+		{"invalid UTF-8 in JSON", "utf8.json", []byte("{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n \"metadata\": {\"name\": \"\xff\xfe\"}}\n"), "utf8.json:2: invalid UTF-8"},
+		{"a YAML key defined twice, as before", "dup.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  k: git\n  k: injected\n"), "dup.yaml"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

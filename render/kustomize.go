@@ -3,28 +3,28 @@ package render
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// kustomizeMu serializes kustomize builds: krusty is not safe for
+// kustomizeLock serializes kustomize builds: krusty is not safe for
 // concurrent use (concurrent map writes in its OpenAPI schema globals,
 // https://github.com/kubernetes-sigs/kustomize/issues/3659). Flux's
-// kustomize-controller serializes them the same way.
-var kustomizeMu sync.Mutex
+// kustomize-controller serializes them the same way. It is a channel so
+// that a build waiting for it gives up with its context.
+var kustomizeLock = make(chan struct{}, 1)
 
 // renderKustomize builds the kustomization in opts.Dir with krusty, the
 // library behind `kustomize build`, and its default options, as
 // `kustomize build` has them: a file a kustomization names (a patch, a
-// generator's input) must lie under that kustomization's folder, while bases
-// and components may be anywhere; exec and container plugins are off; no
-// managed-by label is added. Remote bases (a Git URL in resources) would be
-// fetched by krusty with the git binary; sources that must render offline
-// cannot use them.
+// generator's input) must lie under that kustomization's folder; exec and
+// container plugins are off; no managed-by label is added. Unlike `kustomize
+// build`, krusty sees the disk through boundedFS: only inside opts.Root (a
+// base outside the repository is an error), read-only, every file within
+// the size and YAML alias limits of the plain renderer, and offline: a
+// remote resource or base is an error unless opts.KustomizeRemote is set.
 //
 // Every object is one Manifest with File "." and Line 0. A build error
 // returns no manifests.
@@ -32,9 +32,25 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	kustomizeMu.Lock()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), opts.Dir)
-	kustomizeMu.Unlock()
+	root := opts.Root
+	if root == "" {
+		root = opts.Dir
+	}
+	fsys, err := newBoundedFS(root, opts.KustomizeRemote)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
+	}
+	select {
+	case kustomizeLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("kustomize %s: waiting for another build: %w", opts.Dir, ctx.Err())
+	}
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, opts.Dir)
+	<-kustomizeLock
+	if refused := fsys.Refused(); err != nil && refused != nil {
+		// krusty words a refused read as a missing file: say why.
+		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, refused)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 	}

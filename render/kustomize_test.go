@@ -46,7 +46,7 @@ func TestRenderKustomize(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, tt.dir), Kustomize: &config.KustomizeSource{}})
+			got, err := Manifests(context.Background(), Options{Dir: renderFixture(t, tt.dir), Root: renderFixture(t, "."), Kustomize: &config.KustomizeSource{}})
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}

@@ -7,8 +7,10 @@ package render
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/calricon/driftscan/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,6 +49,12 @@ type Options struct {
 	// ReleaseName is the release of a chart that was detected (Helm nil,
 	// a Chart.yaml in Dir); default the folder's name.
 	ReleaseName string
+	// KustomizeRemote lets a kustomization name remote resources and bases
+	// (URLs, Git repositories), which krusty then fetches within Timeout;
+	// by default a kustomization renders offline and naming one is an error.
+	KustomizeRemote bool
+	// Timeout bounds the render; zero is no bound but ctx's. See Manifests.
+	Timeout time.Duration
 	// ExtraValues are Helm values documents merged after Helm.ValuesFiles,
 	// as more values files would be (backport's probes).
 	ExtraValues [][]byte
@@ -64,12 +72,45 @@ type Options struct {
 // manifests from every other file are still returned. A render error of a
 // whole Helm chart or kustomization returns no manifests.
 //
+// A render returns by opts.Timeout and when ctx ends, whether the renderer
+// finished or not: a chart whose templates loop forever, or a kustomization
+// waiting on a remote base, is an error ("did not finish within 2m0s") and
+// the renderer is left to run on in a goroutine whose result is discarded
+// (Go cannot stop it; its memory is what the renderers' own bounds allow).
+//
 // See renderHelm, renderKustomize and renderYAML for what each renderer
 // keeps and leaves out.
 func Manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, fmt.Errorf("%w: did not finish within %s", ErrRenderTimeout, opts.Timeout))
+		defer cancel()
+	}
+	type result struct {
+		ms  []Manifest
+		err error
+	}
+	// Buffered: an abandoned render still has somewhere to put its result.
+	done := make(chan result, 1)
+	go func() {
+		ms, err := manifests(ctx, opts)
+		done <- result{ms, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ms, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("render %s: %w", opts.Dir, context.Cause(ctx))
+	}
+}
+
+// ErrRenderTimeout is the error of a render that ran past Options.Timeout.
+var ErrRenderTimeout = errors.New("render abandoned")
+
+func manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 	switch {
 	case opts.Helm != nil && opts.Kustomize != nil:
 		return nil, errors.New("source has both helm and kustomize")

@@ -223,7 +223,7 @@ func TestRenderDetectsTheRenderer(t *testing.T) {
 		want: []string{"ConfigMap web-cluster", "CustomResourceDefinition widgets.example.com", "Deployment web", "Service web"},
 	}, {
 		name: "a folder with kustomization.yaml is a kustomization",
-		opts: Options{Dir: renderFixture(t, "kustomize/overlays/prod")},
+		opts: Options{Dir: renderFixture(t, "kustomize/overlays/prod"), Root: renderFixture(t, ".")},
 		want: []string{"Deployment prod-web", "Service prod-web"},
 	}, {
 		name: "a folder with neither is plain files",

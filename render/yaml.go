@@ -293,7 +293,8 @@ func toManifest(obj map[string]any, mustBeObject bool) (u *unstructured.Unstruct
 }
 
 // splitJSON decodes the JSON values in data, one after another. Decoding
-// stops at the first malformed value.
+// stops at the first malformed value, and at one with invalid UTF-8 or a
+// key twice in an object (strictJSON), as the YAML reader stops.
 func splitJSON(data []byte) ([]document, []*FileError) {
 	var docs []document
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -313,6 +314,9 @@ func splitJSON(data []byte) ([]document, []*FileError) {
 			return docs, []*FileError{{Line: line, Err: err}}
 		}
 		start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n"))
+		if off, err := strictJSON(raw); err != nil {
+			return docs, []*FileError{{Line: lineAt(data, start+off), Err: err}}
+		}
 		var v any
 		if err := utiljson.Unmarshal(raw, &v); err != nil {
 			return docs, []*FileError{{Line: lineAt(data, start), Err: err}}

@@ -45,6 +45,13 @@ type Options struct {
 	GitCacheDir string
 	// GitMaxBytes bounds the size of a checked-out Git tree; 0 is no bound.
 	GitMaxBytes int64
+	// RenderTimeout bounds the render of each app: an app that does not
+	// render within it (a chart that loops forever) is an app error and the
+	// others are scanned; zero is no bound but the scan's context.
+	RenderTimeout time.Duration
+	// KustomizeRemote lets kustomizations fetch remote resources and bases
+	// (within RenderTimeout); by default they render offline.
+	KustomizeRemote bool
 	// PageSize is the LIST page size.
 	PageSize int64
 	// Workers is how many apps are fetched and rendered, and how many
@@ -96,6 +103,7 @@ type Progress struct {
 func DefaultOptions() Options {
 	return Options{
 		GitCacheDir:      source.DefaultCacheDir(),
+		RenderTimeout:    2 * time.Minute,
 		PageSize:         500,
 		Workers:          max(2, runtime.GOMAXPROCS(0)),
 		ClusterWideAbove: 3,
@@ -277,7 +285,8 @@ func (s *scan) render(ctx context.Context) error {
 			}
 			var res rendered
 			if err == nil {
-				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions}
+				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions,
+					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				if err == nil {
 					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)

@@ -171,7 +171,7 @@ func TestKustomizeOverlayAndHelmChartRenderAndScan(t *testing.T) {
 	}
 	for _, a := range apps {
 		abs, _ := filepath.Abs(a.Source.Path)
-		manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns, Helm: a.Source.Helm, KubeVersion: version.GitVersion, APIVersions: apiVersions})
+		manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Root: moduleRoot(t), Namespace: ns, Helm: a.Source.Helm, KubeVersion: version.GitVersion, APIVersions: apiVersions})
 		if err != nil {
 			t.Fatalf("render %s: %v", a.Name, err)
 		}
@@ -321,4 +321,15 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("error %q does not say which verb and resource are missing", o.Error)
 		}
 	}
+}
+
+// moduleRoot is the repository's root, which fixtures' kustomize bases
+// may read from.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	abs, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }

@@ -586,17 +586,7 @@ func writeFile(root string, file *object.File) error {
 	return out.Close()
 }
 
-// scrubbedError is an error whose text has its credentials masked. It
-// matches what the original matched, but does not hand the original out.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string        { return e.msg }
-func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
-
 // scrubError masks secrets and URL credentials in err's text.
 func scrubError(err error, secrets []string) error {
-	return &scrubbedError{msg: redact.Text(err.Error(), secrets...), err: err}
+	return redact.Error(err, secrets...)
 }

@@ -52,8 +52,8 @@ type Location struct {
 	Dir string
 	// Root is the folder the render must not read outside of (render's
 	// Options.Root): the checkout of a Git source, the work tree, or for a
-	// local folder the config file's folder when the source is inside it,
-	// else the source folder itself.
+	// local folder localRoot: the Git work tree or config file's folder
+	// holding it, else the source folder itself.
 	Root string
 	// Commit is the full SHA of a fetched Git source; "" for a local folder
 	// and for a source read from Options.WorkTree.
@@ -76,10 +76,7 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if !filepath.IsAbs(loc.Dir) {
 			loc.Dir = filepath.Join(configDir, loc.Dir)
 		}
-		loc.Root = loc.Dir
-		if rel, err := filepath.Rel(configDir, loc.Dir); configDir != "" && err == nil && (rel == "." || filepath.IsLocal(rel)) {
-			loc.Root = configDir
-		}
+		loc.Root = localRoot(configDir, loc.Dir)
 	case opts.WorkTree != "":
 		loc.Dir = filepath.Join(opts.WorkTree, filepath.FromSlash(src.Path))
 		loc.Root = opts.WorkTree
@@ -105,6 +102,45 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		return Location{}, fmt.Errorf("source folder: %w", err)
 	}
 	return loc, nil
+}
+
+// localRoot is the Root of a local source folder dir: the outermost of the
+// Git work tree that holds it (a .git folder or file in dir or a parent:
+// `driftscan scan --path overlays/prod` in a checkout reads its bases from
+// the rest of the checkout) and configDir when it holds dir; dir itself when
+// neither does.
+func localRoot(configDir, dir string) string {
+	root := dir
+	if configDir != "" && within(configDir, dir) {
+		root = configDir
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return root
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			if absRoot, err := filepath.Abs(root); err == nil && within(d, absRoot) {
+				root = d
+				if !filepath.IsAbs(dir) {
+					// Relative like dir, for render.Options.
+					if rel, err := filepath.Rel(abs, d); err == nil {
+						root = filepath.Join(dir, rel)
+					}
+				}
+			}
+			return root
+		}
+		if filepath.Dir(d) == d {
+			return root
+		}
+	}
+}
+
+// within reports whether p is dir or below it, lexically.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // SafeURL is repo without its credentials (redact.URL), as a report, an

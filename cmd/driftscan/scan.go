@@ -18,6 +18,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
+	"github.com/calricon/driftscan/scanner"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -41,6 +42,8 @@ type scanOptions struct {
 	qps        float32
 	burst      int
 	timeout    time.Duration
+	renderTime time.Duration
+	kustRemote bool
 	gitCache   string
 	gitMaxSize string
 	maxIgnores int
@@ -107,6 +110,8 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
+	f.DurationVar(&o.renderTime, "render-timeout", scanner.DefaultOptions().RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
+	f.BoolVar(&o.kustRemote, "kustomize-remote", false, "let kustomizations fetch remote resources and bases (http(s) URLs, Git repositories) within --render-timeout; by default they render offline and naming one is an app error")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
@@ -195,6 +200,7 @@ func (o *scanOptions) completeScan() error {
 	s.Extra, s.MaxIgnoresPerApp, s.OwnerLabel = o.extra, o.maxIgnores, o.ownerLabel
 	s.AuditLogs, s.AuditStdin = o.auditLogs, o.streams.In
 	s.ExplainDismissed = o.explain
+	s.RenderTimeout, s.KustomizeRemote = o.renderTime, o.kustRemote
 	if o.gitCache != "" {
 		s.GitCacheDir = o.gitCache
 	}
@@ -238,6 +244,9 @@ func (o *scanOptions) outputSpecs() []string {
 func (o *scanOptions) Validate() error {
 	if o.qps <= 0 || o.burst <= 0 {
 		return errors.New("--qps and --burst must be positive")
+	}
+	if o.renderTime < 0 {
+		return errors.New("--render-timeout must not be negative")
 	}
 	return o.run.Validate(o.cfg)
 }

@@ -1,0 +1,336 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/calricon/driftscan/redact"
+)
+
+// errReadOnly is returned by the write methods of boundedFS.
+var errReadOnly = errors.New("the source is read-only to kustomize")
+
+// boundedFS is the filesystem krusty builds with: the disk, seen only
+// inside root (symlinks resolved), read-only, and checked before krusty
+// reads anything:
+//   - a file over MaxManifestBytes, or a YAML file whose aliases expand
+//     without bound or that nests too deep, is an error;
+//   - a kustomization that names a remote resource, base, component,
+//     patch or generator file (a URL, a Git repository) is an error unless
+//     remote is set: krusty would fetch it itself, over the network.
+//
+// Remote clones, when allowed, live in the temporary folder
+// (kustomize-*), which is then readable too.
+type boundedFS struct {
+	disk   filesys.FileSystem
+	root   string // absolute, symlinks resolved
+	remote bool
+	// refused is the first file ReadFile refused: krusty reports a
+	// kustomization it could not read as missing, so renderKustomize
+	// reports this instead.
+	mu      sync.Mutex
+	refused error
+}
+
+// refuse records err as the reason a read failed, and returns it.
+func (b *boundedFS) refuse(err error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused == nil {
+		b.refused = err
+	}
+	return err
+}
+
+// Refused is the first refusal, or nil.
+func (b *boundedFS) Refused() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refused
+}
+
+func newBoundedFS(root string, remote bool) (*boundedFS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, err
+	}
+	return &boundedFS{disk: filesys.MakeFsOnDisk(), root: abs, remote: remote}, nil
+}
+
+// resolve is p, absolute with every symlink of its existing part resolved;
+// an error when that is outside the root.
+func (b *boundedFS) resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	at := abs
+	for {
+		r, err := filepath.EvalSymlinks(at)
+		if err == nil {
+			at = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(at), rest)
+		at = parent
+	}
+	if !b.allowed(at) {
+		return "", b.refuse(fmt.Errorf("%s is outside the repository %s: kustomize reads only inside it", p, b.root))
+	}
+	return at, nil
+}
+
+func (b *boundedFS) allowed(p string) bool {
+	if within(b.root, p) {
+		return true
+	}
+	if b.remote {
+		tmp, err := filepath.EvalSymlinks(os.TempDir())
+		if err == nil && within(tmp, p) && strings.HasPrefix(filepath.Base(firstBelow(tmp, p)), "kustomize-") {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// firstBelow is the component of p right below dir.
+func firstBelow(dir, p string) string {
+	rel, _ := filepath.Rel(dir, p)
+	first, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return first
+}
+
+func (b *boundedFS) Create(string) (filesys.File, error) { return nil, errReadOnly }
+func (b *boundedFS) Mkdir(string) error                  { return errReadOnly }
+func (b *boundedFS) MkdirAll(string) error               { return errReadOnly }
+func (b *boundedFS) WriteFile(string, []byte) error      { return errReadOnly }
+
+// RemoveAll removes only a remote clone, which krusty cleans up.
+func (b *boundedFS) RemoveAll(p string) error {
+	r, err := b.resolve(p)
+	if err != nil || within(b.root, r) {
+		return errReadOnly
+	}
+	return b.disk.RemoveAll(r)
+}
+
+func (b *boundedFS) Open(p string) (filesys.File, error) {
+	r, err := b.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return b.disk.Open(r)
+}
+
+func (b *boundedFS) IsDir(p string) bool {
+	r, err := b.resolve(p)
+	return err == nil && b.disk.IsDir(r)
+}
+
+func (b *boundedFS) Exists(p string) bool {
+	r, err := b.resolve(p)
+	return err == nil && b.disk.Exists(r)
+}
+
+func (b *boundedFS) ReadDir(p string) ([]string, error) {
+	r, err := b.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return b.disk.ReadDir(r)
+}
+
+func (b *boundedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if _, err := b.resolve(p); err != nil {
+		return "", "", err
+	}
+	d, f, err := b.disk.CleanedAbs(p)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := b.resolve(d.String()); err != nil {
+		return "", "", err
+	}
+	return d, f, nil
+}
+
+func (b *boundedFS) Glob(pattern string) ([]string, error) {
+	matches, err := b.disk.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range matches {
+		if _, err := b.resolve(m); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (b *boundedFS) Walk(p string, fn filepath.WalkFunc) error {
+	r, err := b.resolve(p)
+	if err != nil {
+		return err
+	}
+	return b.disk.Walk(r, fn)
+}
+
+// ReadFile reads a file inside the root within MaxManifestBytes, and
+// checks it before krusty does (see boundedFS).
+func (b *boundedFS) ReadFile(p string) ([]byte, error) {
+	r, err := b.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(r)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxManifestBytes {
+		return nil, b.refuse(fmt.Errorf("%s: over the limit of %d bytes for a file kustomize reads", b.rel(p), MaxManifestBytes))
+	}
+	if err := yamlBomb(data); err != nil {
+		return nil, b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
+	}
+	if isKustomizationFile(r) && !b.remote {
+		if err := offline(data); err != nil {
+			return nil, b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
+		}
+	}
+	return data, nil
+}
+
+// rel is p relative to the root, for errors.
+func (b *boundedFS) rel(p string) string {
+	if rel, err := filepath.Rel(b.root, p); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// yamlBomb decodes data as the plain renderer does (gopkg.in/yaml.v3, which
+// bounds alias expansion and nesting) and returns the error when data is
+// YAML that expands without bound or nests too deep. Data that is not YAML
+// at all (a generator's binary input) is no concern here.
+func yamlBomb(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var v any
+		err := dec.Decode(&v)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err == nil:
+			continue
+		case strings.Contains(err.Error(), "excessive aliasing"), strings.Contains(err.Error(), "exceeded max depth"):
+			return fmt.Errorf("refused: %w", err)
+		}
+		return nil
+	}
+}
+
+func isKustomizationFile(p string) bool {
+	base := filepath.Base(p)
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		if base == n {
+			return true
+		}
+	}
+	return false
+}
+
+// offline says which remote reference a kustomization makes, if any.
+func offline(data []byte) error {
+	var k types.Kustomization
+	if err := sigsyaml.Unmarshal(data, &k); err != nil {
+		return nil // krusty reports it
+	}
+	var refs []string
+	for _, list := range [][]string{k.Resources, k.Bases, k.Components, k.Crds, k.Configurations, k.Generators, k.Transformers, k.Validators} {
+		refs = append(refs, list...)
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		refs = append(refs, string(p))
+	}
+	for _, p := range append(k.Patches, k.PatchesJson6902...) {
+		refs = append(refs, p.Path)
+	}
+	for _, r := range k.Replacements {
+		refs = append(refs, r.Path)
+	}
+	refs = append(refs, k.OpenAPI["path"])
+	gens := make([]types.GeneratorArgs, 0, len(k.ConfigMapGenerator)+len(k.SecretGenerator))
+	for _, g := range k.ConfigMapGenerator {
+		gens = append(gens, g.GeneratorArgs)
+	}
+	for _, g := range k.SecretGenerator {
+		gens = append(gens, g.GeneratorArgs)
+	}
+	for _, g := range gens {
+		for _, f := range g.FileSources {
+			if _, p, ok := strings.Cut(f, "="); ok {
+				f = p
+			}
+			refs = append(refs, f)
+		}
+		refs = append(refs, g.EnvSources...)
+		refs = append(refs, g.EnvSource)
+	}
+	for _, r := range refs {
+		if isRemoteRef(r) {
+			return fmt.Errorf("names the remote resource %q: kustomize renders offline, from the repository only (--kustomize-remote allows remote resources)", redactRef(r))
+		}
+	}
+	return nil
+}
+
+// isRemoteRef reports whether krusty would fetch ref over the network
+// rather than read it from disk: a URL (http, https, ssh, file, git::...),
+// a scp-like user@host:path, or a github.com/org/repo path. It errs on the
+// side of remote; inline YAML (a multi-line entry) is not a reference.
+func isRemoteRef(ref string) bool {
+	if ref == "" || strings.Contains(ref, "\n") {
+		return false
+	}
+	r := strings.ToLower(strings.TrimSpace(ref))
+	r = strings.TrimPrefix(r, "git::")
+	first, _, _ := strings.Cut(r, "/")
+	return strings.Contains(r, "://") ||
+		strings.HasPrefix(r, "github.com/") || strings.HasPrefix(r, "github.com:") ||
+		strings.Contains(first, "@")
+}
+
+// redactRef is a remote reference as an error may show it.
+func redactRef(ref string) string { return redact.URL(ref) }
