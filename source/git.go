@@ -58,7 +58,8 @@ type GitOptions struct {
 	Cache *Cache
 	// Depth is how much history is fetched for a branch or tag: 0 means 1
 	// (the newest commit only), a negative number all of it. A commit SHA
-	// always fetches all history, since only a full fetch is sure to find it.
+	// that a branch or tag points at is fetched as that ref; any other fetches
+	// all history, since only a full fetch is sure to find it.
 	Depth int
 	// Getenv reads Auth.TokenEnv and Auth.SSHKeyEnv; nil means os.Getenv.
 	Getenv func(string) string
@@ -84,14 +85,15 @@ type Checkout struct {
 // into, and one read-only tree per commit (<commit SHA>/). A tree is written
 // once and never changed, so a checkout stays valid while other calls fetch
 // other revisions of the same repository; FetchGit serializes calls for the
-// same repository within the process, but not across processes. Submodules
+// same repository, also across processes (see Cache). Submodules
 // are not checked out. A symlink that resolves outside the tree, through
 // any chain of links, is an error (see checkLinks), also for a tree an older
 // version cached.
 //
 // One request lists the remote's refs; a revision whose commit is cached
-// needs no other. A branch or tag is fetched shallow (see Depth), a commit
-// SHA in full; when a shallow fetch fails, or the commit is still missing,
+// needs no other. A branch or tag is fetched shallow (see Depth), and so is
+// a commit SHA that is the head of one (see headOf); another commit SHA is
+// fetched in full. When a shallow fetch fails, or the commit is still missing,
 // the repository is fetched again in full, from scratch.
 //
 // Credentials are opts.Auth when set, else the entry of opts.Credentials
@@ -135,26 +137,6 @@ type gitFetch struct {
 	secrets []string
 }
 
-// Cache is a folder of Git clones. The fetches made through one Cache
-// serialize per repository; two Caches of one folder, like two processes,
-// do not serialize against each other (a tree, once written, never changes,
-// so they only do the same work twice).
-type Cache struct {
-	// Dir is the folder; it is created when missing.
-	Dir   string
-	locks sync.Map // repository folder -> *sync.Mutex
-}
-
-// NewCache is the cache of Git clones in dir.
-func NewCache(dir string) *Cache { return &Cache{Dir: dir} }
-
-// lock takes the lock of one repository folder and returns its unlock.
-func (c *Cache) lock(dir string) (unlock func()) {
-	mu, _ := c.locks.LoadOrStore(dir, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
 func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkout, error) {
 	if f.opts.Repo == "" {
 		return Checkout{}, errors.New("no repository URL")
@@ -187,11 +169,36 @@ func (f *gitFetch) run(ctx context.Context, getenv func(string) string) (Checkou
 	if err != nil {
 		return Checkout{}, err
 	}
+	want = headOf(refs, want)
 
 	sum := sha256.Sum256([]byte(f.key))
 	dir := filepath.Join(f.opts.Cache.Dir, hex.EncodeToString(sum[:16]))
-	defer f.opts.Cache.lock(dir)()
+	unlock, err := f.opts.Cache.lock(ctx, dir)
+	if err != nil {
+		return Checkout{}, err
+	}
+	defer unlock()
 
+	repoDir := filepath.Join(dir, "repo.git")
+	_, statErr := os.Stat(repoDir)
+	co, err := f.checkout(ctx, dir, want)
+	if err != nil && statErr == nil && healable(ctx, err) {
+		// The cached repository may be broken (a process killed while it
+		// wrote, a full disk, a hand edit): clone it again, from scratch.
+		if rmErr := os.RemoveAll(repoDir); rmErr != nil {
+			return Checkout{}, errors.Join(err, rmErr)
+		}
+		co, err = f.checkout(ctx, dir, want)
+	}
+	if err != nil {
+		return Checkout{}, err
+	}
+	return co, f.opts.Cache.used(dir, co.Commit)
+}
+
+// checkout fetches the wanted commit into the repository folder dir and
+// writes its tree.
+func (f *gitFetch) checkout(ctx context.Context, dir string, want wanted) (Checkout, error) {
 	commit, err := f.fetch(ctx, filepath.Join(dir, "repo.git"), want)
 	if err != nil {
 		return Checkout{}, err
@@ -350,6 +357,39 @@ func resolveRevision(refs []*plumbing.Reference, rev string) (wanted, error) {
 	return wanted{}, fmt.Errorf("%w: no branch or tag %q, and it is not a commit SHA", ErrRevisionNotFound, rev)
 }
 
+// headOf is w, a commit SHA, as the head of the branch (or else the tag)
+// that points at it, when one does: that ref is then fetched shallow and the
+// commit checked, instead of all history. A Flux artifact's revision
+// (main@sha1:<sha>) and an Argo CD revision pinned to the newest commit are
+// such heads. Any other w is returned as it is.
+func headOf(refs []*plumbing.Reference, w wanted) wanted {
+	if w.ref != "" {
+		return w
+	}
+	var tag *wanted
+	for _, r := range refs {
+		name := plumbing.ReferenceName(strings.TrimSuffix(r.Name().String(), "^{}"))
+		if r.Type() != plumbing.HashReference || !name.IsBranch() && !name.IsTag() {
+			continue
+		}
+		h := r.Hash().String()
+		if w.prefix != "" && !strings.HasPrefix(h, w.prefix) || w.prefix == "" && r.Hash() != w.hash {
+			continue
+		}
+		at := wanted{ref: name, hash: r.Hash()}
+		if name.IsBranch() {
+			return at
+		}
+		if tag == nil {
+			tag = &at
+		}
+	}
+	if tag != nil {
+		return *tag
+	}
+	return w
+}
+
 // fetch brings the wanted commit into the bare repository at dir, reusing
 // what is there, and returns the commit.
 func (f *gitFetch) fetch(ctx context.Context, dir string, w wanted) (*object.Commit, error) {
@@ -492,7 +532,7 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes 
 			return nil
 		}
 		if err := checkLinks(dir); err != nil {
-			return fmt.Errorf("commit %s: %w", commit.Hash, err)
+			return refused{fmt.Errorf("commit %s: %w", commit.Hash, err)}
 		}
 		checkedTrees.Store(dir, true)
 		return nil
@@ -505,7 +545,7 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes 
 		var total int64
 		err := tree.Files().ForEach(func(file *object.File) error {
 			if total += file.Size; total > maxBytes {
-				return fmt.Errorf("commit %s holds more than %d bytes of files, the limit (--git-max-size): scan a smaller repository or a sub-folder's own repository", commit.Hash, maxBytes)
+				return refused{fmt.Errorf("commit %s holds more than %d bytes of files, the limit (--git-max-size): scan a smaller repository or a sub-folder's own repository", commit.Hash, maxBytes)}
 			}
 			return nil
 		})
@@ -528,7 +568,7 @@ func writeTree(ctx context.Context, commit *object.Commit, dir string, maxBytes 
 		return err
 	}
 	if err := checkLinks(tmp); err != nil {
-		return fmt.Errorf("commit %s: %w", commit.Hash, err)
+		return refused{fmt.Errorf("commit %s: %w", commit.Hash, err)}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
@@ -549,7 +589,7 @@ var checkedTrees sync.Map // dir -> true
 // writeFile writes one file of a tree under root.
 func writeFile(root string, file *object.File) error {
 	if !filepath.IsLocal(filepath.FromSlash(file.Name)) {
-		return fmt.Errorf("%s: path leaves the repository", file.Name)
+		return refused{fmt.Errorf("%s: path leaves the repository", file.Name)}
 	}
 	dst := filepath.Join(root, filepath.FromSlash(file.Name))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -567,7 +607,7 @@ func writeFile(root string, file *object.File) error {
 		}
 		t := filepath.FromSlash(string(target))
 		if filepath.IsAbs(t) || !filepath.IsLocal(filepath.Join(filepath.Dir(filepath.FromSlash(file.Name)), t)) {
-			return fmt.Errorf("%s: symlink to %s leaves the repository", file.Name, target)
+			return refused{fmt.Errorf("%s: symlink to %s leaves the repository", file.Name, target)}
 		}
 		return os.Symlink(t, dst)
 	}
