@@ -278,12 +278,16 @@ func offline(data []byte) error {
 		return nil // krusty reports it
 	}
 	var refs []string
+	// krusty still reads the deprecated fields, so they are checked too.
+	//lint:ignore SA1019 krusty reads bases
 	for _, list := range [][]string{k.Resources, k.Bases, k.Components, k.Crds, k.Configurations, k.Generators, k.Transformers, k.Validators} {
 		refs = append(refs, list...)
 	}
+	//lint:ignore SA1019 krusty reads patchesStrategicMerge
 	for _, p := range k.PatchesStrategicMerge {
 		refs = append(refs, string(p))
 	}
+	//lint:ignore SA1019 krusty reads patchesJson6902
 	for _, p := range append(k.Patches, k.PatchesJson6902...) {
 		refs = append(refs, p.Path)
 	}
