@@ -18,7 +18,6 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
-	"github.com/calricon/driftscan/scanner"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -110,7 +109,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
-	f.DurationVar(&o.renderTime, "render-timeout", scanner.DefaultOptions().RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
+	f.DurationVar(&o.renderTime, "render-timeout", run.DefaultOptions().Scan.RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
 	f.BoolVar(&o.kustRemote, "kustomize-remote", false, "let kustomizations fetch remote resources and bases (http(s) URLs, Git repositories) within --render-timeout; by default they render offline and naming one is an app error")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	addGitMaxSize(f, &o.gitMaxSize)
