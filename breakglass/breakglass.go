@@ -96,6 +96,9 @@ type Change struct {
 	// Fields lists what the patch changes, for people.
 	Fields []string
 	DryRun bool
+	// requestedAt is the reconcile.fluxcd.io/requestedAt a Flux suspension
+	// set, for Settle.
+	requestedAt string
 }
 
 // ErrRefused marks a refusal (a missing reason, a TTL over the cap, drift
@@ -172,10 +175,18 @@ func suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		}
 		saved, _ := json.Marshal(was)
 		ann[AnnotationSaved] = string(saved)
+		// Flux's controllers copy this annotation to
+		// status.lastHandledReconcileAt each time they handle the object,
+		// suspended or not: Settle waits for it.
+		ann[fluxRequestedAt] = opts.Now().UTC().Format(time.RFC3339Nano)
 		patch["spec"] = map[string]any{"suspend": true}
-		fields = append(fields, "spec.suspend set to true")
+		fields = append(fields, "spec.suspend set to true", "metadata.annotations "+fluxRequestedAt+" (the controller answers when it has seen the suspension)")
 	}
-	return apply(ctx, client, t, patch, fields, opts.DryRun)
+	ch, err := apply(ctx, client, t, patch, fields, opts.DryRun)
+	if v, ok := ann[fluxRequestedAt].(string); ok {
+		ch.requestedAt = v
+	}
+	return ch, err
 }
 
 // ResumeOptions say whether to resume over unbackported drift.
@@ -186,6 +197,8 @@ type ResumeOptions struct {
 	Blocking []string
 	Force    bool
 	DryRun   bool
+	// Now stamps the Flux reconcile request; nil means time.Now.
+	Now func() time.Time
 }
 
 // Resume restores exactly what Suspend saved and removes its annotations.
@@ -224,7 +237,13 @@ func resume(ctx context.Context, client dynamic.Interface, t Target, opts Resume
 		fields = append(fields, "spec.syncPolicy.automated restored")
 	} else {
 		patch["spec"] = map[string]any{"suspend": saved}
-		fields = append(fields, "spec.suspend restored")
+		// As `flux resume` does: reconcile now, not at the next interval.
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		ann[fluxRequestedAt] = now().UTC().Format(time.RFC3339Nano)
+		fields = append(fields, "spec.suspend restored", "metadata.annotations "+fluxRequestedAt+" (reconcile now, as flux resume does)")
 	}
 	return apply(ctx, client, t, patch, fields, opts.DryRun)
 }

@@ -146,7 +146,18 @@ func TestSuspendAndResumeRestoreTheObjectExactly(t *testing.T) {
 			if diff := cmp.Diff(specOf(t, before), specOf(t, after)); diff != "" {
 				t.Errorf("spec after resume (-before +after):\n%s", diff)
 			}
-			if diff := cmp.Diff(before.GetAnnotations(), after.GetAnnotations()); diff != "" {
+			restored := after.GetAnnotations()
+			if c.gvk.Kind != "Application" {
+				// Resume asks Flux to reconcile now, as `flux resume` does.
+				if v := restored[fluxRequestedAt]; v == "" || v == paused.GetAnnotations()[fluxRequestedAt] {
+					t.Errorf("%s after resume = %q, want a new request (suspend's was %q)", fluxRequestedAt, v, paused.GetAnnotations()[fluxRequestedAt])
+				}
+				delete(restored, fluxRequestedAt)
+				if len(restored) == 0 {
+					restored = nil
+				}
+			}
+			if diff := cmp.Diff(before.GetAnnotations(), restored); diff != "" {
 				t.Errorf("annotations after resume (-before +after):\n%s", diff)
 			}
 		})

@@ -57,6 +57,12 @@ func TestFluxThreeAMDrill(t *testing.T) {
 	if !fluxSuspended(t, ns, app) {
 		t.Fatalf("the Kustomization is not spec.suspend: true after breakglass suspend")
 	}
+	// Suspend returns once kustomize-controller has handled the suspended
+	// object: a reconcile it had begun before would revert the edit below
+	// (seen under load, 0.4s after suspend returned, before it waited).
+	if !strings.Contains(res.Stdout, "the Flux controller has handled") {
+		t.Errorf("breakglass suspend did not wait for kustomize-controller:\n%s%s", res.Stdout, res.Stderr)
+	}
 	humanEdit(t, ns, "debug")
 	holds(t, ns, "debug", holdFor)
 

@@ -115,8 +115,23 @@ func (o *breakglassOptions) printChange(ch breakglass.Change, verb string) {
 	fmt.Fprintf(o.streams.Out, "  patch (field manager %s): %s\n", breakglass.FieldManager, ch.Patch)
 }
 
+// settle waits until the reconciler has taken in the suspension and says
+// whether a hand change is safe now (breakglass.Settle).
+func (o *breakglassOptions) settle(ctx context.Context, ch breakglass.Change, wait time.Duration) {
+	if wait <= 0 || ch.DryRun {
+		return
+	}
+	s := breakglass.Settle(ctx, o.dynamic, ch, wait)
+	if s.OK {
+		fmt.Fprintf(o.streams.Out, "  %s\n", s.Message)
+		return
+	}
+	fmt.Fprintf(o.streams.Err, "warning: %s\n", s.Message)
+}
+
 func (o *breakglassOptions) suspendCommand() *cobra.Command {
 	opts := breakglass.DefaultSuspendOptions()
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:     "suspend APP --ttl DURATION --reason TEXT",
 		Short:   "Pause automated sync of APP until now+ttl",
@@ -140,6 +155,7 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 			if err := o.lift(ctx, t, true, opts.DryRun); err != nil {
 				return err
 			}
+			o.settle(ctx, ch, wait)
 			if !ch.DryRun {
 				fmt.Fprintf(o.streams.Out, "until %s. Carry the hotfix back to Git, then: driftscan breakglass resume %s\n", opts.Now().Add(opts.TTL).UTC().Format(time.RFC3339), args[0])
 			}
@@ -152,6 +168,7 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 	f.DurationVar(&opts.MaxTTL, "max-ttl", opts.MaxTTL, "the longest --ttl allowed")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "show the change without making it")
 	f.BoolVar(&opts.BackportPR, "backport-pr", false, "have the scheduled scan (scan --backport-prs, the chart's backportPullRequests) push the hotfix to a branch and open its pull request as soon as it is made")
+	f.DurationVar(&wait, "wait", 30*time.Second, "wait up to this long until the reconciler has taken in the suspension, so that no sync it had begun reverts a change made next (0: do not wait)")
 	return cmd
 }
 
