@@ -250,6 +250,9 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			// Live is what Argo CD synced; what Git holds beyond that
 			// commit is pending sync.
 			app.TargetRevision, app.Source.Revision = src.Revision, synced
+			if app.TargetRevision == "" {
+				app.TargetRevision = "HEAD" // the remote's default branch
+			}
 		}
 		if why := refusedSource(s, refs, refused); why != "" {
 			// Reported, never fetched: the repository or a path is not
