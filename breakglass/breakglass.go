@@ -195,14 +195,22 @@ type ResumeOptions struct {
 	// human drift that Git does not contain). Resume refuses while there are
 	// any, unless Force.
 	Blocking []string
-	Force    bool
-	DryRun   bool
+	// OpenPullRequest names the hotfix's pull request while it is open and
+	// not merged: resuming then would revert what it carries, so Resume
+	// refuses, unless Force.
+	OpenPullRequest string
+	Force           bool
+	DryRun          bool
 	// Now stamps the Flux reconcile request; nil means time.Now.
 	Now func() time.Time
 }
 
 // Resume restores exactly what Suspend saved and removes its annotations.
 func Resume(ctx context.Context, client dynamic.Interface, t Target, opts ResumeOptions) (Change, error) {
+	if opts.OpenPullRequest != "" && !opts.Force {
+		return Change{}, fmt.Errorf("%w: resume %s: its pull request %s is open and not merged: merge it first, so that the next sync applies the hotfix instead of reverting it (or use --force)",
+			ErrRefused, t, opts.OpenPullRequest)
+	}
 	if len(opts.Blocking) > 0 && !opts.Force {
 		return Change{}, fmt.Errorf("%w: resume %s would revert drift that is not in Git yet (backport it or use --force):\n  %s",
 			ErrRefused, t, joinLines(opts.Blocking))
@@ -336,18 +344,12 @@ func List(ctx context.Context, client dynamic.Interface, ns string, resources ..
 			continue
 		}
 		for _, item := range list.Items {
-			a := item.GetAnnotations()
-			if a[AnnotationUntil] == "" {
+			if item.GetAnnotations()[AnnotationUntil] == "" {
 				continue
 			}
-			s := Suspension{Target: Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, By: a[AnnotationBy], Reason: a[AnnotationWhy], BackportPR: a[AnnotationBackportPR] == "true"}
-			var perr error
-			if s.Until, perr = time.Parse(time.RFC3339, a[AnnotationUntil]); perr != nil {
-				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationUntil, perr))
-				continue
-			}
-			if s.Since, perr = time.Parse(time.RFC3339, a[AnnotationSince]); perr != nil {
-				errs = append(errs, fmt.Errorf("%s: annotation %s: %w", s.Target, AnnotationSince, perr))
+			s, err := suspensionOf(Target{Resource: gvr, Namespace: item.GetNamespace(), Name: item.GetName()}, item.GetAnnotations())
+			if err != nil {
+				errs = append(errs, err)
 				continue
 			}
 			out = append(out, s)
@@ -371,4 +373,30 @@ func whatHappened(ctx context.Context, client dynamic.Interface, t Target, patch
 		return "nothing was changed"
 	}
 	return "the object has changed since (perhaps by this write); check with `driftscan breakglass status`"
+}
+
+// suspensionOf reads the suspension of t from its annotations.
+func suspensionOf(t Target, a map[string]string) (Suspension, error) {
+	s := Suspension{Target: t, By: a[AnnotationBy], Reason: a[AnnotationWhy], BackportPR: a[AnnotationBackportPR] == "true"}
+	var err error
+	if s.Until, err = time.Parse(time.RFC3339, a[AnnotationUntil]); err != nil {
+		return s, fmt.Errorf("%s: annotation %s: %w", t, AnnotationUntil, err)
+	}
+	if s.Since, err = time.Parse(time.RFC3339, a[AnnotationSince]); err != nil {
+		return s, fmt.Errorf("%s: annotation %s: %w", t, AnnotationSince, err)
+	}
+	return s, nil
+}
+
+// Read is the suspension of t; an error matching ErrRefused when t is not
+// suspended by driftscan.
+func Read(ctx context.Context, client dynamic.Interface, t Target) (Suspension, error) {
+	obj, err := client.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return Suspension{}, fmt.Errorf("get %s: %w", t, err)
+	}
+	if obj.GetAnnotations()[AnnotationUntil] == "" {
+		return Suspension{}, fmt.Errorf("%w: %s is not suspended by driftscan", ErrRefused, t)
+	}
+	return suspensionOf(t, obj.GetAnnotations())
 }

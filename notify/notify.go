@@ -62,21 +62,26 @@ type Options struct {
 	// Slack) and dropped: the app was removed. Without it such entries are
 	// left alone, since the app may only be out of this run's scope.
 	AllApps bool
+	// BreakglassWarnBefore is how long before a breakglass suspension's
+	// deadline its owner is reminded in Slack (once, and once more when it
+	// expired); negative sends no reminder.
+	BreakglassWarnBefore time.Duration
 }
 
 // DefaultOptions re-sends open drift daily, retries as DefaultRetry, reads
 // secrets from the process environment and files, and logs nothing.
 func DefaultOptions() Options {
 	return Options{
-		RenotifyAfter: 24 * time.Hour,
-		DryRunOut:     io.Discard,
-		HTTPClient:    &http.Client{Timeout: 30 * time.Second},
-		Retry:         DefaultRetry(),
-		Getenv:        os.Getenv,
-		ReadFile:      os.ReadFile,
-		Now:           time.Now,
-		Sleep:         sleepContext,
-		Logger:        slog.New(slog.DiscardHandler),
+		RenotifyAfter:        24 * time.Hour,
+		BreakglassWarnBefore: 30 * time.Minute,
+		DryRunOut:            io.Discard,
+		HTTPClient:           &http.Client{Timeout: 30 * time.Second},
+		Retry:                DefaultRetry(),
+		Getenv:               os.Getenv,
+		ReadFile:             os.ReadFile,
+		Now:                  time.Now,
+		Sleep:                sleepContext,
+		Logger:               slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -178,9 +183,13 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
 	res.Skipped = pl.skipped
 	res.Errors = append(res.Errors, pl.errs...)
-	if !o.DryRun && len(pl.slack)+len(pl.pagerduty) > 0 {
+	rems, forget := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now}).reminders(r, st, o.BreakglassWarnBefore)
+	if !o.DryRun && len(pl.slack)+len(pl.pagerduty)+len(rems) > 0 {
 		would := st.clone()
 		pl.record(would, now)
+		for _, rm := range rems {
+			would.Record(rm.key, ChannelSlack, Delivery{Fingerprint: rm.stage, Owner: rm.owner, Target: rm.target, SentAt: now})
+		}
 		u, err := store.Check(ctx, would)
 		if err != nil {
 			return res, fmt.Errorf("notify: nothing was sent: the state could not be saved afterwards, and a run that cannot remember what it sent would send it again on every run: %w", err)
@@ -195,6 +204,7 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 	rn := newRun(o, st, &res, r, cluster, now)
 	rn.sendSlack(ctx, pl.slack)
 	rn.sendPagerDuty(ctx, pl.pagerduty)
+	rn.sendReminders(ctx, rems, forget)
 	if o.DryRun {
 		return res, nil
 	}

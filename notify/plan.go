@@ -165,8 +165,8 @@ func (p *planner) plan(r *report.Report, st *State) plan {
 		inReport[app.Name] = true
 	}
 	for _, e := range st.Objects {
-		if e.Cluster != p.cluster || seen[e.Key] {
-			continue
+		if e.Cluster != p.cluster || seen[e.Key] || e.Group == ReminderGroup {
+			continue // reminders are planned by reminders
 		}
 		why := "no longer in the app's desired state"
 		switch {

@@ -141,6 +141,9 @@ type Breakglass struct {
 	Expired bool `json:"expired"`
 	// Resumed: --auto-resume resumed the expired suspension in this run.
 	Resumed bool `json:"resumed,omitempty"`
+	// Unbackported counts the app's pipeline and human findings that Git
+	// lacks: what resuming would revert (0: the hotfix is in Git).
+	Unbackported int `json:"unbackported"`
 	// BackportPR: suspended with --backport-pr, so the scheduled scan
 	// carries the hotfix back to Git as a pull request.
 	BackportPR bool `json:"backportPR,omitempty"`

@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/fixtures/gitrepo"
+	"github.com/calricon/driftscan/forge"
 	"github.com/calricon/driftscan/forge/forgetest"
 	"github.com/calricon/driftscan/report"
 )
@@ -129,7 +131,12 @@ func (d *drill) merge(t *testing.T, branch string, number int) {
 	d.forge.Merge(number)
 }
 
-func TestAScheduledScanOpensThePullRequestOfASuspensionOnce(t *testing.T) {
+// TestTheDrillFromSuspendToResume is the 3 AM drill on the real API
+// server: suspend with --backport-pr, a human hotfix, the scheduled scan
+// opens the pull request (once), resume refuses while it is open, the
+// reviewer merges it, the scan shows Git == live, and resume reverts
+// nothing.
+func TestTheDrillFromSuspendToResume(t *testing.T) {
 	d := newDrill(t)
 	const branch = "hotfix/web-inc-4211-payment-certs"
 
@@ -171,10 +178,61 @@ func TestAScheduledScanOpensThePullRequestOfASuspensionOnce(t *testing.T) {
 		t.Errorf("the second scan pushed %s over %s", again.Hash, first.Hash)
 	}
 
+	// Resume refuses while the pull request is open, naming it.
+	check := d.checkResume(t)
+	if check.OpenPullRequest() == "" || len(check.Blocking) == 0 {
+		t.Fatalf("before the merge: %+v", check)
+	}
+	client, _ := dynamic.NewForConfig(env.Config)
+	_, err = breakglass.Resume(t.Context(), client, d.target, breakglass.ResumeOptions{Blocking: check.Blocking, OpenPullRequest: check.OpenPullRequest()})
+	if !errors.Is(err, breakglass.ErrRefused) || !strings.Contains(err.Error(), "pull request #1 (") {
+		t.Fatalf("resume before the merge = %v, want a refusal naming the pull request", err)
+	}
+
 	// Merged: Git matches live, there is nothing to carry any more.
 	d.merge(t, branch, 1)
 	r = d.scan(t, d.suspended.Add(30*time.Minute))
-	if blocking := breakglass.Blocking(r.Apps[0]); len(blocking) != 0 {
-		t.Errorf("after the merge the scan still finds %v", blocking)
+	if bg := r.Apps[0].Breakglass; len(breakglass.Blocking(r.Apps[0])) != 0 || bg.Unbackported != 0 {
+		t.Errorf("after the merge the scan still finds %v", breakglass.Blocking(r.Apps[0]))
 	}
+	if n := len(d.forge.Pulls()); n != 1 {
+		t.Errorf("%d pull requests after the merge", n)
+	}
+	check = d.checkResume(t)
+	if check.OpenPullRequest() != "" || len(check.Blocking) != 0 || check.PullRequest == nil || check.PullRequest.State != forge.StateMerged {
+		t.Fatalf("after the merge: %+v %+v", check, check.PullRequest)
+	}
+	if _, err := breakglass.Resume(t.Context(), client, d.target, breakglass.ResumeOptions{Blocking: check.Blocking, OpenPullRequest: check.OpenPullRequest()}); err != nil {
+		t.Fatal(err)
+	}
+	// Resuming reverted nothing: the next scan, of the resumed app, finds no
+	// pipeline or human drift and no suspension.
+	r = d.scan(t, d.suspended.Add(40*time.Minute))
+	if r.Apps[0].Breakglass != nil || len(breakglass.Blocking(r.Apps[0])) != 0 {
+		t.Errorf("after resume: breakglass %+v, drift %v", r.Apps[0].Breakglass, breakglass.Blocking(r.Apps[0]))
+	}
+}
+
+// checkResume is what `breakglass resume` checks.
+func (d *drill) checkResume(t *testing.T) ResumeCheck {
+	t.Helper()
+	client, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := breakglass.Read(t.Context(), client, d.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultResumeCheckOptions()
+	opts.Discover.Namespace = d.argoNS
+	opts.Scan.RESTConfig, opts.Scan.GitCacheDir = env.Config, t.TempDir()
+	opts.Scan.Getenv = func(k string) string { return map[string]string{"DEPLOY_GIT_TOKEN": drillGitToken}[k] }
+	opts.Forge, opts.HTTPClient, opts.Git = *d.cfg.Forge, d.forge.Client(), d.cfg.Git
+	opts.Getenv = func(k string) string { return map[string]string{config.DefaultForgeTokenEnv: drillForgeToken}[k] }
+	check, err := CheckResume(t.Context(), client, "web", s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check
 }

@@ -21,6 +21,9 @@ type UnbackportedOptions struct {
 	Discover discover.Options
 	// Scan configures the scan; its RESTConfig reaches the cluster.
 	Scan scanner.Options
+	// Git holds the credentials bound to Git hosts and the CA file
+	// (config.Git), for a private repository.
+	Git config.Git
 }
 
 // DefaultUnbackportedOptions are discover's and scanner's defaults.
@@ -33,15 +36,22 @@ func DefaultUnbackportedOptions() UnbackportedOptions {
 // findings that are not ignored: the next sync would revert them
 // (breakglass.Blocking). It is what resume refuses over.
 func Unbackported(ctx context.Context, client dynamic.Interface, app string, opts UnbackportedOptions) ([]string, error) {
+	out, _, err := unbackported(ctx, client, app, opts)
+	return out, err
+}
+
+// unbackported is Unbackported, and the apps discovery made of app.
+func unbackported(ctx context.Context, client dynamic.Interface, app string, opts UnbackportedOptions) ([]string, []config.App, error) {
 	dopts := opts.Discover
 	if dopts.ServerURL == "" {
 		dopts.ServerURL = opts.Scan.RESTConfig.Host
 	}
 	res, err := discover.Discover(ctx, client, dopts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := config.New()
+	cfg.Git = opts.Git
 	for _, a := range res.Apps {
 		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
 			if a.TargetRevision != "" {
@@ -58,18 +68,18 @@ func Unbackported(ctx context.Context, client dynamic.Interface, app string, opt
 		}
 	}
 	if len(cfg.Apps) == 0 {
-		return nil, fmt.Errorf("app %s: discovery found no source to scan", app)
+		return nil, nil, fmt.Errorf("app %s: discovery found no source to scan", app)
 	}
 	r, err := scanner.Scan(ctx, cfg, opts.Scan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []string
 	for _, a := range r.Apps {
 		if a.Error != "" {
-			return nil, fmt.Errorf("scan of app %s: %s", a.Name, a.Error)
+			return nil, nil, fmt.Errorf("scan of app %s: %s", a.Name, a.Error)
 		}
 		out = append(out, breakglass.Blocking(a)...)
 	}
-	return out, nil
+	return out, cfg.Apps, nil
 }

@@ -41,6 +41,9 @@ type Notify struct {
 	// and stops sending before it would run out (lease.Keep).
 	LeaseDuration time.Duration
 	RenotifyAfter time.Duration
+	// BreakglassWarnBefore is how long before a suspension's deadline the
+	// owner is reminded (notify.Options.BreakglassWarnBefore).
+	BreakglassWarnBefore time.Duration
 	// DryRun writes what would be sent to Options.Out and sends nothing.
 	DryRun    bool
 	ReportURL string
@@ -50,7 +53,8 @@ type Notify struct {
 // DefaultNotify re-sends open drift daily and fails the run when a
 // notification fails.
 func DefaultNotify() Notify {
-	return Notify{RenotifyAfter: notify.DefaultOptions().RenotifyAfter, Errors: FailOnError}
+	d := notify.DefaultOptions()
+	return Notify{RenotifyAfter: d.RenotifyAfter, BreakglassWarnBefore: d.BreakglassWarnBefore, Errors: FailOnError}
 }
 
 func (n Notify) validate(cfg *config.Config) error {
@@ -152,6 +156,7 @@ func notifyOptions(r *report.Report, cfg *config.Config, o Options) notify.Optio
 	opts.Config, opts.Owners = *cfg.Notify, cfg.Owners
 	opts.Cluster, opts.ReportURL, opts.RenotifyAfter = r.Cluster, o.Notify.ReportURL, o.Notify.RenotifyAfter
 	opts.DryRun, opts.Logger, opts.Now = o.Notify.DryRun, o.Logger, o.Now
+	opts.BreakglassWarnBefore = o.Notify.BreakglassWarnBefore
 	if o.Notify.DryRun {
 		opts.DryRunOut = o.Out
 	}

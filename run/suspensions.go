@@ -31,6 +31,11 @@ func suspensions(ctx context.Context, client dynamic.Interface, r *report.Report
 		return fmt.Errorf("breakglass suspensions: %w", err)
 	}
 	expired := breakglass.Annotate(r, list, o.Now())
+	for i := range r.Apps {
+		if bg := r.Apps[i].Breakglass; bg != nil {
+			bg.Unbackported = len(breakglass.Blocking(r.Apps[i]))
+		}
+	}
 	if !o.AutoResume {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/run"
 )
 
@@ -28,6 +29,8 @@ type breakglassOptions struct {
 	timeout    time.Duration
 	now        func() time.Time
 	params     string
+	forge      config.Forge
+	git        gitFlags
 
 	restCfg *rest.Config
 	dynamic dynamic.Interface
@@ -52,6 +55,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
 	addContractParams(f, &o.params)
+	o.git.add(f)
 	cmd.AddCommand(o.suspendCommand(), o.resumeCommand(), o.statusCommand())
 	return cmd
 }
@@ -184,22 +188,61 @@ func (o *breakglassOptions) resumeCommand() *cobra.Command {
 				return err
 			}
 			defer cancel()
+			var check run.ResumeCheck
 			if !opts.Force {
-				if opts.Blocking, err = o.unbackported(ctx, args[0]); err != nil {
+				if check, err = o.checkResume(ctx, t); err != nil {
 					return fmt.Errorf("cannot tell whether resuming would revert a hotfix (use --force to resume anyway): %w", err)
 				}
+				opts.Blocking, opts.OpenPullRequest = check.Blocking, check.OpenPullRequest()
 			}
 			ch, err := breakglass.Resume(ctx, o.dynamic, t, opts)
 			if err != nil {
 				return err
 			}
 			o.printChange(ch, "resumed")
+			o.printResumeCheck(check, opts.Force)
 			return o.lift(ctx, t, false, opts.DryRun)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "resume even though the next sync will revert live drift")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "resume even though the next sync will revert live drift or the hotfix's pull request is still open")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show the change without making it")
+	cmd.Flags().StringVar((*string)(&o.forge.Kind), "forge", "", "where the hotfix's pull request is: github, gitlab or gitea (default: detected from the app's repository)")
+	cmd.Flags().StringVar(&o.forge.APIURL, "forge-api-url", "", "the forge's API URL (default: derived from the app's repository)")
+	cmd.Flags().StringVar(&o.forge.TokenEnv, "forge-token-env", "", "environment variable with the forge token, to check the pull request (default "+config.DefaultForgeTokenEnv+")")
 	return cmd
+}
+
+// checkResume scans the app of t and looks up its pull request.
+func (o *breakglassOptions) checkResume(ctx context.Context, t breakglass.Target) (run.ResumeCheck, error) {
+	s, err := breakglass.Read(ctx, o.dynamic, t)
+	if err != nil {
+		return run.ResumeCheck{}, err
+	}
+	opts := run.DefaultResumeCheckOptions()
+	opts.Discover.From, opts.Discover.Namespace = o.from, o.namespace
+	opts.Scan.RESTConfig, opts.Forge = o.restCfg, o.forge
+	cfg := config.New()
+	if err := o.git.apply(cfg); err != nil {
+		return run.ResumeCheck{}, err
+	}
+	opts.Git = cfg.Git
+	if o.gitCache != "" {
+		opts.Scan.GitCacheDir = o.gitCache
+	}
+	return run.CheckResume(ctx, o.dynamic, t.Name, s, opts)
+}
+
+// printResumeCheck says that resuming reverts nothing, and why.
+func (o *breakglassOptions) printResumeCheck(c run.ResumeCheck, forced bool) {
+	if forced {
+		return
+	}
+	if pr := c.PullRequest; pr != nil {
+		fmt.Fprintf(o.streams.Out, "pull request #%d %s is %s\n", pr.Number, pr.URL, pr.State)
+	}
+	if len(c.Blocking) == 0 {
+		fmt.Fprintln(o.streams.Out, "Git matches live: resuming reverts nothing")
+	}
 }
 
 func (o *breakglassOptions) statusCommand() *cobra.Command {
