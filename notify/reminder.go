@@ -51,19 +51,10 @@ func (p *planner) reminders(r *report.Report, st *State, warnBefore time.Duratio
 		if bg == nil || bg.Resumed {
 			continue
 		}
-		until, err := time.Parse(time.RFC3339, bg.Until)
-		if err != nil {
-			continue
-		}
 		key := Key{Cluster: p.cluster, App: app.Name, Group: ReminderGroup, Kind: ReminderKind, Name: bg.Until}
 		live[key] = true
-		stage := ""
-		switch {
-		case !p.now.Before(until):
-			stage = reminderExpired
-		case until.Sub(p.now) <= warnBefore:
-			stage = reminderSoon
-		default:
+		stage := reminderStage(bg, p.now, warnBefore)
+		if stage == "" {
 			continue
 		}
 		if prev := st.Get(key, ChannelSlack); prev != nil && prev.Fingerprint == stage {
@@ -83,6 +74,21 @@ func (p *planner) reminders(r *report.Report, st *State, warnBefore time.Duratio
 		}
 	}
 	return send, forget
+}
+
+// reminderStage is the reminder a suspension is due at now: expired, its
+// deadline within warnBefore, or none ("").
+func reminderStage(bg *report.Breakglass, now time.Time, warnBefore time.Duration) string {
+	until, err := time.Parse(time.RFC3339, bg.Until)
+	switch {
+	case err != nil:
+		return ""
+	case !now.Before(until):
+		return reminderExpired
+	case until.Sub(now) <= warnBefore:
+		return reminderSoon
+	}
+	return ""
 }
 
 // reminderMessage says how long the suspension has left (or since when it
