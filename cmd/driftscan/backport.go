@@ -45,12 +45,8 @@ type backportOptions struct {
 	opts run.BackportOptions
 }
 
-func newBackportCommand(s streams) *cobra.Command {
-	o := &backportOptions{streams: s, now: time.Now}
-	cmd := &cobra.Command{
-		Use:   "backport (APP | --app APP) --repo PATH (--config FILE | --path DIR) [--push]",
-		Short: "Carry an app's live hotfixes back to Git, as one commit on a new branch, and push it",
-		Long: `Scan APP, then for each pipeline or human finding write the live value into
+// backportLong is backport's help.
+const backportLong = `Scan APP, then for each pipeline or human finding write the live value into
 the app's source in the Git working tree at --repo, so that Git matches the
 fixed cluster: on a new branch, as one commit whose message lists each field,
 its old and new value, who changed it and --reason. A working tree with
@@ -72,8 +68,9 @@ data) only with --allow-sensitive, and the commit message shows none.
 
 Exit codes: 0 everything carried back (or nothing to do), 1 some findings
 could not be carried back (listed with the reason), 2 an error; nothing was
-written.`,
-		Example: `  # During incident INC-4211, after a hotfix with kubectl
+written.`
+
+const backportExample = `  # During incident INC-4211, after a hotfix with kubectl
   driftscan backport web --config scan.yaml --repo . --reason "INC-4211 payment certs"
 
   # One folder, and a description for the pull request
@@ -81,8 +78,16 @@ written.`,
 
   # Push the branch (again: the next commit goes on top)
   driftscan backport --app web --config scan.yaml --repo . --reason INC-4211 \
-    --branch hotfix/web-inc-4211 --push --git-credential github.com/acme=GIT_TOKEN`,
-		Args: cobra.MaximumNArgs(1),
+    --branch hotfix/web-inc-4211 --push --git-credential github.com/acme=GIT_TOKEN`
+
+func newBackportCommand(s streams) *cobra.Command {
+	o := &backportOptions{streams: s, now: time.Now}
+	cmd := &cobra.Command{
+		Use:     "backport (APP | --app APP) --repo PATH (--config FILE | --path DIR) [--push]",
+		Short:   "Carry an app's live hotfixes back to Git, as one commit on a new branch, and push it",
+		Long:    backportLong,
+		Example: backportExample,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.appArg(args); err != nil {
 				return err
