@@ -196,3 +196,15 @@ type rawJSON []byte
 func (r *rawJSON) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
 
 func decode(data []byte, out any) error { return json.Unmarshal(data, out) }
+
+// pull is a pull or merge request as one forge's API writes it.
+type pull interface{ pr() *PullRequest }
+
+// doPull sends one request that the forge answers with a pull request.
+func doPull[P pull](ctx context.Context, a *httpAPI, method, path string, body any) (*PullRequest, error) {
+	var p P
+	if _, err := a.do(ctx, method, path, body, &p); err != nil {
+		return nil, err
+	}
+	return p.pr(), nil
+}

@@ -105,20 +105,12 @@ func (c *giteaClient) Create(ctx context.Context, pr PullRequest) (*PullRequest,
 
 // Update is PATCH /repos/{owner}/{repo}/pulls/{index}.
 func (c *giteaClient) Update(ctx context.Context, number int, pr PullRequest) (*PullRequest, error) {
-	var p giteaPull
-	if _, err := c.api.do(ctx, http.MethodPatch, c.path("/pulls/%d", number), map[string]any{"title": pr.Title, "body": pr.Body}, &p); err != nil {
-		return nil, err
-	}
-	return p.pr(), nil
+	return doPull[giteaPull](ctx, c.api, http.MethodPatch, c.path("/pulls/%d", number), map[string]any{"title": pr.Title, "body": pr.Body})
 }
 
 // Get is GET /repos/{owner}/{repo}/pulls/{index}.
 func (c *giteaClient) Get(ctx context.Context, number int) (*PullRequest, error) {
-	var p giteaPull
-	if _, err := c.api.do(ctx, http.MethodGet, c.path("/pulls/%d", number), nil, &p); err != nil {
-		return nil, err
-	}
-	return p.pr(), nil
+	return doPull[giteaPull](ctx, c.api, http.MethodGet, c.path("/pulls/%d", number), nil)
 }
 
 // Decorate adds labels by their IDs (POST /issues/{index}/labels, the IDs

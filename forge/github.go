@@ -92,20 +92,12 @@ func (c *githubClient) Create(ctx context.Context, pr PullRequest) (*PullRequest
 
 // Update is PATCH /repos/{owner}/{repo}/pulls/{number}.
 func (c *githubClient) Update(ctx context.Context, number int, pr PullRequest) (*PullRequest, error) {
-	var p githubPull
-	if _, err := c.api.do(ctx, http.MethodPatch, c.path("/pulls/%d", number), map[string]any{"title": pr.Title, "body": pr.Body}, &p); err != nil {
-		return nil, err
-	}
-	return p.pr(), nil
+	return doPull[githubPull](ctx, c.api, http.MethodPatch, c.path("/pulls/%d", number), map[string]any{"title": pr.Title, "body": pr.Body})
 }
 
 // Get is GET /repos/{owner}/{repo}/pulls/{number}.
 func (c *githubClient) Get(ctx context.Context, number int) (*PullRequest, error) {
-	var p githubPull
-	if _, err := c.api.do(ctx, http.MethodGet, c.path("/pulls/%d", number), nil, &p); err != nil {
-		return nil, err
-	}
-	return p.pr(), nil
+	return doPull[githubPull](ctx, c.api, http.MethodGet, c.path("/pulls/%d", number), nil)
 }
 
 // Decorate adds labels through the issue the pull request is (POST

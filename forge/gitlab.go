@@ -88,20 +88,12 @@ func (c *gitlabClient) Create(ctx context.Context, pr PullRequest) (*PullRequest
 
 // Update is PUT /projects/:id/merge_requests/:iid.
 func (c *gitlabClient) Update(ctx context.Context, number int, pr PullRequest) (*PullRequest, error) {
-	var m gitlabMR
-	if _, err := c.api.do(ctx, http.MethodPut, c.path("/merge_requests/%d", number), map[string]any{"title": pr.Title, "description": pr.Body}, &m); err != nil {
-		return nil, err
-	}
-	return m.pr(), nil
+	return doPull[gitlabMR](ctx, c.api, http.MethodPut, c.path("/merge_requests/%d", number), map[string]any{"title": pr.Title, "description": pr.Body})
 }
 
 // Get is GET /projects/:id/merge_requests/:iid.
 func (c *gitlabClient) Get(ctx context.Context, number int) (*PullRequest, error) {
-	var m gitlabMR
-	if _, err := c.api.do(ctx, http.MethodGet, c.path("/merge_requests/%d", number), nil, &m); err != nil {
-		return nil, err
-	}
-	return m.pr(), nil
+	return doPull[gitlabMR](ctx, c.api, http.MethodGet, c.path("/merge_requests/%d", number), nil)
 }
 
 // Decorate adds labels (add_labels, a comma-separated list; GitLab

@@ -139,14 +139,9 @@ func (r *run) sendReminders(ctx context.Context, rems []reminder, forget []Key) 
 		return
 	}
 	what, ref := r.slackRef()
-	var sender *Slack
-	if !r.o.DryRun {
-		secret, err := r.secrets.read(what, ref)
-		if err != nil {
-			r.fail(fmt.Errorf("slack: %w (%s left unsent)", err, plural(len(rems), "reminder")))
-			return
-		}
-		sender = NewSlack(r.o.Config.Slack, secret, r.http)
+	sender, ok := r.slackSender(len(rems), "reminder")
+	if !ok {
+		return
 	}
 	for i, rm := range rems {
 		if r.stopped(ctx, len(rems)-i, "reminder") {

@@ -75,6 +75,22 @@ func (r *run) slackRef() (string, secretRef) {
 	return "slack bot token", secretRef{Env: s.TokenEnv, File: s.TokenFile}
 }
 
+// slackSender reads the Slack secret and returns the client that sends n
+// messages of the kind noun; nil on a dry run. On an error it records that
+// the n were left unsent and returns false.
+func (r *run) slackSender(n int, noun string) (*Slack, bool) {
+	if r.o.DryRun {
+		return nil, true
+	}
+	what, ref := r.slackRef()
+	secret, err := r.secrets.read(what, ref)
+	if err != nil {
+		r.fail(fmt.Errorf("slack: %w (%s left unsent)", err, plural(n, noun)))
+		return nil, false
+	}
+	return NewSlack(r.o.Config.Slack, secret, r.http), true
+}
+
 // sendSlack posts a message per app, owner and channel: one for drift, one
 // for drift that is gone.
 // With Slack turned off in the config, nothing is sent, and what was told
@@ -84,14 +100,9 @@ func (r *run) sendSlack(ctx context.Context, items []item) {
 		return
 	}
 	what, ref := r.slackRef()
-	var sender *Slack
-	if !r.o.DryRun {
-		secret, err := r.secrets.read(what, ref)
-		if err != nil {
-			r.fail(fmt.Errorf("slack: %w (%s left unsent)", err, plural(len(items), "notification")))
-			return
-		}
-		sender = NewSlack(r.o.Config.Slack, secret, r.http)
+	sender, ok := r.slackSender(len(items), "notification")
+	if !ok {
+		return
 	}
 	groups := groupSlack(items, r.o.Owners)
 	for i, g := range groups {
