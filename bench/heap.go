@@ -71,6 +71,9 @@ func heapProfile(ctx context.Context, b *bed, file string) (*HeapProfile, error)
 	opts.Progress = func(p scanner.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
+		if current == "report" {
+			return // the compare's last reports, once it was snapshot
+		}
 		if p.Stage != current {
 			snapshot(current)
 			current = p.Stage
