@@ -228,7 +228,9 @@ func (d *drill) checkResume(t *testing.T) ResumeCheck {
 	opts.Discover.Namespace = d.argoNS
 	opts.Scan.RESTConfig, opts.Scan.GitCacheDir = env.Config, t.TempDir()
 	opts.Scan.Getenv = func(k string) string { return map[string]string{"DEPLOY_GIT_TOKEN": drillGitToken}[k] }
-	opts.Forge, opts.HTTPClient, opts.Git = *d.cfg.Forge, d.forge.Client(), d.cfg.Git
+	// No HTTPClient: resume trusts the forge through git.caFile, as
+	// --git-ca-file gives it.
+	opts.Forge, opts.Git = *d.cfg.Forge, d.cfg.Git
 	opts.Getenv = func(k string) string { return map[string]string{config.DefaultForgeTokenEnv: drillForgeToken}[k] }
 	check, err := CheckResume(t.Context(), client, "web", s, opts)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/calricon/driftscan/breakglass"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/forge"
+	"github.com/calricon/driftscan/source"
 )
 
 // ResumeCheckOptions say how to scan a paused app and where its pull
@@ -80,7 +81,13 @@ func CheckResume(ctx context.Context, client dynamic.Interface, app string, s br
 	if repo == "" {
 		return check, fmt.Errorf("app %s: discovery found no repository to look for its pull request in", app)
 	}
-	c, err := forge.New(forge.Options{Kind: opts.Forge.Kind, APIURL: opts.Forge.APIURL, RepoURL: repo, Token: token, HTTPClient: opts.HTTPClient})
+	// The forge is trusted as the Git servers are: git.caFile (--git-ca-file)
+	// besides the system's certificates.
+	ca, err := source.CABundle("", opts.Git)
+	if err != nil {
+		return check, fmt.Errorf("app %s: %w", app, err)
+	}
+	c, err := forge.New(forge.Options{Kind: opts.Forge.Kind, APIURL: opts.Forge.APIURL, RepoURL: repo, Token: token, HTTPClient: opts.HTTPClient, CABundle: ca})
 	if err != nil {
 		return check, fmt.Errorf("app %s: %w", app, err)
 	}
