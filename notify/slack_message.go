@@ -157,7 +157,8 @@ func objectName(it item) string {
 	return fmt.Sprintf("*%s* %s", mrkdwnEscape(it.key.Kind), code(name))
 }
 
-// findingLine is "• `human` `.spec.replicas` `2` → `5` · kubectl/scale · 3h ago".
+// findingLine is "• `human` `.spec.replicas` `2` → `5` · kubectl/scale · 3h ago",
+// and names the contract a finding violates.
 func findingLine(f report.Finding, now time.Time) string {
 	var what string
 	switch f.Type {
@@ -174,6 +175,14 @@ func findingLine(f report.Finding, now time.Time) string {
 	}
 	if age := f.Age(now); age != "-" {
 		parts = append(parts, age+" ago")
+	}
+	if c := f.Contract; c != nil {
+		switch c.Verdict {
+		case report.VerdictViolation:
+			parts = append(parts, "*violates contract "+mrkdwnEscape(c.Name)+"*")
+		case report.VerdictUnknown:
+			parts = append(parts, "contract "+mrkdwnEscape(c.Name)+": allowed only for a named user, and nobody is on record")
+		}
 	}
 	return strings.Join(parts, " · ")
 }

@@ -110,6 +110,24 @@ func TestFindingLine(t *testing.T) {
 			"• `webhook` `.metadata.annotations.x` _none_ → `y` · (injector)",
 		},
 		{
+			"a violation names the contract; an allowed change says nothing more",
+			report.Finding{Path: ".data.a", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "1", Live: "2",
+				Contract: &report.ContractVerdict{Name: "production", Verdict: report.VerdictViolation, Rule: "class human during breakglass"}},
+			"• `human` `.data.a` `1` → `2` · kubectl-edit · *violates contract production*",
+		},
+		{
+			"an allowed change",
+			report.Finding{Path: ".data.a", Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "1", Live: "2",
+				Contract: &report.ContractVerdict{Name: "production", Verdict: report.VerdictAllowed}},
+			"• `pipeline` `.data.a` `1` → `2` · kubectl-set",
+		},
+		{
+			"an unknown verdict says why",
+			report.Finding{Path: ".data.a", Type: report.TypeChanged, Class: report.ClassPipeline, Manager: "kubectl-set", Git: "1", Live: "2",
+				Contract: &report.ContractVerdict{Name: "production", Verdict: report.VerdictUnknown}},
+			"• `pipeline` `.data.a` `1` → `2` · kubectl-set · contract production: allowed only for a named user, and nobody is on record",
+		},
+		{
 			"mrkdwn and backticks in values cannot break out of the code span",
 			report.Finding{Path: ".data.a", Type: report.TypeChanged, Class: report.ClassHuman, Git: "<!channel>", Live: "a`b\nc&d"},
 			"• `human` `.data.a` `&lt;!channel&gt;` → `a'b\\nc&amp;d`",
