@@ -135,7 +135,8 @@ fuzz:
 	done
 
 ## demo: a real scan of a real local API server, with drift made by each kind of actor
-demo: testbin build
+## (it needs kube-apiserver and etcd only, not the reconcilers make test builds)
+demo: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd build
 	@$(GO) run ./fixtures/demo -driftscan $(BIN)/driftscan
 
 ## bench: the scan at scale, side by side with kubectl diff (not part of make test); BENCHFLAGS=-scaling adds 1k/5k/20k, -audit a scan with the audit log
