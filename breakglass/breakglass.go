@@ -146,6 +146,7 @@ func suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		fields[0] = "metadata.annotations (who, why, since, until, backport-pr)"
 	}
 	patch := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
+	requestedAt := ""
 	if t.argo() {
 		automated, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "syncPolicy", "automated")
 		if !found {
@@ -178,14 +179,13 @@ func suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		// Flux's controllers copy this annotation to
 		// status.lastHandledReconcileAt each time they handle the object,
 		// suspended or not: Settle waits for it.
-		ann[fluxRequestedAt] = opts.Now().UTC().Format(time.RFC3339Nano)
+		requestedAt = opts.Now().UTC().Format(time.RFC3339Nano)
+		ann[fluxRequestedAt] = requestedAt
 		patch["spec"] = map[string]any{"suspend": true}
 		fields = append(fields, "spec.suspend set to true", "metadata.annotations "+fluxRequestedAt+" (the controller answers when it has seen the suspension)")
 	}
 	ch, err := apply(ctx, client, t, patch, fields, opts.DryRun)
-	if v, ok := ann[fluxRequestedAt].(string); ok {
-		ch.requestedAt = v
-	}
+	ch.requestedAt = requestedAt
 	return ch, err
 }
 
