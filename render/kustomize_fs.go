@@ -214,11 +214,11 @@ func (b *boundedFS) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	data, over, err := readAtMost(f, MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxManifestBytes {
+	if over {
 		return nil, b.refuse(fmt.Errorf("%s: over the limit of %d bytes for a file kustomize reads", b.rel(p), MaxManifestBytes))
 	}
 	if err := yamlBomb(data); err != nil {

@@ -126,14 +126,21 @@ func readLimited(root *os.Root, p string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, over, err := readAtMost(f, max)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
+	if over {
 		return nil, fmt.Errorf("over the limit of %d bytes for a manifest file", max)
 	}
 	return data, nil
+}
+
+// readAtMost reads r to its end, or to one byte past max: over says r held
+// more than max bytes.
+func readAtMost(r io.Reader, max int64) (data []byte, over bool, err error) {
+	data, err = io.ReadAll(io.LimitReader(r, max+1))
+	return data, int64(len(data)) > max, err
 }
 
 // manifestFiles lists the files renderYAML reads, relative to dir with

@@ -118,15 +118,7 @@ func (c findingColumns) writeRow(b *strings.Builder, r *findingRow, width int, c
 	if r.note != "" && !noteInline {
 		out = append(out, wrap(hintIndent+r.note, width, len(hintIndent)+1)...)
 	}
-	for _, l := range out {
-		l = strings.TrimRight(l, " ")
-		if color && r.ignored {
-			body := strings.TrimLeft(l, " ")
-			l = l[:len(l)-len(body)] + ansiDim + body + ansiReset
-		}
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	writeLines(b, out, color && r.ignored)
 }
 
 // rowWidth is the width of a row's cells after the indent, the last column
@@ -239,13 +231,19 @@ func (c cellColumns) writeRow(b *strings.Builder, l tableLine, width int, color 
 		out = []string{joinCells(l.indent, l.cells[:n-1], c)}
 		out = append(out, wrap(l.indent+"  "+l.cells[n-1], width, len(l.indent)+2)...)
 	}
-	for _, s := range out {
-		s = strings.TrimRight(s, " ")
-		if color && l.dim {
-			body := strings.TrimLeft(s, " ")
-			s = s[:len(s)-len(body)] + ansiDim + body + ansiReset
+	writeLines(b, out, color && l.dim)
+}
+
+// writeLines writes lines without their trailing blanks, each dimmed after
+// its indent when dim.
+func writeLines(b *strings.Builder, lines []string, dim bool) {
+	for _, l := range lines {
+		l = strings.TrimRight(l, " ")
+		if dim {
+			body := strings.TrimLeft(l, " ")
+			l = l[:len(l)-len(body)] + ansiDim + body + ansiReset
 		}
-		b.WriteString(s)
+		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 }
