@@ -74,6 +74,8 @@ type Options struct {
 	// as that many shards, and a share of it alone.
 	Shards       int
 	ShardObjects int
+	// ShardBy is the shards' --shard-by.
+	ShardBy string
 }
 
 // DefaultOptions returns what `make bench` runs.
@@ -94,6 +96,7 @@ func DefaultOptions() Options {
 		HeapProfileObjects: 20000,
 		LimitAS:            8 << 30,
 		ShardObjects:       100000,
+		ShardBy:            "namespace",
 	}
 }
 
@@ -122,6 +125,7 @@ func main() {
 	flag.IntVar(&o.HeapProfileObjects, "heapprofile-objects", o.HeapProfileObjects, "the estate size (main or -scaling) that -heapprofile profiles")
 	flag.IntVar(&o.Shards, "shards", o.Shards, "also scan -shard-objects objects as this many shards (--shard i/N), and a share of them alone")
 	flag.IntVar(&o.ShardObjects, "shard-objects", o.ShardObjects, "the size of the sharded estate")
+	flag.StringVar(&o.ShardBy, "shard-by", o.ShardBy, "the shards' --shard-by: namespace or app")
 	flag.Int64Var(&o.LimitAS, "limit-as", o.LimitAS, "bound each timed tool's address space to this many bytes (prlimit --as); 0 for none")
 	flag.Parse()
 	// envtest logs through controller-runtime, which prints a stack trace

@@ -12,13 +12,16 @@ import (
 // ShardRun is a sharded scan of a large estate next to a scan of a quarter
 // (1/Shards) of it: whether splitting the apps between the pods of an
 // Indexed Job (`--shard i/N`) costs each pod no more than scanning its
-// share alone. Each shard reads every object of the kinds it lists (its
-// apps span the same namespaces), so what it pays beyond its share is
-// reading and dropping the other shards' objects.
+// share alone. Shards split by namespace (the default, -shard-by) each list
+// only their own namespaces; split by app, each reads every object of the
+// kinds it lists (its apps span every namespace) and drops the other
+// shards'.
 type ShardRun struct {
 	Objects int `json:"objects"`
 	Apps    int `json:"apps"`
 	Shards  int `json:"shards"`
+	// By is the --shard-by of the shards.
+	By string `json:"by"`
 	// Each shard, run one after another as pods on their own nodes would
 	// run at once.
 	Each []ShardPoint `json:"each"`
@@ -39,6 +42,9 @@ type ShardPoint struct {
 	WallSeconds float64 `json:"wallSeconds"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
 	MaxRSSMiB   float64 `json:"maxRssMiB"`
+	APIRequests int64   `json:"apiRequests"`
+	// ControlPlaneCPUSeconds is what the shard cost kube-apiserver and etcd.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCpuSeconds"`
 }
 
 // shardRun builds an estate of o.ShardObjects objects, scans it as
@@ -47,7 +53,7 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 	n, k := o.ShardObjects, o.Shards
 	apps := min(max(k, int(math.Round(float64(n)*float64(o.Apps)/float64(o.Objects)))), n)
 	nss := min(o.Namespaces, apps)
-	run := &ShardRun{Objects: n, Apps: apps, Shards: k}
+	run := &ShardRun{Objects: n, Apps: apps, Shards: k, By: o.ShardBy}
 	spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("sh%d-", n)}
 	say("shards: %d objects in %d apps, %d shards", n, apps, k)
 	dir := filepath.Join(tmp, fmt.Sprintf("shards-%d", n))
@@ -66,7 +72,7 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 			return nil, err
 		}
 		sh := fmt.Sprintf("%d/%d", i, k)
-		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--shard", sh)
+		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--shard", sh, "--shard-by", o.ShardBy)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("shard %s: %w", sh, err)
@@ -76,7 +82,11 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 				seen[obj.Ref()]++
 			}
 		}
-		run.Each = append(run.Each, ShardPoint{Shard: sh, Objects: t.Objects, WallSeconds: t.WallSeconds, CPUSeconds: t.CPUSeconds, MaxRSSMiB: t.MaxRSSMiB})
+		p := ShardPoint{Shard: sh, Objects: t.Objects, WallSeconds: t.WallSeconds, CPUSeconds: t.CPUSeconds, MaxRSSMiB: t.MaxRSSMiB, APIRequests: t.APIRequests}
+		if t.Server != nil {
+			p.ControlPlaneCPUSeconds = t.Server.CPUSeconds()
+		}
+		run.Each = append(run.Each, p)
 		run.MaxWallSeconds = max(run.MaxWallSeconds, t.WallSeconds)
 	}
 	run.Covered = len(seen) == len(b.est.Objects)
@@ -99,9 +109,9 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 
 // print writes the sharded run.
 func (s *ShardRun) print(w io.Writer) {
-	fmt.Fprintf(w, "\nSharded: %d objects in %d apps as %d shards, one after another (each pod on its own node):\n", s.Objects, s.Apps, s.Shards)
+	fmt.Fprintf(w, "\nSharded: %d objects in %d apps as %d shards by %s, one after another (each pod on its own node):\n", s.Objects, s.Apps, s.Shards, s.By)
 	for _, p := range s.Each {
-		fmt.Fprintf(w, "  shard %s: %d objects, %.2fs wall, %.2f CPU s, %.0f MiB\n", p.Shard, p.Objects, p.WallSeconds, p.CPUSeconds, p.MaxRSSMiB)
+		fmt.Fprintf(w, "  shard %s: %d objects, %.2fs wall, %.2f CPU s, %.0f MiB, %d requests, control plane %.2f CPU s\n", p.Shard, p.Objects, p.WallSeconds, p.CPUSeconds, p.MaxRSSMiB, p.APIRequests, p.ControlPlaneCPUSeconds)
 	}
 	fmt.Fprintf(w, "  slowest shard %.2fs; every object in exactly one shard: %v\n", s.MaxWallSeconds, s.Covered)
 	fmt.Fprintf(w, "  the share alone (%d objects): %.2fs wall, %.2f CPU s, %.0f MiB; slowest shard / share = %.2fx\n",

@@ -64,8 +64,16 @@ var scenarios = []scenario{
 		values: `shards: 4`,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
 			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
-			"--shard", "$(JOB_COMPLETION_INDEX)/4"},
+			"--shard", "$(JOB_COMPLETION_INDEX)/4", "--shard-by", "namespace"},
 		states: []string{"driftscan-state-0", "driftscan-state-1", "driftscan-state-2", "driftscan-state-3"},
+	},
+	{
+		name:   "sharded-by-app",
+		values: `{shards: 2, shardBy: app}`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
+			"--shard", "$(JOB_COMPLETION_INDEX)/2", "--shard-by", "app"},
+		states: []string{"driftscan-state-0", "driftscan-state-1"},
 	},
 	{
 		name: "narrowed-rbac",
@@ -171,7 +179,7 @@ serviceAccount: {annotations: {iam.gke.io/gcp-service-account: driftscan@example
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
 			"--state", "configmap:$(NAMESPACE)/drift-notified-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
-			"--shard", "$(JOB_COMPLETION_INDEX)/2",
+			"--shard", "$(JOB_COMPLETION_INDEX)/2", "--shard-by", "namespace",
 			"--pushgateway", "http://pushgateway.monitoring:9091",
 			"--metrics-file", "/var/lib/node-exporter/textfile/driftscan-$(JOB_COMPLETION_INDEX).prom",
 			"--report-url", "https://grafana.example.com/d/driftscan",
@@ -231,7 +239,7 @@ func TestArgsExpandLikeTheKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--timeout", "480s", "--shard", "2/3", "--note", "$(NOT_A_VAR)"}
+		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--timeout", "480s", "--shard", "2/3", "--shard-by", "namespace", "--note", "$(NOT_A_VAR)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -549,6 +557,7 @@ var badValues = []struct {
 	{"zero shards", `shards: 0`, []string{"/shards", "minimum"}},
 	{"shards as a string", `shards: "4"`, []string{"/shards", "want integer"}},
 	{"a fraction of a shard", `shards: 1.5`, []string{"/shards", "want integer"}},
+	{"shards by something else", `shardBy: cluster`, []string{"/shardBy", "must be one of 'namespace', 'app'"}},
 	{"an unquoted numeric image tag", `image: {tag: 1.2}`, []string{"/image/tag", "want string"}},
 	{"an unknown pull policy", `image: {pullPolicy: Sometimes}`, []string{"/image/pullPolicy", "must be one of 'Always', 'IfNotPresent', 'Never'"}},
 	{"an unknown appliedAs", `config: {apiVersion: driftscan.dev/v1alpha1, kind: ScanConfig, apps: [{name: web, appliedAs: argocd}]}`, []string{"/config/apps/0/appliedAs", "must be one of"}},

@@ -47,18 +47,29 @@ func discoverApps(ctx context.Context, client dynamic.Interface, cfg *config.Con
 	return res, nil
 }
 
-// selectApps keeps the apps of o.Shard and o.Apps. No app left is an error,
+// selectApps keeps the apps of o.Shard and o.Apps, and returns the shard of
+// every app of the config (nil without o.Shard). No app left is an error,
 // except in a shard, which may own none.
-func selectApps(cfg *config.Config, o Options) error {
+func selectApps(cfg *config.Config, o Options) (shardOf map[string]int, err error) {
 	if o.Shard != "" {
 		sh, err := parseShard(o.Shard)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		by, err := shard.ParseBy(string(o.ShardBy))
+		if err != nil {
+			return nil, err
+		}
+		units := make([]shard.App, len(cfg.Apps))
+		for i, a := range cfg.Apps {
+			units[i] = shard.App{Name: a.Name, Namespace: a.Namespace}
+		}
+		shardOf = map[string]int{}
 		var kept []config.App
-		for _, a := range cfg.Apps {
-			if sh.Owns(a.Name) {
-				kept = append(kept, a)
+		for i, s := range shard.Plan(units, sh.Count, by) {
+			shardOf[cfg.Apps[i].Name] = s
+			if s == sh.Index {
+				kept = append(kept, cfg.Apps[i])
 			}
 		}
 		cfg.Apps = kept
@@ -77,15 +88,15 @@ func selectApps(cfg *config.Config, o Options) error {
 		}
 		for _, a := range o.Apps {
 			if want[a] {
-				return fmt.Errorf("app %s: no such app in the config", a)
+				return nil, fmt.Errorf("app %s: no such app in the config", a)
 			}
 		}
 		cfg.Apps = kept
 	}
 	if len(cfg.Apps) == 0 && o.Shard == "" {
-		return errors.New("no apps to scan")
+		return nil, errors.New("no apps to scan")
 	}
-	return nil
+	return shardOf, nil
 }
 
 func parseShard(spec string) (shard.Spec, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,8 +107,8 @@ func LeaseFor(state, lease string, dryRun bool) (LeaseRef, error) {
 }
 
 // notifyOwners tells the owners about r under the Lease and returns the
-// errors to report.
-func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Report, cfg *config.Config, o Options) []error {
+// errors to report. shardOf is the shard of every app of a sharded run.
+func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Report, cfg *config.Config, o Options, shardOf map[string]int) []error {
 	if cfg.Notify == nil {
 		return nil
 	}
@@ -121,6 +122,7 @@ func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Re
 		if store, err = ref.Store(client, o.Now); err != nil {
 			return []error{err}
 		}
+		store = shardStore(store, o, shardOf)
 	}
 	ref, err := LeaseFor(n.State, n.Lease, n.DryRun)
 	if err != nil {
@@ -197,4 +199,35 @@ func holdLease(ctx context.Context, client kubernetes.Interface, ref LeaseRef, o
 			o.Logger.Warn("releasing the lease", "err", err.Error())
 		}
 	}, nil
+}
+
+// shardStore is store as one shard of a sharded run holds it: it takes over
+// from the other shards' states what they told about the apps that moved
+// to it (notify.ShardStore). The shards' states are the chart's
+// "<name>-<index>" ConfigMaps; a state named otherwise, or in a file, is
+// store alone, and an app that moves is notified again.
+func shardStore(store notify.Store, o Options, shardOf map[string]int) notify.Store {
+	cm, ok := store.(*notify.ConfigMapStore)
+	if !ok || shardOf == nil {
+		return store
+	}
+	sh, err := parseShard(o.Shard)
+	if err != nil {
+		return store
+	}
+	base, found := strings.CutSuffix(cm.Name, "-"+strconv.Itoa(sh.Index))
+	if !found {
+		o.Logger.Info("the state's name does not end in -<shard index>, so the other shards' states are not known: the drift of an app that moves between shards is notified again", "state", cm.Name)
+		return store
+	}
+	ss := &notify.ShardStore{Store: store, Index: sh.Index, Logger: o.Logger, Now: o.Now, ShardOf: func(app string) (int, bool) {
+		i, ok := shardOf[app]
+		return i, ok
+	}}
+	for i := range sh.Count {
+		if i != sh.Index {
+			ss.Siblings = append(ss.Siblings, &notify.ConfigMapStore{Client: cm.Client, Namespace: cm.Namespace, Name: base + "-" + strconv.Itoa(i), Now: cm.Now})
+		}
+	}
+	return ss
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
+	"github.com/calricon/driftscan/shard"
 	"github.com/calricon/driftscan/source"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// when set, only the apps of shard i of N (package shard).
 	Apps  []string
 	Shard string
+	// ShardBy is how apps are split between shards: shard.ByNamespace
+	// (also when "") or shard.ByApp.
+	ShardBy shard.By
 	// AutoResume resumes an expired breakglass suspension when its app has
 	// no pipeline or human drift left that the next sync would revert.
 	AutoResume bool
@@ -87,6 +91,9 @@ func DefaultOptions() Options {
 func (o Options) Validate(cfg *config.Config) error {
 	if o.Shard != "" {
 		if _, err := parseShard(o.Shard); err != nil {
+			return err
+		}
+		if _, err := shard.ParseBy(string(o.ShardBy)); err != nil {
 			return err
 		}
 	}
@@ -142,7 +149,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	for _, s := range found.Skipped {
 		opts.Logger.Info("skipped", "reason", s)
 	}
-	if err := selectApps(cfg, opts); err != nil {
+	shardOf, err := selectApps(cfg, opts)
+	if err != nil {
 		return Result{}, err
 	}
 	r, err := scanner.Scan(ctx, cfg, opts.Scan)
@@ -164,7 +172,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	if err := writeOutputs(r, opts); err != nil {
 		return res, err
 	}
-	res.NotifyErrors = notifyOwners(ctx, c.kube, r, cfg, opts)
+	res.NotifyErrors = notifyOwners(ctx, c.kube, r, cfg, opts, shardOf)
 	res.failed = len(res.NotifyErrors) > 0 && opts.Notify.Errors == FailOnError
 	res.MetricsError = writeMetrics(ctx, r, opts)
 	return res, nil

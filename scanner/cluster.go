@@ -282,9 +282,9 @@ func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingW
 }
 
 // namespaceLabels returns the labels of the namespaces, by name, listing
-// them once, or getting each when listing is forbidden; failed holds why a
-// namespace that exists could not be read.
-func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error) {
+// them once (listed), or getting each of names when listing is forbidden;
+// failed holds why a namespace that exists could not be read.
+func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error, listed bool) {
 	labels, failed = map[string]map[string]string{}, map[string]error{}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	items, listErr := c.list(ctx, gvr, "")
@@ -292,7 +292,7 @@ func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[s
 		for _, ns := range items {
 			labels[ns.GetName()] = ns.GetLabels()
 		}
-		return labels, failed
+		return labels, failed, true
 	}
 	for _, n := range names {
 		ns, err := c.dynamic.Resource(gvr).Get(ctx, n, metav1.GetOptions{})
@@ -305,5 +305,5 @@ func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[s
 			failed[n] = fmt.Errorf("%w; get namespace %s: %w", listErr, n, err)
 		}
 	}
-	return labels, failed
+	return labels, failed, false
 }

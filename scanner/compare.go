@@ -23,28 +23,17 @@ type classifyContext struct {
 	scalers  map[objectKey][]classify.Scaler
 }
 
-// gather reads what classification needs: the mutating webhooks, the
-// namespaces' labels and the autoscalers, each with one LIST.
+// gather reads what classification needs besides the namespaces' labels
+// (readNamespaces): the mutating webhooks and the autoscalers.
 func (s *scan) gather(ctx context.Context) classifyContext {
 	cc := classifyContext{scalers: map[objectKey][]classify.Scaler{}}
 	var err error
 	if cc.webhooks, err = s.c.webhooks(ctx); err != nil {
 		s.warn(report.Warning{Code: report.WarnWebhooksUnreadable, Message: fmt.Sprintf("cannot list MutatingWebhookConfigurations, so injected fields do not name the webhook behind them and hints cannot say which webhook matches: %v", err)})
 	}
-	nss := map[string]bool{}
-	for _, d := range s.objects {
-		if ns := d.obj.GetNamespace(); ns != "" {
-			nss[ns] = true
-		}
-	}
-	names := make([]string, 0, len(nss))
-	for ns := range nss {
-		names = append(names, ns)
-	}
-	var failed map[string]error
-	cc.nsLabels, failed = s.c.namespaceLabels(ctx, names)
-	s.warnNamespaces(failed, selectsNamespaces(cc.webhooks))
-	s.gatherScalers(ctx, cc.scalers, nss)
+	cc.nsLabels = s.namespaces.labels
+	s.warnNamespaces(s.namespaces.failed, selectsNamespaces(cc.webhooks))
+	s.gatherScalers(ctx, cc.scalers, s.namespaces.declared)
 	return cc
 }
 
@@ -91,9 +80,9 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 			continue
 		}
 		// Like the kinds the apps declare: one LIST cluster-wide when the
-		// apps span many namespaces, else one per namespace.
+		// apps span most namespaces, else one per namespace.
 		var lists []string
-		if len(nss) > s.opts.ClusterWideAbove {
+		if s.clusterWide(nss) {
 			items, err := s.c.list(ctx, m.Resource, "")
 			if err == nil {
 				for i := range items {
@@ -146,6 +135,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 	// gather's few LISTs are back, so the queue is bounded from the start.
 	q := &objectQueue{limit: queueLimit, started: len(s.auditPaths()) == 0}
 	q.cond = sync.NewCond(&q.mu)
+	s.namespaces = s.readNamespaces(ctx)
 	var cc classifyContext
 	ready := make(chan struct{})
 	go func() {

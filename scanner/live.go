@@ -46,7 +46,8 @@ var neverClusterWide = map[schema.GroupResource]bool{{Group: "", Resource: "secr
 const secretPageSize = 50
 
 // read lists each resource once per namespace, or once cluster-wide when
-// its objects span many namespaces (never for neverClusterWide), hands each
+// its objects span most namespaces (clusterWide; never for
+// neverClusterWide), hands each
 // declared object to visit (with its index in s.objects) as its page
 // arrives, and keeps of each page only what Extra needs. visit is called
 // from the LIST goroutines, once per object found, and must not block for
@@ -62,7 +63,7 @@ func (s *scan) read(ctx context.Context, visit func(i int, live *unstructured.Un
 	}
 	var keys []listKey
 	for gvr, nss := range byGVR {
-		if len(nss) > s.opts.ClusterWideAbove && !nss[""] && !neverClusterWide[gvr.GroupResource()] {
+		if !nss[""] && !neverClusterWide[gvr.GroupResource()] && s.clusterWide(nss) {
 			keys = append(keys, listKey{gvr: gvr, ns: allNamespaces})
 			continue
 		}

@@ -58,7 +58,8 @@ type Options struct {
 	// objects compared, at once; DefaultOptions has max(2, GOMAXPROCS).
 	Workers int
 	// ClusterWideAbove lists a kind cluster-wide instead of per namespace
-	// when the desired objects of that kind span more namespaces than this.
+	// when the desired objects of that kind span more namespaces than this
+	// and more than half of the cluster's (see scan.clusterWide).
 	ClusterWideAbove int
 	// MaxIgnoresPerApp flags apps with more ignore rules than this; 0 is no cap.
 	MaxIgnoresPerApp int
@@ -231,6 +232,7 @@ type scan struct {
 	objects     []desired
 	declared    map[objectKey]int // object -> its index in objects
 	audit       *audit.Index      // nil without an audit log
+	namespaces  namespaces        // read before anything is listed
 
 	// What is no drift: the counts by reason, what reconcilers write on
 	// each app's objects (by app, in report order), and what differs

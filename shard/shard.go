@@ -19,9 +19,14 @@ func Of(app string, n int) int {
 	if n <= 1 {
 		return 0
 	}
+	return int(hash(app) % uint32(n))
+}
+
+// hash is FNV-1a, 32 bits.
+func hash(s string) uint32 {
 	h := fnv.New32a()
-	h.Write([]byte(app)) // a hash.Hash never returns an error
-	return int(h.Sum32() % uint32(n))
+	h.Write([]byte(s)) // a hash.Hash never returns an error
+	return h.Sum32()
 }
 
 // Spec is one shard of a sharded scan, written "i/N" on the command line

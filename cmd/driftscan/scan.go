@@ -18,6 +18,7 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
+	"github.com/calricon/driftscan/shard"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -51,6 +52,7 @@ type scanOptions struct {
 	ownerLabel string
 	cluster    string
 	shardSpec  string
+	shardBy    string
 	auditLogs  []string
 	discover   discoverFlags
 	notify     notifyFlags
@@ -118,7 +120,8 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, json otherwise)")
 	f.StringVar(&o.ownerLabel, "owner-label", "", "label or annotation on live objects (and, with --from, on reconciler objects) that names the owning team")
 	f.StringVar(&o.cluster, "cluster-name", "", "name of the cluster in reports and notifications (default: the kubeconfig context, or the server URL)")
-	f.StringVar(&o.shardSpec, "shard", "", "scan only the apps whose name hashes to shard i of N (i/N, as an Indexed Job's JOB_COMPLETION_INDEX)")
+	f.StringVar(&o.shardSpec, "shard", "", "scan only the apps of shard i of N (i/N, as an Indexed Job's JOB_COMPLETION_INDEX); see --shard-by")
+	f.StringVar(&o.shardBy, "shard-by", string(shard.ByNamespace), "how --shard splits the apps: namespace (whole namespaces per shard, so each shard lists only its own) or app (by the hash of each app's name)")
 	f.StringArrayVar(&o.auditLogs, "audit-log", nil, "name the user behind each finding from this Kubernetes audit log: a file, a folder of rotated files (gzip too), an EKS or GKE export; - for stdin (repeatable; adds to the config's audit.files)")
 	f.StringVar(&o.metrics.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway at the end of the run")
 	f.StringVar(&o.metrics.File, "metrics-file", "", "write Prometheus metrics to this file (node-exporter's textfile collector format)")
@@ -210,7 +213,7 @@ func (o *scanOptions) completeScan() error {
 	if o.run.Discover, err = o.discover.options(o.ownerLabel); err != nil {
 		return err
 	}
-	o.run.Apps, o.run.Shard, o.run.AutoResume = o.apps, o.shardSpec, o.autoResume
+	o.run.Apps, o.run.Shard, o.run.ShardBy, o.run.AutoResume = o.apps, o.shardSpec, shard.By(o.shardBy), o.autoResume
 	if o.backportPR {
 		o.run.BackportPRs = &run.ScheduledBackport{}
 	}
