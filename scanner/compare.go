@@ -271,11 +271,11 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	}
 	// The live object was decoded for this compare: its content is taken.
 	liveObj, git := normalizeLive(l), normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj)
-	changes, err := diff(s.c.typer, gvk.GroupVersion(), git, liveObj)
+	changes, err := diff(s.c.typer, gvk, git, liveObj)
 	if err != nil {
 		return err
 	}
-	owners, err := ownership(l.GetManagedFields())
+	owners, err := ownership(l.Object)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package scanner
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,22 +42,26 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 	return PruneEmpty(withoutServerFields(obj)).(map[string]any)
 }
 
-// normalizeSent is normalize for an object as its applier sent it: an
-// empty map it sent is kept, because the applier owns it and what the
-// server filled in below it is a default (Flux sends a Deployment's
-// `strategy: {}`, see applied_flux.go). Nulls are removed all the same.
+// normalizeSent is normalize for Git's object as its applier sent it, done
+// in place: the scan is done with Git's object once it is compared, so
+// its content is taken, not copied. An empty map it sent is kept,
+// because the applier owns it and what the server filled in below it is a
+// default (Flux sends a Deployment's `strategy: {}`, see
+// applied_flux.go). Nulls are removed all the same.
 func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[string]any {
+	out := serverFieldsRemoved(obj, obj.Object)
 	if how == config.AppliedAsFlux {
-		return pruneNulls(withoutServerFields(obj)).(map[string]any)
+		return pruneNulls(out).(map[string]any)
 	}
-	return normalize(obj)
+	return PruneEmpty(out).(map[string]any)
 }
 
 // normalizeLive is normalize for a live object that the scan decoded for
-// this compare alone: what it holds besides its metadata is taken, not
-// copied, and pruned in place. Its metadata (labels, annotations,
-// managedFields, which the compare still reads) is left as it was; only
-// the metadata compared is copied.
+// this compare alone: what it holds is taken, not copied, and pruned in
+// place. Of its metadata, which the compare still reads (labels,
+// annotations, managedFields), only the maps normalizing changes are new:
+// the metadata itself, and the annotations when kubectl's last-applied
+// one is to go.
 func normalizeLive(l *unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(l.Object))
 	for k, v := range l.Object {
@@ -70,7 +75,12 @@ func normalizeLive(l *unstructured.Unstructured) map[string]any {
 						keep[mk] = mv
 					}
 				}
-				v = runtime.DeepCopyJSONValue(keep)
+				if ann, ok := md["annotations"].(map[string]any); ok {
+					if _, ok := ann[lastApplied]; ok {
+						keep["annotations"] = maps.Clone(ann)
+					}
+				}
+				v = keep
 			}
 			out[k] = v
 		default:
@@ -119,17 +129,21 @@ func serverFieldsRemoved(obj *unstructured.Unstructured, out map[string]any) map
 // schema of their kind, and returns the differences that are not just two
 // forms of one value. Added paths are reduced to their topmost node: an
 // injected container is one change, not one per field.
-func diff(t *typer, gv schema.GroupVersion, desired, live map[string]any) ([]change, error) {
-	tvGit, err := t.toTyped(desired, gv)
+func diff(t *typer, gvk schema.GroupVersionKind, desired, live map[string]any) ([]change, error) {
+	tvGit, err := t.toTyped(desired, gvk.GroupVersion())
 	if err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
-	tvLive, err := t.toTyped(live, gv)
+	tvLive, err := t.liveTyped(live, gvk, tvGit)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	cmp, err := tvGit.Compare(tvLive)
 	if err != nil {
+		// Say what typing the live object would have said of it.
+		if _, verr := t.toTyped(live, gvk.GroupVersion()); verr != nil {
+			return nil, fmt.Errorf("live: %w", verr)
+		}
 		return nil, fmt.Errorf("compare: %w", err)
 	}
 	var out []change
@@ -166,30 +180,55 @@ type unit struct {
 // addedUnits reduces the added paths to the nodes a person would name: the
 // topmost added field, except that an added map or list (annotations Git
 // never had, an env list) is reported as its items, so that a webhook's new
-// annotation is a new key rather than a new struct field.
+// annotation is a new key rather than a new struct field. It walks the
+// set's tree, parents before children as Set.Iterate visits them, so each
+// node's type is resolved from its parent's and what lies under a reported
+// node is never visited.
 func addedUnits(tv *typed.TypedValue, added *fieldpath.Set) []unit {
 	var out []unit
-	covered := &fieldpath.Set{}
-	parentIsCollection := map[string]bool{}
-	added.Iterate(func(p fieldpath.Path) {
-		for i := 1; i < len(p); i++ {
-			if covered.Has(p[:i]) {
-				return
+	addedUnitsUnder(added, nil, cursorAt(tv), false, false, &out)
+	return out
+}
+
+// addedUnitsUnder is addedUnits for the paths of s below prefix, at cursor
+// c. parentAdded: prefix is itself an added path; parentCollection: it is
+// an added collection, whose items are reported rather than it.
+func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, parentAdded, parentCollection bool, out *[]unit) {
+	// What became of each member: reported (its subtree is covered) or
+	// kept as a collection (its items are reported).
+	type fate struct {
+		pe                   fieldpath.PathElement
+		reported, collection bool
+	}
+	var fates []fate
+	s.Members.Iterate(func(pe fieldpath.PathElement) {
+		f := fate{pe: pe}
+		if !parentAdded || parentCollection {
+			k := c.step(pe).kind()
+			if k.Collection {
+				f.collection = true
+			} else {
+				f.reported = true
+				path := make(fieldpath.Path, len(prefix)+1)
+				copy(path, prefix)
+				path[len(prefix)] = pe
+				*out = append(*out, unit{path: path, kind: k})
 			}
 		}
-		k := kindAt(tv, p)
-		parentAdded := len(p) > 1 && added.Has(p[:len(p)-1])
-		if parentAdded && !parentIsCollection[p[:len(p)-1].String()] {
-			return
-		}
-		if k.Collection {
-			parentIsCollection[p.String()] = true
-			return
-		}
-		covered.Insert(p)
-		out = append(out, unit{path: p.Copy(), kind: k})
+		fates = append(fates, f)
 	})
-	return out
+	i := 0
+	s.Children.Iterate(func(pe fieldpath.PathElement) {
+		for i < len(fates) && fates[i].pe.Less(pe) {
+			i++
+		}
+		member := i < len(fates) && fates[i].pe.Equals(pe)
+		if member && fates[i].reported {
+			return
+		}
+		sub, _ := s.Children.Get(pe)
+		addedUnitsUnder(sub, append(prefix, pe), c.step(pe), member, member && fates[i].collection, out)
+	})
 }
 
 // topmost returns the paths of s whose parent is not in s.

@@ -57,7 +57,7 @@ spec:
 			var changes []change
 			for b.Loop() {
 				var err error
-				changes, err = diff(typer, gv, normalize(desired), normalize(tc.live))
+				changes, err = diff(typer, gv.WithKind("Deployment"), normalize(desired), normalize(tc.live))
 				if err != nil {
 					b.Fatal(err)
 				}

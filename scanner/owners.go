@@ -1,9 +1,11 @@
 package scanner
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/calricon/driftscan/classify"
@@ -15,25 +17,131 @@ type owned struct {
 	set   *fieldpath.Set
 }
 
-// ownership parses a live object's managedFields.
+// ownership parses the managedFields of a live object as decoded from its
+// page (obj is its content), the way unstructured's GetManagedFields and
+// fieldpath's Set.FromJSON would, without their JSON round trip: each
+// entry's fieldsV1 is read from the decoded map, not encoded again and
+// parsed anew. Malformed entries make no owners, as GetManagedFields
+// returns none; an entry without fieldsV1 owns nothing.
 // https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management
-func ownership(entries []metav1.ManagedFieldsEntry) ([]owned, error) {
-	out := make([]owned, 0, len(entries))
-	for _, e := range entries {
-		if e.FieldsV1 == nil {
+func ownership(obj map[string]any) ([]owned, error) {
+	md, _ := obj["metadata"].(map[string]any)
+	items, _ := md["managedFields"].([]any)
+	out := make([]owned, 0, len(items))
+	for _, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, nil
+		}
+		e, ok := entryOf(m)
+		if !ok {
+			return nil, nil
+		}
+		fields, present := m["fieldsV1"]
+		if !present || fields == nil {
 			continue
 		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+		set, err := fieldSet(fields)
+		if err != nil {
 			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
 		}
-		ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
-		if e.Time != nil {
-			ce.Time = e.Time.Time
+		if set == nil {
+			set = &fieldpath.Set{}
 		}
-		out = append(out, owned{entry: ce, set: set})
+		out = append(out, owned{entry: e, set: set})
 	}
 	return out, nil
+}
+
+// entryOf reads what classify needs of one managedFields entry; false when
+// a field has the wrong type.
+func entryOf(m map[string]any) (classify.Entry, bool) {
+	var e classify.Entry
+	var ok [4]bool
+	e.Manager, ok[0] = stringField(m, "manager")
+	e.Operation, ok[1] = stringField(m, "operation")
+	e.Subresource, ok[2] = stringField(m, "subresource")
+	var at string
+	at, ok[3] = stringField(m, "time")
+	if ok != [4]bool{true, true, true, true} {
+		return e, false
+	}
+	if at != "" {
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return e, false
+		}
+		e.Time = t.Local() // as metav1.Time decodes it
+	}
+	return e, true
+}
+
+// stringField is m[key] as a string, "" when absent or null; false when it
+// is something else.
+func stringField(m map[string]any, key string) (string, bool) {
+	switch v := m[key].(type) {
+	case nil:
+		return "", true
+	case string:
+		return v, true
+	}
+	return "", false
+}
+
+// fieldSet is fieldpath's readIterV1 on a decoded fieldsV1 node: each key
+// is a path element, "." marks the node itself as a member, and a node with
+// no children is a member. nil when the node has no children.
+func fieldSet(node any) (*fieldpath.Set, error) {
+	if node == nil {
+		return nil, nil
+	}
+	m, ok := node.(map[string]any)
+	if !ok {
+		return nil, errors.New("fieldsV1: want an object")
+	}
+	type child struct {
+		pe     fieldpath.PathElement
+		member bool
+		set    *fieldpath.Set
+	}
+	children := make([]child, 0, len(m))
+	for key, v := range m {
+		if key == "." {
+			continue
+		}
+		pe, err := fieldpath.DeserializePathElement(key)
+		if errors.Is(err, fieldpath.ErrUnknownPathElementType) {
+			continue // as upstream: a newer kind of element is dropped
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parsing key as path element: %w", err)
+		}
+		sub, err := fieldSet(v)
+		if err != nil {
+			return nil, err
+		}
+		c := child{pe: pe, set: sub, member: sub == nil}
+		if vm, ok := v.(map[string]any); ok {
+			_, self := vm["."]
+			c.member = c.member || self
+		}
+		children = append(children, c)
+	}
+	if len(children) == 0 {
+		return nil, nil
+	}
+	// In order, so that each insert appends.
+	slices.SortFunc(children, func(a, b child) int { return a.pe.Compare(b.pe) })
+	s := &fieldpath.Set{}
+	for _, c := range children {
+		if c.member {
+			s.Members.Insert(c.pe)
+		}
+		if c.set != nil {
+			*s.Children.Descend(c.pe) = *c.set
+		}
+	}
+	return s, nil
 }
 
 // ownerOf returns the entry that owns path: the one whose set has it, else

@@ -142,16 +142,14 @@ func PruneEmpty(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
-			child = PruneEmpty(child)
-			if empty(child) {
+			// Pruned in place: child is the same map or list after.
+			if empty(PruneEmpty(child)) {
 				delete(t, k)
-				continue
 			}
-			t[k] = child
 		}
 	case []any:
-		for i, child := range t {
-			t[i] = PruneEmpty(child)
+		for _, child := range t {
+			PruneEmpty(child)
 		}
 	}
 	return v

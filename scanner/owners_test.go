@@ -1,0 +1,100 @@
+package scanner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/fixtures/cluster"
+)
+
+// TestOwnershipParsesManagedFieldsAsUpstreamDoes reads the managedFields of
+// a Deployment that an applier, `kubectl set image`, a patch adding an env
+// entry (a keyed list item) and a scale through the subresource all wrote
+// on the test API server, and checks that each entry's owner and field set
+// are what unstructured's GetManagedFields and fieldpath's Set.FromJSON
+// make of them: the scan reads them from the decoded object instead, and
+// who owns a changed field decides its finding.
+func TestOwnershipParsesManagedFieldsAsUpstreamDoes(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}, annotations: {team: a}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        ports: [{containerPort: 8080}, {containerPort: 8443, protocol: UDP}]
+        env: [{name: LOG_LEVEL, value: info}]
+`))
+	env.Patch(t, "kubectl-set", cluster.Deployment, ns, "web", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.26"}]}}}}`)
+	env.Patch(t, "kubectl-patch", cluster.Deployment, ns, "web", types.StrategicMergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"name":"DEBUG","value":"1"}]}]}}}}`)
+	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 5)
+	live := env.Get(t, cluster.Deployment, ns, "web")
+
+	got, err := ownership(live.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []owned
+	for _, e := range live.GetManagedFields() {
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+			t.Fatal(err)
+		}
+		ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
+		if e.Time != nil {
+			ce.Time = e.Time.Time
+		}
+		want = append(want, owned{entry: ce, set: set})
+	}
+	if len(want) != 4 {
+		t.Fatalf("%d managedFields entries, want 4 (applier, set, patch, scale)", len(want))
+	}
+	if diff := cmp.Diff(entries(want), entries(got)); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	for i := range want {
+		if i < len(got) && !got[i].set.Equals(want[i].set) {
+			t.Errorf("%s owns\n%s\nwant\n%s", got[i].entry.Manager, got[i].set, want[i].set)
+		}
+	}
+
+	container := fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "app"))
+	for _, tc := range []struct {
+		path fieldpath.Path
+		want string
+	}{
+		{append(container.Copy(), fieldpath.PathElement{FieldName: ptr("image")}), "kubectl-set"},
+		{append(container.Copy(), fieldpath.MakePathOrDie("env", fieldpath.KeyByFields("name", "DEBUG"))...), "kubectl-patch"},
+		{append(container.Copy(), fieldpath.MakePathOrDie("ports", &value.FieldList{{Name: "containerPort", Value: value.NewValueInterface(int64(8443))}, {Name: "protocol", Value: value.NewValueInterface("UDP")}}, "containerPort")...), "argocd-controller"},
+		{fieldpath.MakePathOrDie("spec", "replicas"), "kube-controller-manager"},
+		{fieldpath.MakePathOrDie("metadata", "annotations", "team"), "argocd-controller"},
+	} {
+		if o := ownerOf(got, tc.path); o == nil || o.Manager != tc.want {
+			t.Errorf("owner of %s = %+v, want %s", tc.path, o, tc.want)
+		}
+	}
+}
+
+func entries(os []owned) []classify.Entry {
+	var out []classify.Entry
+	for _, o := range os {
+		out = append(out, o.entry)
+	}
+	return out
+}
+
+func ptr(s string) *string { return &s }
