@@ -23,7 +23,7 @@ type ShardRun struct {
 	// By is the --shard-by of the shards.
 	By string `json:"by"`
 	// Each shard, run one after another as pods on their own nodes would
-	// run at once.
+	// run at once; with -runs, each figure is of the shard's median run.
 	Each []ShardPoint `json:"each"`
 	// MaxWallSeconds is the slowest shard: the Job's wall time.
 	MaxWallSeconds float64 `json:"maxWallSeconds"`
@@ -43,6 +43,10 @@ type ShardPoint struct {
 	CPUSeconds  float64 `json:"cpuSeconds"`
 	MaxRSSMiB   float64 `json:"maxRssMiB"`
 	APIRequests int64   `json:"apiRequests"`
+	// RunsWallSeconds are the wall times of every run, with -runs above 1.
+	RunsWallSeconds []float64 `json:"runsWallSeconds,omitempty"`
+	// LoadAverage is the 1-minute load when the shard was done.
+	LoadAverage string `json:"loadAverage,omitempty"`
 	// ControlPlaneCPUSeconds is what the shard cost kube-apiserver and etcd.
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCpuSeconds"`
 }
@@ -72,7 +76,7 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 			return nil, err
 		}
 		sh := fmt.Sprintf("%d/%d", i, k)
-		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--shard", sh, "--shard-by", o.ShardBy)
+		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, o.Runs, nil, "--shard", sh, "--shard-by", o.ShardBy)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("shard %s: %w", sh, err)
@@ -82,7 +86,8 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 				seen[obj.Ref()]++
 			}
 		}
-		p := ShardPoint{Shard: sh, Objects: t.Objects, WallSeconds: t.WallSeconds, CPUSeconds: t.CPUSeconds, MaxRSSMiB: t.MaxRSSMiB, APIRequests: t.APIRequests}
+		p := ShardPoint{Shard: sh, Objects: t.Objects, WallSeconds: t.WallSeconds, CPUSeconds: t.CPUSeconds, MaxRSSMiB: t.MaxRSSMiB, APIRequests: t.APIRequests,
+			RunsWallSeconds: t.RunsWallSeconds, LoadAverage: loadAverage()}
 		if t.Server != nil {
 			p.ControlPlaneCPUSeconds = t.Server.CPUSeconds()
 		}
@@ -98,7 +103,7 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 	share := estateSpec{Objects: n / k, Apps: max(1, apps/k), Namespaces: nss, WebhookNamespaces: spec.WebhookNamespaces, Prefix: fmt.Sprintf("sq%d-", n/k)}
 	share.Namespaces = min(share.Namespaces, share.Apps)
 	say("shards: the share alone, %d objects in %d apps", share.Objects, share.Apps)
-	p, _, err := scalePoint(ctx, Options{Keep: o.Keep, DriftPercent: o.DriftPercent, Workers: o.Workers, Runs: 1}, l, floorBin, bin, filepath.Join(tmp, fmt.Sprintf("share-%d", n/k)), share)
+	p, _, err := scalePoint(ctx, Options{Keep: o.Keep, DriftPercent: o.DriftPercent, Workers: o.Workers, Runs: o.Runs}, l, floorBin, bin, filepath.Join(tmp, fmt.Sprintf("share-%d", n/k)), share)
 	if err != nil {
 		return run, fmt.Errorf("the share alone: %w", err)
 	}
@@ -111,7 +116,7 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 func (s *ShardRun) print(w io.Writer) {
 	fmt.Fprintf(w, "\nSharded: %d objects in %d apps as %d shards by %s, one after another (each pod on its own node):\n", s.Objects, s.Apps, s.Shards, s.By)
 	for _, p := range s.Each {
-		fmt.Fprintf(w, "  shard %s: %d objects, %.2fs wall, %.2f CPU s, %.0f MiB, %d requests, control plane %.2f CPU s\n", p.Shard, p.Objects, p.WallSeconds, p.CPUSeconds, p.MaxRSSMiB, p.APIRequests, p.ControlPlaneCPUSeconds)
+		fmt.Fprintf(w, "  shard %s: %d objects, %.2fs wall (runs %v), %.2f CPU s, %.0f MiB, %d requests, control plane %.2f CPU s, load %s\n", p.Shard, p.Objects, p.WallSeconds, p.RunsWallSeconds, p.CPUSeconds, p.MaxRSSMiB, p.APIRequests, p.ControlPlaneCPUSeconds, p.LoadAverage)
 	}
 	fmt.Fprintf(w, "  slowest shard %.2fs; every object in exactly one shard: %v\n", s.MaxWallSeconds, s.Covered)
 	fmt.Fprintf(w, "  the share alone (%d objects): %.2fs wall, %.2f CPU s, %.0f MiB; slowest shard / share = %.2fx\n",
