@@ -194,40 +194,30 @@ func addedUnits(tv *typed.TypedValue, added *fieldpath.Set) []unit {
 // c. parentAdded: prefix is itself an added path; parentCollection: it is
 // an added collection, whose items are reported rather than it.
 func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, parentAdded, parentCollection bool, out *[]unit) {
-	// What became of each member: reported (its subtree is covered) or
-	// kept as a collection (its items are reported).
-	type fate struct {
-		pe                   fieldpath.PathElement
-		reported, collection bool
-	}
-	var fates []fate
-	s.Members.Iterate(func(pe fieldpath.PathElement) {
-		f := fate{pe: pe}
-		if !parentAdded || parentCollection {
-			k := c.step(pe).kind()
-			if k.Collection {
-				f.collection = true
-			} else {
-				f.reported = true
+	// A member under an added parent that is not a collection is part of
+	// what its parent's unit names; any other member is a unit of its own
+	// unless it is a collection.
+	judged := !parentAdded || parentCollection
+	if judged {
+		s.Members.Iterate(func(pe fieldpath.PathElement) {
+			if k := c.step(pe).kind(); !k.Collection {
 				path := make(fieldpath.Path, len(prefix)+1)
 				copy(path, prefix)
 				path[len(prefix)] = pe
 				*out = append(*out, unit{path: path, kind: k})
 			}
-		}
-		fates = append(fates, f)
-	})
-	i := 0
+		})
+	}
 	s.Children.Iterate(func(pe fieldpath.PathElement) {
-		for i < len(fates) && fates[i].pe.Less(pe) {
-			i++
-		}
-		member := i < len(fates) && fates[i].pe.Equals(pe)
-		if member && fates[i].reported {
-			return
+		cc := c.step(pe)
+		added, collection := s.Members.Has(pe), false
+		if added && judged {
+			if collection = cc.kind().Collection; !collection {
+				return // reported above: what is under it is covered
+			}
 		}
 		sub, _ := s.Children.Get(pe)
-		addedUnitsUnder(sub, append(prefix, pe), c.step(pe), member, member && fates[i].collection, out)
+		addedUnitsUnder(sub, append(prefix, pe), cc, added, collection, out)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,7 +107,19 @@ func TestAnAPIServerGoneMidScanEndsWithWhatFinished(t *testing.T) {
 			return false
 		}
 		if strings.HasSuffix(r.URL.Path, "/deployments") {
-			p.forward.ServeHTTP(w, r)
+			// The whole page, with its length, is on the wire before
+			// the server goes: streamed in chunks, its last chunk would
+			// be written only after this handler returned, and closing
+			// the connections could cut it (the list then failed too).
+			rec := httptest.NewRecorder()
+			p.forward.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(rec.Body.Len()))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			w.(http.Flusher).Flush()
 			once.Do(func() {
 				_ = p.srv.Listener.Close()
 				close(gone)

@@ -3,7 +3,7 @@ package scanner
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -44,9 +44,6 @@ func ownership(obj map[string]any) ([]owned, error) {
 		set, err := fieldSet(fields)
 		if err != nil {
 			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
-		}
-		if set == nil {
-			set = &fieldpath.Set{}
 		}
 		out = append(out, owned{entry: e, set: set})
 	}
@@ -90,58 +87,74 @@ func stringField(m map[string]any, key string) (string, bool) {
 
 // fieldSet is fieldpath's readIterV1 on a decoded fieldsV1 node: each key
 // is a path element, "." marks the node itself as a member, and a node with
-// no children is a member. nil when the node has no children.
+// no children is a member.
 func fieldSet(node any) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
 	if node == nil {
-		return nil, nil
+		return s, nil
 	}
 	m, ok := node.(map[string]any)
 	if !ok {
-		return nil, errors.New("fieldsV1: want an object")
+		return nil, errWantObject
 	}
-	type child struct {
-		pe     fieldpath.PathElement
-		member bool
-		set    *fieldpath.Set
-	}
-	children := make([]child, 0, len(m))
+	return s, fillSet(s, m)
+}
+
+var errWantObject = errors.New("fieldsV1: want an object")
+
+// fillSet adds the paths of the fieldsV1 node m to s.
+func fillSet(s *fieldpath.Set, m map[string]any) error {
 	for key, v := range m {
 		if key == "." {
 			continue
 		}
-		pe, err := fieldpath.DeserializePathElement(key)
-		if errors.Is(err, fieldpath.ErrUnknownPathElementType) {
-			continue // as upstream: a newer kind of element is dropped
+		var pe fieldpath.PathElement
+		if strings.HasPrefix(key, "f:") {
+			name := key[2:] // DeserializePathElement's answer, without its copy of key
+			pe.FieldName = &name
+		} else {
+			var err error
+			pe, err = fieldpath.DeserializePathElement(key)
+			if errors.Is(err, fieldpath.ErrUnknownPathElementType) {
+				continue // as upstream: a newer kind of element is dropped
+			}
+			if err != nil {
+				return fmt.Errorf("parsing key as path element: %w", err)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("parsing key as path element: %w", err)
+		member := true
+		switch sub := v.(type) {
+		case nil:
+		case map[string]any:
+			if hasChildren(sub) {
+				if err := fillSet(s.Children.Descend(pe), sub); err != nil {
+					return err
+				}
+				_, member = sub["."]
+			}
+		default:
+			return errWantObject
 		}
-		sub, err := fieldSet(v)
-		if err != nil {
-			return nil, err
+		if member {
+			s.Members.Insert(pe)
 		}
-		c := child{pe: pe, set: sub, member: sub == nil}
-		if vm, ok := v.(map[string]any); ok {
-			_, self := vm["."]
-			c.member = c.member || self
-		}
-		children = append(children, c)
 	}
-	if len(children) == 0 {
-		return nil, nil
-	}
-	// In order, so that each insert appends.
-	slices.SortFunc(children, func(a, b child) int { return a.pe.Compare(b.pe) })
-	s := &fieldpath.Set{}
-	for _, c := range children {
-		if c.member {
-			s.Members.Insert(c.pe)
+	return nil
+}
+
+// hasChildren reports whether the fieldsV1 node m has a key other than
+// "." that fillSet does not drop: a malformed one is an error there.
+func hasChildren(m map[string]any) bool {
+	for key := range m {
+		if key == "." {
+			continue
 		}
-		if c.set != nil {
-			*s.Children.Descend(c.pe) = *c.set
+		unknown := len(key) >= 2 && key[1] == ':' && strings.IndexByte("fkvi", key[0]) < 0
+		if !unknown {
+			return true
 		}
 	}
-	return s, nil
+	return false
 }
 
 // ownerOf returns the entry that owns path: the one whose set has it, else
