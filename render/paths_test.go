@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/google/go-cmp/cmp"
 )
 
 // writeTree writes files (slash path to content) under root; a content
@@ -128,4 +129,32 @@ func values(v any) []string {
 		return []string{t}
 	}
 	return nil
+}
+
+// TestSymlinksInsideTheRepositoryAreRead: a plain manifest may be a link to
+// another file of the repository, in its own folder or outside it; each
+// renders as the file it points at.
+func TestSymlinksInsideTheRepositoryAreRead(t *testing.T) {
+	root := t.TempDir()
+	cm := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\n"
+	}
+	writeTree(t, root, map[string]string{
+		"shared/common.yaml":   cm("common"),
+		"apps/web/own.yaml":    cm("own"),
+		"apps/web/alias.yaml":  "-> own.yaml",
+		"apps/web/common.yaml": "-> ../../shared/common.yaml",
+	})
+	ms, err := Manifests(t.Context(), Options{Dir: filepath.Join(root, "apps", "web"), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []renderedObject{
+		{File: "alias.yaml", Line: 1, ID: "v1 ConfigMap own"},
+		{File: "common.yaml", Line: 1, ID: "v1 ConfigMap common"},
+		{File: "own.yaml", Line: 1, ID: "v1 ConfigMap own"},
+	}
+	if diff := cmp.Diff(want, renderSummary(ms)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 }

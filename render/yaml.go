@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,13 +87,28 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, err
 	}
 	defer src.Close()
+	// Each file is opened in the source folder, a root of its own, so that
+	// opening it is one openat rather than one per folder from the
+	// repository's top; a file that cannot be opened there (a symlink to
+	// elsewhere in the repository) is opened again from the top, which
+	// also says why when it cannot be.
+	dir := src.root
+	if src.dir != "." && len(files) > 0 {
+		if d, err := src.root.OpenRoot(src.dir); err == nil {
+			defer d.Close()
+			dir = d
+		}
+	}
 	var out []Manifest
 	for _, file := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		// Through the root: a symlink that leaves it is an error.
-		data, err := readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+		data, err := readLimited(dir, file, MaxManifestBytes)
+		if err != nil && dir != src.root {
+			data, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+		}
 		if err != nil {
 			errs = append(errs, &FileError{File: file, Err: err})
 			continue
@@ -120,8 +136,12 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 
 // readLimited reads the file p of root, failing when it holds more than max
 // bytes (checked while reading, not only by a Stat before).
+//
+// The file is opened with O_NONBLOCK, which does nothing to a regular file
+// (open(2)) but spares the four fcntl calls the os package otherwise makes
+// around its attempt to poll it.
 func readLimited(root *os.Root, p string, max int64) ([]byte, error) {
-	f, err := root.Open(p)
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +156,33 @@ func readLimited(root *os.Root, p string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// readAtMost reads r to its end, or to one byte past max: over says r held
-// more than max bytes.
-func readAtMost(r io.Reader, max int64) (data []byte, over bool, err error) {
-	data, err = io.ReadAll(io.LimitReader(r, max+1))
-	return data, int64(len(data)) > max, err
+// readAtMost reads f to its end, or to one byte past max: over says f held
+// more than max bytes. It reads into a buffer of the size f has (fstat)
+// and one byte more, so a file that has not grown takes two reads, the
+// second finding its end, and no copying.
+func readAtMost(f *os.File, max int64) (data []byte, over bool, err error) {
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size() + 1
+	}
+	data = make([]byte, 0, min(size, max+1))
+	for {
+		if int64(len(data)) > max {
+			return data, true, nil
+		}
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 1)
+		}
+		room := data[len(data):min(int64(cap(data)), max+1)]
+		n, err := f.Read(room)
+		data = data[:len(data)+n]
+		switch {
+		case err == io.EOF:
+			return data, int64(len(data)) > max, nil
+		case err != nil:
+			return data, false, err
+		}
+	}
 }
 
 // manifestFiles lists the files renderYAML reads, relative to dir with
@@ -454,71 +496,6 @@ func yamlErrors(err error, first int) []*FileError {
 		errs = append(errs, &FileError{Line: line, Err: errors.New(msg)})
 	}
 	return errs
-}
-
-// YAMLNodeValue decodes a YAML node into JSON types, the ones unstructured
-// objects hold (int64, not int; map[string]any, not map[any]any), exactly
-// as marshalling the decoded value to JSON and reading it back with the
-// API machinery's JSON decoder would (jsonRoundTrip). Most documents are
-// converted in place (jsonValue); one holding a value whose JSON form is not
-// plain (a timestamp, an integer beyond int64, text that is not UTF-8, a
-// NaN) takes the round trip.
-func YAMLNodeValue(n *yaml.Node) (any, error) {
-	var v any
-	if err := n.Decode(&v); err != nil {
-		return nil, err
-	}
-	if out, ok := jsonValue(v); ok {
-		return out, nil
-	}
-	v = nil
-	if err := n.Decode(&v); err != nil { // afresh: jsonValue may have changed v
-		return nil, err
-	}
-	out, err := jsonRoundTrip(v)
-	if err != nil {
-		return nil, fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	return out, nil
-}
-
-// jsonRoundTrip is v marshalled to JSON and decoded again as unstructured
-// objects are (utiljson: integers as int64).
-func jsonRoundTrip(v any) (any, error) {
-	data, err := json.Marshal(stringKeys(v))
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := utiljson.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// stringKeys turns the map[any]any that gopkg.in/yaml.v3 makes for mappings
-// with keys other than strings into map[string]any.
-func stringKeys(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = stringKeys(e)
-		}
-		return v
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return m
-	case []any:
-		for i, e := range v {
-			v[i] = stringKeys(e)
-		}
-		return v
-	default:
-		return v
-	}
 }
 
 // itemLines are the file lines of the entries of a mapping's items list.
