@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,19 +62,7 @@ func TestSecretsAreListedOnlyWhereAppsDeclareThem(t *testing.T) {
 			`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"other-%d","labels":{"app.kubernetes.io/instance":"tiny"}},"stringData":{"key":"another-tenants-secret"}}`, i)))
 	}
 
-	p := newFaultProxy(t)
-	var (
-		mu    sync.Mutex
-		lists []string
-	)
-	p.fault = func(_ int64, r *http.Request, _ http.ResponseWriter) bool {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets") {
-			mu.Lock()
-			lists = append(lists, r.URL.Path)
-			mu.Unlock()
-		}
-		return false
-	}
+	p, lists := recordLists(t, "/secrets")
 	r := runScan(t, scanConfig(nss[0], config.App{Name: "tiny", Owner: "team", Source: config.Source{Path: dir}}), func(o *Options) {
 		o.RESTConfig = p.config()
 		o.Extra = true
@@ -87,8 +72,7 @@ func TestSecretsAreListedOnlyWhereAppsDeclareThem(t *testing.T) {
 	for _, ns := range nss {
 		want = append(want, "/api/v1/namespaces/"+ns+"/secrets")
 	}
-	slices.Sort(lists)
-	if diff := cmp.Diff(want, lists); diff != "" {
+	if diff := cmp.Diff(want, lists()); diff != "" {
 		t.Errorf("Secret LISTs (-want +got):\n%s", diff)
 	}
 	got := map[string]report.Status{}

@@ -30,19 +30,7 @@ func configMapLists(t *testing.T, nss []string) []string {
 	for _, mf := range manifests {
 		env.Apply(t, "argocd-controller", "", mf.Object)
 	}
-	p := newFaultProxy(t)
-	var (
-		mu    sync.Mutex
-		lists []string
-	)
-	p.fault = func(_ int64, r *http.Request, _ http.ResponseWriter) bool {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps") {
-			mu.Lock()
-			lists = append(lists, r.URL.Path)
-			mu.Unlock()
-		}
-		return false
-	}
+	p, lists := recordLists(t, "/configmaps")
 	r := runScan(t, scanConfig(nss[0], config.App{Name: "tiny", Owner: "team", Source: config.Source{Path: dir}}), func(o *Options) {
 		o.RESTConfig = p.config()
 	})
@@ -51,8 +39,30 @@ func configMapLists(t *testing.T, nss []string) []string {
 			t.Errorf("%s: %s %s, want InSync", o.Ref(), o.Status, o.Error)
 		}
 	}
-	slices.Sort(lists)
-	return slices.Compact(lists)
+	return slices.Compact(lists())
+}
+
+// recordLists is a proxy to the test API server that records the path of
+// every GET whose path ends in suffix; lists returns them sorted.
+func recordLists(t *testing.T, suffix string) (p *faultProxy, lists func() []string) {
+	p = newFaultProxy(t)
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	p.fault = func(_ int64, r *http.Request, _ http.ResponseWriter) bool {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, suffix) {
+			mu.Lock()
+			seen = append(seen, r.URL.Path)
+			mu.Unlock()
+		}
+		return false
+	}
+	return p, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(slices.Values(seen))
+	}
 }
 
 func namespaceCount(t *testing.T) int {
