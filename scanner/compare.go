@@ -159,7 +159,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 				if !ok {
 					return
 				}
-				s.compareOne(s.objects[f.index], f.live, cc)
+				s.compareOne(s.objects[f.index], f, cc)
 				// The desired object is not needed any more: the report
 				// object holds what was found.
 				s.objects[f.index].obj = nil
@@ -169,7 +169,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 			}
 		}()
 	}
-	live := s.read(ctx, func(i int, u *unstructured.Unstructured) { q.push(foundObject{index: i, live: u}) })
+	live := s.read(ctx, q.push)
 	listed.Store(true)
 	q.close()
 	wg.Wait()
@@ -254,15 +254,16 @@ func (q *objectQueue) close() {
 	q.cond.Broadcast()
 }
 
-// compareOne diffs d with the live object l that a page held.
-func (s *scan) compareOne(d desired, l *unstructured.Unstructured, cc classifyContext) {
+// compareOne diffs d with the live object f that a page held.
+func (s *scan) compareOne(d desired, f foundObject, cc classifyContext) {
 	ro := &s.r.Apps[d.app].Objects[d.object]
-	if err := s.compareObject(d, l, cc, ro); err != nil {
+	if err := s.compareObject(d, f, cc, ro); err != nil {
 		ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
 	}
 }
 
-func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classifyContext, ro *report.Object) error {
+func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *report.Object) error {
+	l := f.live
 	gvk := d.obj.GroupVersionKind()
 	if k := s.opts.OwnerLabel; k != "" {
 		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {
@@ -275,9 +276,12 @@ func (s *scan) compareObject(d desired, l *unstructured.Unstructured, cc classif
 	if err != nil {
 		return err
 	}
-	owners, err := ownership(l.Object)
-	if err != nil {
-		return err
+	var owners []owned
+	if len(changes) > 0 {
+		// Only a difference asks who owns it.
+		if owners, err = ownership(f.managedFields); err != nil {
+			return err
+		}
 	}
 	obj := classify.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName()}
 	for _, o := range owners {

@@ -57,11 +57,11 @@ func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[str
 }
 
 // normalizeLive is normalize for a live object that the scan decoded for
-// this compare alone: what it holds is taken, not copied, and pruned in
-// place. Of its metadata, which the compare still reads (labels,
-// annotations, managedFields), only the maps normalizing changes are new:
-// the metadata itself, and the annotations when kubectl's last-applied
-// one is to go.
+// this compare alone (decodeLive: without status or managedFields): what
+// it holds is taken, not copied, and pruned in place. Of its metadata,
+// which the compare still reads (labels, annotations), only the maps
+// normalizing changes are new: the metadata itself, and the annotations
+// when kubectl's last-applied one is to go.
 func normalizeLive(l *unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(l.Object))
 	for k, v := range l.Object {

@@ -52,7 +52,7 @@ const secretPageSize = 50
 // arrives, and keeps of each page only what Extra needs. visit is called
 // from the LIST goroutines, once per object found, and must not block for
 // long: the next page waits for it.
-func (s *scan) read(ctx context.Context, visit func(i int, live *unstructured.Unstructured)) *liveState {
+func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 	byGVR := map[schema.GroupVersionResource]map[string]bool{}
 	for _, d := range s.objects {
 		gvr := d.mapping.Resource
@@ -108,7 +108,7 @@ func (s *scan) read(ctx context.Context, visit func(i int, live *unstructured.Un
 				mu.Lock()
 				st.found[found.index] = true
 				mu.Unlock()
-				visit(found.index, found.live)
+				visit(*found)
 			}
 			if extra != nil {
 				mu.Lock()
@@ -161,7 +161,10 @@ const allNamespaces = "\x00all"
 // foundObject is a declared object as a page held it.
 type foundObject struct {
 	index int // in scan.objects
-	live  *unstructured.Unstructured
+	// live is the object without its status; managedFields is the JSON
+	// of its metadata.managedFields (decodeLive).
+	live          *unstructured.Unstructured
+	managedFields []byte
 }
 
 // keep decides what the scan keeps of one listed item: a declared object
@@ -172,11 +175,11 @@ type foundObject struct {
 func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, extra *extraObject, err error) {
 	key := keyOfHead(it.head)
 	if di, ok := s.declared[key]; ok {
-		u, err := it.decode()
+		u, managedFields, err := it.decode()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s/%s: %w", key.kind, key.ns, key.name, err)
 		}
-		return &foundObject{index: di, live: u}, nil, nil
+		return &foundObject{index: di, live: u, managedFields: managedFields}, nil, nil
 	}
 	if !s.opts.Extra {
 		return nil, nil, nil

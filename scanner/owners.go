@@ -3,9 +3,11 @@ package scanner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
+	jsoniter "github.com/json-iterator/go"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/calricon/driftscan/classify"
@@ -17,144 +19,162 @@ type owned struct {
 	set   *fieldpath.Set
 }
 
-// ownership parses the managedFields of a live object as decoded from its
-// page (obj is its content), the way unstructured's GetManagedFields and
-// fieldpath's Set.FromJSON would, without their JSON round trip: each
-// entry's fieldsV1 is read from the decoded map, not encoded again and
-// parsed anew. Malformed entries make no owners, as GetManagedFields
-// returns none; an entry without fieldsV1 owns nothing.
+// ownership parses a live object's managedFields, the JSON decodeLive
+// kept of them, as unstructured's GetManagedFields and fieldpath's
+// Set.FromJSON would, without their round trips: GetManagedFields encodes
+// every entry again to decode it into a ManagedFieldsEntry, and FromJSON
+// takes a fresh 4 KiB buffer for each. Malformed entries make no owners,
+// as GetManagedFields returns none; an entry without fieldsV1 owns
+// nothing.
 // https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management
-func ownership(obj map[string]any) ([]owned, error) {
-	md, _ := obj["metadata"].(map[string]any)
-	items, _ := md["managedFields"].([]any)
-	out := make([]owned, 0, len(items))
-	for _, item := range items {
-		m, ok := item.(map[string]any)
-		if !ok {
-			return nil, nil
-		}
-		e, ok := entryOf(m)
-		if !ok {
-			return nil, nil
-		}
-		fields, present := m["fieldsV1"]
-		if !present || fields == nil {
-			continue
-		}
-		set, err := fieldSet(fields)
+func ownership(managedFields []byte) ([]owned, error) {
+	if len(managedFields) == 0 {
+		return nil, nil
+	}
+	iter := liveJSON.BorrowIterator(managedFields)
+	defer liveJSON.ReturnIterator(iter)
+	if iter.WhatIsNext() != jsoniter.ArrayValue {
+		return nil, nil
+	}
+	var out []owned
+	for iter.ReadArray() {
+		o, ok, err := readEntry(iter)
 		if err != nil {
-			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
+			return nil, fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
 		}
-		out = append(out, owned{entry: e, set: set})
+		if !ok {
+			return nil, nil
+		}
+		if o.set != nil {
+			out = append(out, o)
+		}
+	}
+	if iter.Error != nil && iter.Error != io.EOF {
+		return nil, nil
 	}
 	return out, nil
 }
 
-// entryOf reads what classify needs of one managedFields entry; false when
-// a field has the wrong type.
-func entryOf(m map[string]any) (classify.Entry, bool) {
-	var e classify.Entry
-	var ok [4]bool
-	e.Manager, ok[0] = stringField(m, "manager")
-	e.Operation, ok[1] = stringField(m, "operation")
-	e.Subresource, ok[2] = stringField(m, "subresource")
+// readEntry reads one managedFields entry: false when it is malformed (a
+// field of the wrong type); its set is nil when it has no fieldsV1.
+func readEntry(iter *jsoniter.Iterator) (o owned, ok bool, err error) {
+	if iter.WhatIsNext() != jsoniter.ObjectValue {
+		iter.Skip()
+		return o, false, nil
+	}
+	ok = true
 	var at string
-	at, ok[3] = stringField(m, "time")
-	if ok != [4]bool{true, true, true, true} {
-		return e, false
+	iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+		var dst *string
+		switch key {
+		case "manager":
+			dst = &o.entry.Manager
+		case "operation":
+			dst = &o.entry.Operation
+		case "subresource":
+			dst = &o.entry.Subresource
+		case "time":
+			dst = &at
+		case "fieldsV1":
+			if iter.WhatIsNext() == jsoniter.NilValue {
+				iter.Skip()
+				return true
+			}
+			o.set = &fieldpath.Set{}
+			err = readFieldSet(iter, o.set)
+			return err == nil
+		default:
+			iter.Skip()
+			return true
+		}
+		switch iter.WhatIsNext() {
+		case jsoniter.StringValue:
+			*dst = iter.ReadString()
+		case jsoniter.NilValue:
+			iter.Skip()
+		default:
+			iter.Skip()
+			ok = false
+		}
+		return true
+	})
+	if err != nil || !ok {
+		return o, ok, err
 	}
 	if at != "" {
-		t, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			return e, false
+		t, perr := time.Parse(time.RFC3339, at)
+		if perr != nil {
+			return o, false, nil
 		}
-		e.Time = t.Local() // as metav1.Time decodes it
+		o.entry.Time = t.Local() // as metav1.Time decodes it
 	}
-	return e, true
-}
-
-// stringField is m[key] as a string, "" when absent or null; false when it
-// is something else.
-func stringField(m map[string]any, key string) (string, bool) {
-	switch v := m[key].(type) {
-	case nil:
-		return "", true
-	case string:
-		return v, true
-	}
-	return "", false
-}
-
-// fieldSet is fieldpath's readIterV1 on a decoded fieldsV1 node: each key
-// is a path element, "." marks the node itself as a member, and a node with
-// no children is a member.
-func fieldSet(node any) (*fieldpath.Set, error) {
-	s := &fieldpath.Set{}
-	if node == nil {
-		return s, nil
-	}
-	m, ok := node.(map[string]any)
-	if !ok {
-		return nil, errWantObject
-	}
-	return s, fillSet(s, m)
+	return o, true, nil
 }
 
 var errWantObject = errors.New("fieldsV1: want an object")
 
-// fillSet adds the paths of the fieldsV1 node m to s.
-func fillSet(s *fieldpath.Set, m map[string]any) error {
-	for key, v := range m {
+// readFieldSet is fieldpath's readIterV1, reading a fieldsV1 node into s:
+// each key is a path element, "." marks the node itself as a member of
+// its parent, and a node with no children is a member. It reports whether
+// the node is a member.
+func readFieldSet(iter *jsoniter.Iterator, s *fieldpath.Set) error {
+	_, err := readFieldNode(iter, s)
+	return err
+}
+
+func readFieldNode(iter *jsoniter.Iterator, s *fieldpath.Set) (member bool, err error) {
+	switch iter.WhatIsNext() {
+	case jsoniter.NilValue:
+		iter.Skip()
+		return true, nil
+	case jsoniter.ObjectValue:
+	default:
+		iter.Skip()
+		return false, errWantObject
+	}
+	children := false
+	iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
 		if key == "." {
-			continue
+			member = true
+			iter.Skip()
+			return true
 		}
 		var pe fieldpath.PathElement
 		if strings.HasPrefix(key, "f:") {
 			name := key[2:] // DeserializePathElement's answer, without its copy of key
 			pe.FieldName = &name
 		} else {
-			var err error
 			pe, err = fieldpath.DeserializePathElement(key)
 			if errors.Is(err, fieldpath.ErrUnknownPathElementType) {
-				continue // as upstream: a newer kind of element is dropped
+				err = nil
+				iter.Skip() // as upstream: a newer kind of element is dropped
+				return true
 			}
 			if err != nil {
-				return fmt.Errorf("parsing key as path element: %w", err)
+				err = fmt.Errorf("parsing key as path element: %w", err)
+				return false
 			}
 		}
-		member := true
-		switch sub := v.(type) {
-		case nil:
-		case map[string]any:
-			if hasChildren(sub) {
-				if err := fillSet(s.Children.Descend(pe), sub); err != nil {
-					return err
-				}
-				_, member = sub["."]
-			}
-		default:
-			return errWantObject
+		sub := &fieldpath.Set{}
+		var subMember bool
+		if subMember, err = readFieldNode(iter, sub); err != nil {
+			return false
 		}
-		if member {
+		if subMember {
 			s.Members.Insert(pe)
+			children = true
 		}
+		if !sub.Empty() {
+			*s.Children.Descend(pe) = *sub
+			children = true
+		}
+		return true
+	})
+	if err != nil {
+		return false, err
 	}
-	return nil
-}
-
-// hasChildren reports whether the fieldsV1 node m has a key other than
-// "." that fillSet does not drop: a malformed one is an error there.
-func hasChildren(m map[string]any) bool {
-	for key := range m {
-		if key == "." {
-			continue
-		}
-		unknown := len(key) >= 2 && key[1] == ':' && strings.IndexByte("fkvi", key[0]) < 0
-		if !unknown {
-			return true
-		}
-	}
-	return false
+	// A node without children is a member of its parent.
+	return member || !children, nil
 }
 
 // ownerOf returns the entry that owns path: the one whose set has it, else

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,8 +18,8 @@ import (
 // entry (a keyed list item) and a scale through the subresource all wrote
 // on the test API server, and checks that each entry's owner and field set
 // are what unstructured's GetManagedFields and fieldpath's Set.FromJSON
-// make of them: the scan reads them from the decoded object instead, and
-// who owns a changed field decides its finding.
+// make of them: the scan reads them from the listed JSON itself instead,
+// and who owns a changed field decides its finding.
 func TestOwnershipParsesManagedFieldsAsUpstreamDoes(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	env.Apply(t, "argocd-controller", ns, cluster.Object(t, `
@@ -44,7 +45,15 @@ spec:
 	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 5)
 	live := env.Get(t, cluster.Deployment, ns, "web")
 
-	got, err := ownership(live.Object)
+	raw, err := json.Marshal(live.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, managedFields, err := decodeLive(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ownership(managedFields)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // A LIST page of 500 Deployments is a few MiB of JSON and, decoded into
@@ -46,20 +45,21 @@ type listItem struct {
 	raw  []byte // valid only during the call it is handed to
 }
 
-// decode decodes the whole item as the dynamic client would: numbers that
-// are integers as int64, and a typed list's kind and apiVersion (which the
-// API server leaves out of its items) from the list.
-func (it *listItem) decode() (*unstructured.Unstructured, error) {
-	m := map[string]any{}
-	if err := utiljson.Unmarshal(it.raw, &m); err != nil {
-		return nil, err
+// decode decodes the item for its compare (decodeLive): its content
+// without status, with a typed list's kind and apiVersion (which the API
+// server leaves out of its items) from the list, and the JSON of its
+// managedFields.
+func (it *listItem) decode() (*unstructured.Unstructured, []byte, error) {
+	m, managedFields, err := decodeLive(it.raw)
+	if err != nil {
+		return nil, nil, err
 	}
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetKind() == "" && u.GetAPIVersion() == "" {
 		u.SetKind(it.head.Kind)
 		u.SetAPIVersion(it.head.APIVersion)
 	}
-	return u, nil
+	return u, managedFields, nil
 }
 
 // tracking decodes the item's labels and annotations.
@@ -165,7 +165,7 @@ func readPage(r io.Reader, gvk schema.GroupVersionKind, fn func(*listItem) error
 					return "", err
 				}
 				it := listItem{raw: raw}
-				if err := json.Unmarshal(raw, &it.head); err != nil {
+				if err := readHead(raw, &it.head); err != nil {
 					return "", err
 				}
 				if it.head.Kind == "" && it.head.APIVersion == "" {

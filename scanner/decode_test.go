@@ -1,0 +1,70 @@
+package scanner
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// TestReadHeadReadsAnItemAsEncodingJSONDoes: the head of a listed item
+// decides whether it is one Git declares (else a declared object is
+// reported Missing); readHead steps over the rest of the item byte by
+// byte and must read every head as json.Unmarshal into itemHead does.
+func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
+	for name, in := range map[string]string{
+		"an empty object":                      `{}`,
+		"spaces, nesting and quotes in values": ` { "apiVersion" : "v1" , "kind":"Pod", "metadata" : { "name" : "x", "namespace":"y", "labels":{"a":"b\"}"}} , "spec":[1,2,{"x":"}"}], "n": -1.5e3, "t": true, "f": false}`,
+		"keys in another case":                 `{"KIND":"a","Metadata":{"NAME":"n","NameSpace":"ns"}}`,
+		"an escape in a value":                 `{"kind":"a\u0041"}`,
+		"an escaped backslash before the head": `{"spec":{"a":[[[]]],"b":"\\"},"kind":"K"}`,
+		"an escape in a key":                   `{"k\u0069nd":"x"}`,
+		"a key beyond ASCII":                   `{"ſind":"x","kInd":"y"}`,
+		"nulls":                                `{"kind":null,"metadata":null}`,
+		"a null name":                          `{"metadata":{"name":null}}`,
+		"a key twice":                          `{"kind":"x","kind":"y"}`,
+		"metadata twice":                       `{"metadata":{"name":"a"},"metadata":{"namespace":"b"}}`,
+		"a number where a string goes":         `{"kind":1}`,
+		"metadata that is no object":           `{"metadata":"x"}`,
+		"an item that is no object":            `["kind"]`,
+		"a string item":                        `"x"`,
+	} {
+		var want, got itemHead
+		werr := json.Unmarshal([]byte(in), &want)
+		gerr := readHead([]byte(in), &got)
+		if (werr == nil) != (gerr == nil) || want != got {
+			t.Errorf("%s: %s: got %+v (error %v), want %+v (error %v)", name, in, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestDecodeLiveDecodesAsTheDynamicClientDoes: what the compare sees of a
+// listed object is what utiljson.Unmarshal makes of it (int64 integers,
+// float64 other numbers, empty lists and maps kept), less its status, with
+// its managedFields kept as their JSON.
+func TestDecodeLiveDecodesAsTheDynamicClientDoes(t *testing.T) {
+	in := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","generation":3,"managedFields":[{"manager":"m","fieldsV1":{"f:data":{".":{},"f:a":{}}}}],"labels":{"k\u0041":"v\"","":"empty key"}},` +
+		`"data":{"a":"\u00e9\n","b":""},"spec":{"i":42,"neg":-7,"big":123456789012345678901234,"f":1.5,"e":1e3,"z":0,"l":[],"m":{},"n":null,"t":true,"nested":[[1,[2]],{"x":[{}]}]},` +
+		`"k\u0069nd2":"escaped key","status":{"phase":"Running"},"last":-2.5e-3}`
+	got, managedFields, err := decodeLive([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{}
+	if err := utiljson.Unmarshal([]byte(in), &want); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "status")
+	md := want["metadata"].(map[string]any)
+	wantManaged, _ := json.Marshal(md["managedFields"])
+	delete(md, "managedFields")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+	var a, b any
+	_ = json.Unmarshal(wantManaged, &a)
+	if err := json.Unmarshal(managedFields, &b); err != nil || !cmp.Equal(a, b) {
+		t.Errorf("managedFields = %s, want %s", managedFields, wantManaged)
+	}
+}
