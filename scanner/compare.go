@@ -276,12 +276,14 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	if err != nil {
 		return err
 	}
-	var owners []owned
-	if len(changes) > 0 {
-		// Only a difference asks who owns it.
-		if owners, err = ownership(f.managedFields); err != nil {
-			return err
-		}
+	if len(changes) == 0 {
+		// Nothing to attribute or classify: no owner is asked for.
+		ro.Status = report.StatusInSync
+		return nil
+	}
+	owners, err := ownership(f.managedFields)
+	if err != nil {
+		return err
 	}
 	obj := classify.Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName()}
 	for _, o := range owners {
