@@ -88,6 +88,12 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan, res.Floor = ds, fl
+	if o.BinaryProfile != "" {
+		if _, _, _, err := timeDriftscan(ctx, l, driftscan, b, outDir, 1, nil, "--profile", "cpu", "--profile-output", o.BinaryProfile); err != nil {
+			return fmt.Errorf("the profiled run: %w", err)
+		}
+		say("CPU profile of the driftscan binary: %s (go tool pprof -top %s %s)", o.BinaryProfile, driftscan, o.BinaryProfile)
+	}
 	if o.Audit {
 		say("timing driftscan scan --audit-log (%d run(s))...", o.Runs)
 		if res.Audit, err = timeAudit(ctx, l, driftscan, b, outDir, o.Runs, ds); err != nil {

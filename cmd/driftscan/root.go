@@ -18,9 +18,16 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // execute runs the command line and returns the process exit code: 0 no
 // drift, 1 drift, 2 an error.
 func execute(ctx context.Context, args []string, s streams) int {
-	root := newRootCommand(s)
+	var prof profiler
+	root := newRootCommand(s, &prof)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if perr := prof.finish(); perr != nil {
+		fmt.Fprintf(s.Err, "error: %v\n", perr)
+		if err == nil {
+			return report.ExitError
+		}
+	}
 	var ee exitError
 	switch {
 	case err == nil:
@@ -33,7 +40,7 @@ func execute(ctx context.Context, args []string, s streams) int {
 	}
 }
 
-func newRootCommand(s streams) *cobra.Command {
+func newRootCommand(s streams, prof *profiler) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "driftscan",
 		Short: "Find where a live cluster no longer matches Git, field by field, and who changed it",
@@ -44,7 +51,11 @@ operator, a deploy pipeline or a human with kubectl.
 Exit codes: 0 no drift, 1 drift, 2 an error kept part of the scan from finishing.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return prof.start()
+		},
 	}
+	prof.addFlags(root.PersistentFlags())
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
