@@ -35,6 +35,9 @@ type Tool struct {
 	// RequestsByVerb splits APIRequests where the tool's log tells the verb.
 	RequestsByVerb map[string]int64 `json:"requestsByVerb,omitempty"`
 	MaxRSSMiB      float64          `json:"maxRssMiB"`
+	// MaxAnonMiB is the peak anonymous RSS (heap and stacks, sampled):
+	// MaxRSSMiB without the binary's own mapped pages.
+	MaxAnonMiB float64 `json:"maxAnonMiB"`
 	// CPUSeconds is the tool's own CPU time (user and system).
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// Server is what the run cost kube-apiserver and etcd.
@@ -108,6 +111,7 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 	t.FindingsByClass = r.Summary.ByClass
 	t.Dismissed = r.Stats.Dismissed
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
+	t.MaxAnonMiB = mib(p.MaxAnon)
 	t.CPUSeconds = p.CPU.Seconds()
 	t.APIRequests = r.Stats.APIRequests
 	if runs > 1 {

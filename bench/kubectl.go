@@ -80,6 +80,7 @@ func timeKubectl(ctx context.Context, l *launcher, bin string, b *bed, outDir st
 	t.Objects = len(b.est.Objects)
 	t.DriftedObjects = len(changes[m])
 	t.WallSeconds, t.MaxRSSMiB, t.RSSFloorMiB, t.ExitCode = p.Wall.Seconds(), mib(p.MaxRSS), mib(p.Floor), p.ExitCode
+	t.MaxAnonMiB = mib(p.MaxAnon)
 	t.CPUSeconds = p.CPU.Seconds()
 	t.RequestsByVerb, t.APIRequests = counts[m], sum(counts[m])
 	if runs > 1 {

@@ -20,7 +20,10 @@ type process struct {
 	// MaxRSS is the tool's peak resident set size in bytes (ru_maxrss);
 	// Floor is the launcher's own peak, below which MaxRSS cannot go.
 	MaxRSS, Floor int64
-	ExitCode      int
+	// MaxAnon is the tool's highest anonymous RSS (heap, stacks) seen,
+	// sampled every 5 ms: ru_maxrss less its binary's mapped pages.
+	MaxAnon  int64
+	ExitCode int
 	// CPU is the tool's own user and system time.
 	CPU time.Duration
 }
@@ -65,6 +68,7 @@ func (l *launcher) measure(ctx context.Context, name string, args []string, stdo
 		FloorKiB    int64   `json:"floorKiB"`
 		ExitCode    int     `json:"exitCode"`
 		CPUSeconds  float64 `json:"cpuSeconds"`
+		MaxAnonKiB  int64   `json:"maxAnonKiB"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return process{}, fmt.Errorf("rusage result of %s: %w", name, err)
@@ -75,6 +79,7 @@ func (l *launcher) measure(ctx context.Context, name string, args []string, stdo
 		Floor:    r.FloorKiB * 1024,
 		ExitCode: r.ExitCode,
 		CPU:      time.Duration(r.CPUSeconds * float64(time.Second)),
+		MaxAnon:  r.MaxAnonKiB * 1024,
 	}, nil
 }
 

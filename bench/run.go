@@ -41,6 +41,18 @@ func run(ctx context.Context, o Options) (err error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
+	binDir := filepath.Join(tmp, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return err
+	}
+	if driftscan, err = stageBinary(driftscan, binDir); err != nil {
+		return err
+	}
+	if kubectl != "" {
+		if kubectl, err = stageBinary(kubectl, binDir); err != nil {
+			return err
+		}
+	}
 	l := &launcher{path: o.Rusage, dir: outDir, limitAS: o.LimitAS}
 	if o.Rusage == "" {
 		if l.path, err = buildTool(ctx, outDir, "./bench/rusage"); err != nil {
@@ -92,7 +104,7 @@ func run(ctx context.Context, o Options) (err error) {
 		if _, _, _, err := timeDriftscan(ctx, l, driftscan, b, outDir, 1, nil, "--profile", "cpu", "--profile-output", o.BinaryProfile); err != nil {
 			return fmt.Errorf("the profiled run: %w", err)
 		}
-		say("CPU profile of the driftscan binary: %s (go tool pprof -top %s %s)", o.BinaryProfile, driftscan, o.BinaryProfile)
+		say("CPU profile of the driftscan binary: %s (go tool pprof -top %s %s)", o.BinaryProfile, o.Driftscan, o.BinaryProfile)
 	}
 	if o.Audit {
 		say("timing driftscan scan --audit-log (%d run(s))...", o.Runs)

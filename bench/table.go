@@ -41,6 +41,7 @@ func (r *Result) print(w io.Writer) {
 	row("CPU seconds (own)", fmt.Sprintf("%.2f", d.CPUSeconds), kv(func(t *Tool) string { return fmt.Sprintf("%.2f", t.CPUSeconds) }), "")
 	row("API requests", fmt.Sprint(d.APIRequests), kv(func(t *Tool) string { return fmt.Sprint(t.APIRequests) }), rt(func(r *Ratios) float64 { return r.APIRequests }))
 	row("max RSS MiB", fmt.Sprintf("%.0f", d.MaxRSSMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxRSSMiB) }), rt(func(r *Ratios) float64 { return r.MaxRSS }))
+	row("max anon RSS MiB", fmt.Sprintf("%.0f", d.MaxAnonMiB), kv(func(t *Tool) string { return fmt.Sprintf("%.0f", t.MaxAnonMiB) }), "")
 	if d.Server != nil {
 		sv := func(f func(*ServerCost) string) string {
 			if k == nil || k.Server == nil {

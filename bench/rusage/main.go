@@ -35,6 +35,11 @@ type Result struct {
 	ExitCode  int   `json:"exitCode"`
 	// CPUSeconds is the command's user and system time.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// MaxAnonKiB is the highest RssAnon of the command seen in
+	// /proc/PID/status, read every 5 ms: its heap and stacks, without the
+	// pages of its own binary that ru_maxrss also counts (how many of those
+	// are resident depends on how the file's page cache was filled).
+	MaxAnonKiB int64 `json:"maxAnonKiB"`
 }
 
 func main() {
@@ -50,8 +55,17 @@ func main() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	floor := selfHWM()
 	start := time.Now()
-	err := cmd.Run()
-	r := Result{WallSeconds: time.Since(start).Seconds(), FloorKiB: floor}
+	err := cmd.Start()
+	var maxAnon int64
+	if err == nil {
+		done := make(chan struct{})
+		sampled := make(chan int64)
+		go func() { sampled <- sampleAnon(cmd.Process.Pid, done) }()
+		err = cmd.Wait()
+		close(done)
+		maxAnon = <-sampled
+	}
+	r := Result{WallSeconds: time.Since(start).Seconds(), FloorKiB: floor, MaxAnonKiB: maxAnon}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		fmt.Fprintf(os.Stderr, "rusage: %v\n", err)
@@ -70,14 +84,35 @@ func main() {
 	os.Exit(r.ExitCode)
 }
 
+// sampleAnon reads the RssAnon of process pid every 5 ms until done is
+// closed, and returns the highest, in KiB.
+func sampleAnon(pid int, done <-chan struct{}) int64 {
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	var peak int64
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		peak = max(peak, statusKiB(path, "RssAnon:"))
+		select {
+		case <-done:
+			return peak
+		case <-t.C:
+		}
+	}
+}
+
 // selfHWM returns this process's peak RSS in KiB (VmHWM), 0 if unknown.
-func selfHWM() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+func selfHWM() int64 { return statusKiB("/proc/self/status", "VmHWM:") }
+
+// statusKiB returns the field of a /proc status file, in KiB; 0 if the
+// file or the field cannot be read (the process is gone).
+func statusKiB(path, field string) int64 {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}
