@@ -27,6 +27,15 @@ import (
 	"github.com/calricon/driftscan/source"
 )
 
+// ShardBy is how a sharded run splits the apps (shard.By).
+type ShardBy = shard.By
+
+// The ways to split the apps between shards.
+const (
+	ShardByNamespace = shard.ByNamespace
+	ShardByApp       = shard.ByApp
+)
+
 // Progress is how far the scan is (scanner.Progress), for a progress line.
 type Progress = scanner.Progress
 
@@ -42,9 +51,9 @@ type Options struct {
 	// when set, only the apps of shard i of N (package shard).
 	Apps  []string
 	Shard string
-	// ShardBy is how apps are split between shards: shard.ByNamespace
-	// (also when "") or shard.ByApp.
-	ShardBy shard.By
+	// ShardBy is how apps are split between shards: ShardByNamespace
+	// (also when "") or ShardByApp.
+	ShardBy ShardBy
 	// AutoResume resumes an expired breakglass suspension when its app has
 	// no pipeline or human drift left that the next sync would revert.
 	AutoResume bool

@@ -18,7 +18,6 @@ import (
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/run"
-	"github.com/calricon/driftscan/shard"
 )
 
 // scanOptions are the flags of `driftscan scan`; Complete and Validate turn
@@ -121,7 +120,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ownerLabel, "owner-label", "", "label or annotation on live objects (and, with --from, on reconciler objects) that names the owning team")
 	f.StringVar(&o.cluster, "cluster-name", "", "name of the cluster in reports and notifications (default: the kubeconfig context, or the server URL)")
 	f.StringVar(&o.shardSpec, "shard", "", "scan only the apps of shard i of N (i/N, as an Indexed Job's JOB_COMPLETION_INDEX); see --shard-by")
-	f.StringVar(&o.shardBy, "shard-by", string(shard.ByNamespace), "how --shard splits the apps: namespace (whole namespaces per shard, so each shard lists only its own) or app (by the hash of each app's name)")
+	f.StringVar(&o.shardBy, "shard-by", string(run.ShardByNamespace), "how --shard splits the apps: namespace (whole namespaces per shard, so each shard lists only its own) or app (by the hash of each app's name)")
 	f.StringArrayVar(&o.auditLogs, "audit-log", nil, "name the user behind each finding from this Kubernetes audit log: a file, a folder of rotated files (gzip too), an EKS or GKE export; - for stdin (repeatable; adds to the config's audit.files)")
 	f.StringVar(&o.metrics.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway at the end of the run")
 	f.StringVar(&o.metrics.File, "metrics-file", "", "write Prometheus metrics to this file (node-exporter's textfile collector format)")
@@ -213,7 +212,7 @@ func (o *scanOptions) completeScan() error {
 	if o.run.Discover, err = o.discover.options(o.ownerLabel); err != nil {
 		return err
 	}
-	o.run.Apps, o.run.Shard, o.run.ShardBy, o.run.AutoResume = o.apps, o.shardSpec, shard.By(o.shardBy), o.autoResume
+	o.run.Apps, o.run.Shard, o.run.ShardBy, o.run.AutoResume = o.apps, o.shardSpec, run.ShardBy(o.shardBy), o.autoResume
 	if o.backportPR {
 		o.run.BackportPRs = &run.ScheduledBackport{}
 	}
