@@ -20,7 +20,8 @@ import (
 )
 
 // secretsApp writes an app that declares one small Secret and one ConfigMap
-// in each of the namespaces nss, and returns its folder.
+// in each of the namespaces nss, applies them as Argo CD would, and returns
+// its folder.
 func secretsApp(t *testing.T, nss []string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -31,6 +32,14 @@ func secretsApp(t *testing.T, nss []string) string {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range manifests {
+		env.Apply(t, "argocd-controller", "", mf.Object)
 	}
 	return dir
 }
@@ -49,14 +58,6 @@ func TestSecretsAreListedOnlyWhereAppsDeclareThem(t *testing.T) {
 	}
 	elsewhere := env.Namespace(t, nil)
 	dir := secretsApp(t, nss)
-	abs, _ := filepath.Abs(dir)
-	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range manifests {
-		env.Apply(t, "argocd-controller", "", mf.Object)
-	}
 	for i := range 3 {
 		env.Create(t, "kubectl-create", elsewhere, cluster.Object(t, fmt.Sprintf(
 			`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"other-%d","labels":{"app.kubernetes.io/instance":"tiny"}},"stringData":{"key":"another-tenants-secret"}}`, i)))

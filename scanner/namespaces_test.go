@@ -2,7 +2,6 @@ package scanner
 
 import (
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -22,14 +20,6 @@ import (
 func configMapLists(t *testing.T, nss []string) []string {
 	t.Helper()
 	dir := secretsApp(t, nss)
-	abs, _ := filepath.Abs(dir)
-	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range manifests {
-		env.Apply(t, "argocd-controller", "", mf.Object)
-	}
 	p, lists := recordLists(t, "/configmaps")
 	r := runScan(t, scanConfig(nss[0], config.App{Name: "tiny", Owner: "team", Source: config.Source{Path: dir}}), func(o *Options) {
 		o.RESTConfig = p.config()
