@@ -290,6 +290,9 @@ func (s *scan) render(ctx context.Context) error {
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote}
 				res.manifests, err = render.Manifests(ctx, ropts)
+				for _, mf := range res.manifests {
+					s.c.typer.prefetch(mf.Object.GroupVersionKind().GroupVersion())
+				}
 				if err == nil {
 					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)
 					err = applyAs(app.AppliedAs, res.manifests, res.again)

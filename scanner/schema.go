@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +34,22 @@ type typer struct {
 	deduced     managedfields.TypeConverter
 	// kinds indexes schemas by kind, for their published defaults.
 	kinds kindSchemas
+
+	// What has been read of the server's OpenAPI v3 documents, or is
+	// being read (prefetch): the index once, each group/version once.
+	fetchMu   sync.Mutex
+	fetches   map[schema.GroupVersion]*schemaFetch
+	pathsOnce sync.Once
+	paths     map[string]openapi.GroupVersion
+	pathsErr  error
+}
+
+// schemaFetch is the reading of one group/version's component schemas;
+// done is closed when schemas and err are set.
+type schemaFetch struct {
+	done    chan struct{}
+	schemas map[string]*spec.Schema
+	err     error
 }
 
 func newTyper(client openapi.Client) *typer {
@@ -43,7 +60,50 @@ func newTyper(client openapi.Client) *typer {
 		unpublished: map[schema.GroupVersion]bool{},
 		loaded:      map[schema.GroupVersion]bool{},
 		deduced:     managedfields.NewDeducedTypeConverter(),
+		fetches:     map[schema.GroupVersion]*schemaFetch{},
 	}
+}
+
+// prefetch starts reading the schemas of gv in the background, unless they
+// are read or being read already: the scan asks for each group/version as
+// soon as an app that declares it is rendered, so the documents are read
+// while the other apps render, and still before anything is listed.
+func (t *typer) prefetch(gv schema.GroupVersion) { t.fetchOf(gv, true) }
+
+// fetch returns the component schemas of gv, reading them unless a prefetch
+// has or is.
+func (t *typer) fetch(gv schema.GroupVersion) (map[string]*spec.Schema, error) {
+	f := t.fetchOf(gv, false)
+	<-f.done
+	return f.schemas, f.err
+}
+
+func (t *typer) fetchOf(gv schema.GroupVersion, background bool) *schemaFetch {
+	t.fetchMu.Lock()
+	f, ok := t.fetches[gv]
+	if !ok {
+		f = &schemaFetch{done: make(chan struct{})}
+		t.fetches[gv] = f
+	}
+	t.fetchMu.Unlock()
+	if !ok {
+		read := func() {
+			defer close(f.done)
+			f.schemas, f.err = componentSchemas(t.openapiPaths, gv)
+		}
+		if background {
+			go read()
+		} else {
+			read()
+		}
+	}
+	return f
+}
+
+// openapiPaths is the server's OpenAPI v3 index, read once.
+func (t *typer) openapiPaths() (map[string]openapi.GroupVersion, error) {
+	t.pathsOnce.Do(func() { t.paths, t.pathsErr = t.openapi.Paths() })
+	return t.paths, t.pathsErr
 }
 
 // load fetches the schemas of the group/versions not loaded yet (one request
@@ -58,7 +118,7 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 		if t.loaded[gv] || t.unpublished[gv] {
 			continue
 		}
-		schemas, err := componentSchemas(t.openapi, gv)
+		schemas, err := t.fetch(gv)
 		switch {
 		case errors.Is(err, errUnpublished):
 			// The server publishes no schema for it (yet): type by deduction.
@@ -90,13 +150,14 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 // group/version.
 var errUnpublished = errors.New("no OpenAPI v3 schema published")
 
-// componentSchemas reads the OpenAPI v3 document of gv (one request) and
+// componentSchemas reads the OpenAPI v3 document of gv (one request; index
+// is the server's index of them) and
 // returns its component schemas, as openapi3.Root's GVSpec would. Only the
 // components are decoded: the document's paths, most of its size, are
 // skipped over, so loading the core group's schema does not build (and
 // leave to the collector) every operation of every core resource.
-func componentSchemas(client openapi.Client, gv schema.GroupVersion) (map[string]*spec.Schema, error) {
-	paths, err := client.Paths()
+func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv schema.GroupVersion) (map[string]*spec.Schema, error) {
+	paths, err := index()
 	if err != nil {
 		return nil, err
 	}
