@@ -21,6 +21,20 @@ import (
 // what self-heal takes to revert it.
 const holdFor = 20 * time.Second
 
+// hotfixReported checks that a scan during the break-glass reports exactly
+// the human's hotfix, LOG_LEVEL debug by kubectl-edit, and names the
+// suspension given for reason.
+func hotfixReported(t *testing.T, r *report.Report, reason string) {
+	t.Helper()
+	got := activeFindings(r)
+	if len(got) != 1 || got[0].Object != "ConfigMap/web-config" || got[0].Path != ".data.LOG_LEVEL" || got[0].Class != report.ClassHuman || got[0].Manager != "kubectl-edit" || got[0].Live != "debug" {
+		t.Fatalf("want exactly one human finding, LOG_LEVEL debug by kubectl-edit; got:\n%s", describe(got))
+	}
+	if b := r.Apps[0].Breakglass; b == nil || b.Reason != reason || b.Expired {
+		t.Errorf("the report does not name the suspension: %+v", r.Apps[0].Breakglass)
+	}
+}
+
 // humanEdit changes LOG_LEVEL in the app's ConfigMap the way `kubectl edit`
 // does (a PUT as manager kubectl-edit).
 func humanEdit(t *testing.T, ns, level string) {
@@ -97,13 +111,7 @@ func TestArgoCDThreeAMDrill(t *testing.T) {
 	holds(t, ns, "debug", holdFor)
 
 	r := scan(t, "--from", "argocd", "--app", app)
-	got := activeFindings(r)
-	if len(got) != 1 || got[0].Object != "ConfigMap/web-config" || got[0].Path != ".data.LOG_LEVEL" || got[0].Class != report.ClassHuman || got[0].Manager != "kubectl-edit" || got[0].Live != "debug" {
-		t.Fatalf("want exactly one human finding, LOG_LEVEL debug by kubectl-edit; got:\n%s", describe(got))
-	}
-	if b := r.Apps[0].Breakglass; b == nil || b.Reason != "INC-4211 debug logs" || b.Expired {
-		t.Errorf("the report does not name the suspension: %+v", r.Apps[0].Breakglass)
-	}
+	hotfixReported(t, r, "INC-4211 debug logs")
 
 	checkout := repo.Clone(t)
 	res = runDriftscan(t, "backport", app, "--repo", checkout, "--path", filepath.Join(checkout, "web"), "-n", ns, "--reason", "INC-4211 debug logs", "--branch", "hotfix/inc-4211")

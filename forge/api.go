@@ -208,3 +208,25 @@ func doPull[P pull](ctx context.Context, a *httpAPI, method, path string, body a
 	}
 	return p.pr(), nil
 }
+
+// createPull sends body to path (POST) and returns the pull request it
+// made; an *APIError that duplicate says is the forge's "one is open
+// already" answer is marked so Ensure updates that one instead.
+func createPull[P pull](ctx context.Context, a *httpAPI, path string, body any, duplicate func(*APIError) bool) (*PullRequest, error) {
+	pr, err := doPull[P](ctx, a, http.MethodPost, path, body)
+	if e, ok := err.(*APIError); ok && duplicate(e) {
+		e.exists = true
+	}
+	return pr, err
+}
+
+// requestReviewers asks users and teams to review (POST to path, the
+// requested_reviewers body GitHub and Gitea share); nothing when both are
+// empty.
+func requestReviewers(ctx context.Context, a *httpAPI, path string, users, teams []string) error {
+	if len(users)+len(teams) == 0 {
+		return nil
+	}
+	_, err := a.do(ctx, http.MethodPost, path, map[string]any{"reviewers": users, "team_reviewers": teams}, nil)
+	return err
+}

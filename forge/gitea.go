@@ -92,15 +92,8 @@ func (c *giteaClient) Find(ctx context.Context, q Query) (*PullRequest, error) {
 // Create is POST /repos/{owner}/{repo}/pulls; Gitea answers 409 with "pull
 // request already exists for these targets" for a duplicate.
 func (c *giteaClient) Create(ctx context.Context, pr PullRequest) (*PullRequest, error) {
-	var p giteaPull
 	body := map[string]any{"head": pr.Head, "base": pr.Base, "title": pr.Title, "body": pr.Body}
-	if _, err := c.api.do(ctx, http.MethodPost, c.path("/pulls"), body, &p); err != nil {
-		if e, ok := err.(*APIError); ok && e.Status == http.StatusConflict {
-			e.exists = true
-		}
-		return nil, err
-	}
-	return p.pr(), nil
+	return createPull[giteaPull](ctx, c.api, c.path("/pulls"), body, func(e *APIError) bool { return e.Status == http.StatusConflict })
 }
 
 // Update is PATCH /repos/{owner}/{repo}/pulls/{index}.
@@ -135,13 +128,7 @@ func (c *giteaClient) Decorate(ctx context.Context, number int, labels, reviewer
 		}
 		users = append(users, user(r))
 	}
-	if len(users)+len(teams) > 0 {
-		body := map[string]any{"reviewers": users, "team_reviewers": teams}
-		if _, err := c.api.do(ctx, http.MethodPost, c.path("/pulls/%d/requested_reviewers", number), body, nil); err != nil {
-			return warnings, err
-		}
-	}
-	return warnings, nil
+	return warnings, requestReviewers(ctx, c.api, c.path("/pulls/%d/requested_reviewers", number), users, teams)
 }
 
 // labelIDs are the IDs of labels, read from every page of GET /labels; a

@@ -79,15 +79,10 @@ func (c *githubClient) Find(ctx context.Context, q Query) (*PullRequest, error) 
 // Create is POST /repos/{owner}/{repo}/pulls; GitHub answers 422 with "A
 // pull request already exists for owner:branch." for a duplicate.
 func (c *githubClient) Create(ctx context.Context, pr PullRequest) (*PullRequest, error) {
-	var p githubPull
 	body := map[string]any{"title": pr.Title, "head": pr.Head, "base": pr.Base, "body": pr.Body}
-	if _, err := c.api.do(ctx, http.MethodPost, c.path("/pulls"), body, &p); err != nil {
-		if e, ok := err.(*APIError); ok && e.Status == http.StatusUnprocessableEntity && strings.Contains(e.Message, "already exists") {
-			e.exists = true
-		}
-		return nil, err
-	}
-	return p.pr(), nil
+	return createPull[githubPull](ctx, c.api, c.path("/pulls"), body, func(e *APIError) bool {
+		return e.Status == http.StatusUnprocessableEntity && strings.Contains(e.Message, "already exists")
+	})
 }
 
 // Update is PATCH /repos/{owner}/{repo}/pulls/{number}.
@@ -123,11 +118,5 @@ func (c *githubClient) Decorate(ctx context.Context, number int, labels, reviewe
 		}
 		users = append(users, user(r))
 	}
-	if len(users)+len(teams) > 0 {
-		body := map[string]any{"reviewers": users, "team_reviewers": teams}
-		if _, err := c.api.do(ctx, http.MethodPost, c.path("/pulls/%d/requested_reviewers", number), body, nil); err != nil {
-			return warnings, err
-		}
-	}
-	return warnings, nil
+	return warnings, requestReviewers(ctx, c.api, c.path("/pulls/%d/requested_reviewers", number), users, teams)
 }

@@ -75,15 +75,8 @@ func (c *gitlabClient) Find(ctx context.Context, q Query) (*PullRequest, error) 
 // "Another open merge request already exists for this source branch" for
 // a duplicate.
 func (c *gitlabClient) Create(ctx context.Context, pr PullRequest) (*PullRequest, error) {
-	var m gitlabMR
 	body := map[string]any{"source_branch": pr.Head, "target_branch": pr.Base, "title": pr.Title, "description": pr.Body, "remove_source_branch": true}
-	if _, err := c.api.do(ctx, http.MethodPost, c.path("/merge_requests"), body, &m); err != nil {
-		if e, ok := err.(*APIError); ok && e.Status == http.StatusConflict {
-			e.exists = true
-		}
-		return nil, err
-	}
-	return m.pr(), nil
+	return createPull[gitlabMR](ctx, c.api, c.path("/merge_requests"), body, func(e *APIError) bool { return e.Status == http.StatusConflict })
 }
 
 // Update is PUT /projects/:id/merge_requests/:iid.

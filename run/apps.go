@@ -47,10 +47,16 @@ func discoverApps(ctx context.Context, client dynamic.Interface, cfg *config.Con
 	return res, nil
 }
 
-// selectApps keeps the apps of o.Shard and o.Apps, and returns the shard of
-// every app of the config (nil without o.Shard). No app left is an error,
-// except in a shard, which may own none.
-func selectApps(cfg *config.Config, o Options) (shardOf map[string]int, err error) {
+// shardPlan is this run's shard and the shard of every app of the config.
+type shardPlan struct {
+	spec shard.Spec
+	of   map[string]int
+}
+
+// selectApps keeps the apps of o.Shard and o.Apps, and returns the shard
+// plan (nil without o.Shard). No app left is an error, except in a shard,
+// which may own none.
+func selectApps(cfg *config.Config, o Options) (plan *shardPlan, err error) {
 	if o.Shard != "" {
 		sh, err := parseShard(o.Shard)
 		if err != nil {
@@ -64,10 +70,10 @@ func selectApps(cfg *config.Config, o Options) (shardOf map[string]int, err erro
 		for i, a := range cfg.Apps {
 			units[i] = shard.App{Name: a.Name, Namespace: a.Namespace}
 		}
-		shardOf = map[string]int{}
+		plan = &shardPlan{spec: sh, of: map[string]int{}}
 		var kept []config.App
 		for i, s := range shard.Plan(units, sh.Count, by) {
-			shardOf[cfg.Apps[i].Name] = s
+			plan.of[cfg.Apps[i].Name] = s
 			if s == sh.Index {
 				kept = append(kept, cfg.Apps[i])
 			}
@@ -96,7 +102,7 @@ func selectApps(cfg *config.Config, o Options) (shardOf map[string]int, err erro
 	if len(cfg.Apps) == 0 && o.Shard == "" {
 		return nil, errors.New("no apps to scan")
 	}
-	return shardOf, nil
+	return plan, nil
 }
 
 func parseShard(spec string) (shard.Spec, error) {

@@ -107,8 +107,8 @@ func LeaseFor(state, lease string, dryRun bool) (LeaseRef, error) {
 }
 
 // notifyOwners tells the owners about r under the Lease and returns the
-// errors to report. shardOf is the shard of every app of a sharded run.
-func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Report, cfg *config.Config, o Options, shardOf map[string]int) []error {
+// errors to report. plan is a sharded run's, else nil.
+func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Report, cfg *config.Config, o Options, plan *shardPlan) []error {
 	if cfg.Notify == nil {
 		return nil
 	}
@@ -122,7 +122,7 @@ func notifyOwners(ctx context.Context, client kubernetes.Interface, r *report.Re
 		if store, err = ref.Store(client, o.Now); err != nil {
 			return []error{err}
 		}
-		store = shardStore(store, o, shardOf)
+		store = shardStore(store, o, plan)
 	}
 	ref, err := LeaseFor(n.State, n.Lease, n.DryRun)
 	if err != nil {
@@ -206,22 +206,19 @@ func holdLease(ctx context.Context, client kubernetes.Interface, ref LeaseRef, o
 // to it (notify.ShardStore). The shards' states are the chart's
 // "<name>-<index>" ConfigMaps; a state named otherwise, or in a file, is
 // store alone, and an app that moves is notified again.
-func shardStore(store notify.Store, o Options, shardOf map[string]int) notify.Store {
+func shardStore(store notify.Store, o Options, plan *shardPlan) notify.Store {
 	cm, ok := store.(*notify.ConfigMapStore)
-	if !ok || shardOf == nil {
+	if !ok || plan == nil {
 		return store
 	}
-	sh, err := parseShard(o.Shard)
-	if err != nil {
-		return store
-	}
+	sh := plan.spec
 	base, found := strings.CutSuffix(cm.Name, "-"+strconv.Itoa(sh.Index))
 	if !found {
 		o.Logger.Info("the state's name does not end in -<shard index>, so the other shards' states are not known: the drift of an app that moves between shards is notified again", "state", cm.Name)
 		return store
 	}
 	ss := &notify.ShardStore{Store: store, Index: sh.Index, Logger: o.Logger, Now: o.Now, ShardOf: func(app string) (int, bool) {
-		i, ok := shardOf[app]
+		i, ok := plan.of[app]
 		return i, ok
 	}}
 	for i := range sh.Count {

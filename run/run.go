@@ -158,7 +158,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	for _, s := range found.Skipped {
 		opts.Logger.Info("skipped", "reason", s)
 	}
-	shardOf, err := selectApps(cfg, opts)
+	plan, err := selectApps(cfg, opts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -181,7 +181,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	if err := writeOutputs(r, opts); err != nil {
 		return res, err
 	}
-	res.NotifyErrors = notifyOwners(ctx, c.kube, r, cfg, opts, shardOf)
+	res.NotifyErrors = notifyOwners(ctx, c.kube, r, cfg, opts, plan)
 	res.failed = len(res.NotifyErrors) > 0 && opts.Notify.Errors == FailOnError
 	res.MetricsError = writeMetrics(ctx, r, opts)
 	return res, nil

@@ -1,9 +1,11 @@
 // Package shard splits a scan's apps between the pods of an Indexed Job.
 //
-// An app belongs to exactly one of N shards: the FNV-1a 32-bit hash of its
-// name, modulo N. The assignment depends on nothing but the name and N, so it
-// is the same on every run, in every pod and in every version of driftscan;
-// adding or removing an app never moves another one. Changing N reshuffles.
+// An app belongs to exactly one of N shards (Plan). By namespace, the
+// default, whole namespaces are dealt out in the order of their FNV-1a hash,
+// so a shard lists only its own namespaces; by app, an app's shard is the
+// FNV-1a 32-bit hash of its name, modulo N (Of), the same on every run, in
+// every pod and in every version of driftscan, and adding or removing an app
+// never moves another one. Changing N reshuffles either way.
 package shard
 
 import (
@@ -82,18 +84,3 @@ func number(s string) (int, error) {
 
 // String returns the spec as ParseSpec reads it.
 func (s Spec) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
-
-// Owns reports whether app belongs to this shard.
-func (s Spec) Owns(app string) bool { return Of(app, s.Count) == s.Index }
-
-// Select returns the apps that belong to shard i of n, in their given order.
-func Select(apps []string, i, n int) []string {
-	spec := Spec{Index: i, Count: n}
-	var out []string
-	for _, a := range apps {
-		if spec.Owns(a) {
-			out = append(out, a)
-		}
-	}
-	return out
-}

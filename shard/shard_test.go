@@ -34,6 +34,22 @@ func TestAnAppAlwaysLandsInTheSameShard(t *testing.T) {
 	}
 }
 
+// byApp is the apps Plan puts in shard i of n, by app name, in their
+// given order.
+func byApp(apps []string, i, n int) []string {
+	units := make([]App, len(apps))
+	for j, a := range apps {
+		units[j] = App{Name: a}
+	}
+	var out []string
+	for j, s := range Plan(units, n, ByApp) {
+		if s == i {
+			out = append(out, apps[j])
+		}
+	}
+	return out
+}
+
 func TestOneShardOrFewerHoldsEverything(t *testing.T) {
 	for _, n := range []int{-1, 0, 1} {
 		if got := Of("web", n); got != 0 {
@@ -41,8 +57,8 @@ func TestOneShardOrFewerHoldsEverything(t *testing.T) {
 		}
 	}
 	apps := []string{"a", "b", "c"}
-	if diff := cmp.Diff(apps, Select(apps, 0, 1)); diff != "" {
-		t.Errorf("Select(apps, 0, 1) (-want +got):\n%s", diff)
+	if diff := cmp.Diff(apps, byApp(apps, 0, 1)); diff != "" {
+		t.Errorf("byApp(apps, 0, 1) (-want +got):\n%s", diff)
 	}
 }
 
@@ -54,15 +70,15 @@ func TestEveryAppIsInExactlyOneShard(t *testing.T) {
 	for n := 1; n <= 8; n++ {
 		seen := map[string]int{}
 		for i := 0; i < n; i++ {
-			got := Select(apps, i, n)
+			got := byApp(apps, i, n)
 			// A shard that gets far less than its share means a poor hash.
 			if min := len(apps) / n * 3 / 4; len(got) < min {
 				t.Errorf("shard %d/%d holds %d apps, want at least %d", i, n, len(got), min)
 			}
 			for _, a := range got {
 				seen[a]++
-				if !(Spec{Index: i, Count: n}).Owns(a) {
-					t.Errorf("Select(%d/%d) returned %s, which Owns denies", i, n, a)
+				if Of(a, n) != i {
+					t.Errorf("shard %d/%d holds %s, which Of puts in shard %d", i, n, a, Of(a, n))
 				}
 			}
 		}
@@ -74,7 +90,7 @@ func TestEveryAppIsInExactlyOneShard(t *testing.T) {
 	}
 }
 
-func TestSelectKeepsTheGivenOrder(t *testing.T) {
+func TestAShardKeepsTheGivenOrder(t *testing.T) {
 	apps := []string{"zeta", "alpha", "mid", "beta", "omega", "gamma", "delta", "kappa"}
 	pos := map[string]int{}
 	for i, a := range apps {
@@ -82,7 +98,7 @@ func TestSelectKeepsTheGivenOrder(t *testing.T) {
 	}
 	total := 0
 	for i := 0; i < 2; i++ {
-		got := Select(apps, i, 2)
+		got := byApp(apps, i, 2)
 		total += len(got)
 		for j := 1; j < len(got); j++ {
 			if pos[got[j-1]] > pos[got[j]] {
