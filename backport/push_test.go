@@ -80,24 +80,6 @@ func commitOn(t *testing.T, root, branch, file, content string) plumbing.Hash {
 	return h
 }
 
-// bareCommit is the commit branch points at in the bare repository.
-func bareCommit(t *testing.T, bare, branch string) *object.Commit {
-	t.Helper()
-	r, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		return nil
-	}
-	c, err := r.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestPushSendsTheBranchToTheRealGitServerWithTheBoundToken(t *testing.T) {
 	g := newGitServer(t)
 	h := commitOn(t, g.clone, "hotfix/web", "apps/web/config.yaml", "kind: ConfigMap\ndata: {mode: fixed}\n")
@@ -109,7 +91,7 @@ func TestPushSendsTheBranchToTheRealGitServerWithTheBoundToken(t *testing.T) {
 	if !res.Pushed || res.Commit != h.String() || res.URL != g.url {
 		t.Errorf("Push = %+v, want pushed %s to %s", res, h, g.url)
 	}
-	got := bareCommit(t, g.bare, "hotfix/web")
+	got := gitrepo.BranchCommit(t, g.bare, "hotfix/web")
 	if got == nil || got.Hash != h || got.Message != "edit apps/web/config.yaml" {
 		t.Fatalf("the bare repository's hotfix/web is %v, want the pushed commit %s", got, h)
 	}
@@ -143,7 +125,7 @@ func TestPushWithAWrongTokenFailsWithoutShowingIt(t *testing.T) {
 	if strings.Contains(err.Error(), wrong) {
 		t.Errorf("the error shows the token: %v", err)
 	}
-	if c := bareCommit(t, g.bare, "hotfix/web"); c != nil {
+	if c := gitrepo.BranchCommit(t, g.bare, "hotfix/web"); c != nil {
 		t.Errorf("hotfix/web was created at %s", c.Hash)
 	}
 }
@@ -182,7 +164,7 @@ func TestPushRefusesARemoteBranchThatHasOtherCommits(t *testing.T) {
 	if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "never force-pushes") {
 		t.Fatalf("Push = %v, want ErrDiverged", err)
 	}
-	if got := bareCommit(t, g.bare, "hotfix/web"); got.Hash != theirs {
+	if got := gitrepo.BranchCommit(t, g.bare, "hotfix/web"); got.Hash != theirs {
 		t.Errorf("the remote branch moved to %s, want theirs %s kept", got.Hash, theirs)
 	}
 	if _, err := Track(t.Context(), g.clone, "hotfix/web", g.remote(pushToken)); !errors.Is(err, ErrDiverged) {
@@ -211,7 +193,7 @@ func TestTrackStartsFromTheRemoteBranchSoTheNextPushFastForwards(t *testing.T) {
 	if err != nil || !res.Pushed {
 		t.Fatalf("Push = %+v, %v", res, err)
 	}
-	got := bareCommit(t, g.bare, "hotfix/web")
+	got := gitrepo.BranchCommit(t, g.bare, "hotfix/web")
 	if got.Hash != second || len(got.ParentHashes) != 1 || got.ParentHashes[0] != first {
 		t.Errorf("remote hotfix/web is %s (parents %v), want %s on top of %s", got.Hash, got.ParentHashes, second, first)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/calricon/driftscan/breakglass"
@@ -101,30 +100,12 @@ func (d *drill) scan(t *testing.T, now time.Time) *report.Report {
 	return res.Report
 }
 
-// branch is the commit of branch in the bare repository, nil when none.
-func (d *drill) branch(t *testing.T, name string) *object.Commit {
-	t.Helper()
-	r, err := git.PlainOpen(d.bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(name), true)
-	if err != nil {
-		return nil
-	}
-	c, err := r.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // merge fast-forwards main to branch in the bare repository and merges the
 // pull request on the forge, as a reviewer would.
 func (d *drill) merge(t *testing.T, branch string, number int) {
 	t.Helper()
 	r, _ := git.PlainOpen(d.bare)
-	c := d.branch(t, branch)
+	c := gitrepo.BranchCommit(t, d.bare, branch)
 	if err := r.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName("main"), c.Hash)); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +135,7 @@ func TestTheDrillFromSuspendToResume(t *testing.T) {
 			t.Errorf("the pull request lacks %q:\n%s\n%s", want, pulls[0].Title, pulls[0].Body)
 		}
 	}
-	first := d.branch(t, branch)
+	first := gitrepo.BranchCommit(t, d.bare, branch)
 	if first == nil {
 		t.Fatal("the branch was not pushed")
 	}
@@ -174,7 +155,7 @@ func TestTheDrillFromSuspendToResume(t *testing.T) {
 	if pulls := d.forge.Pulls(); len(pulls) != 1 {
 		t.Errorf("%d pull requests after the second scan", len(pulls))
 	}
-	if again := d.branch(t, branch); again.Hash != first.Hash {
+	if again := gitrepo.BranchCommit(t, d.bare, branch); again.Hash != first.Hash {
 		t.Errorf("the second scan pushed %s over %s", again.Hash, first.Hash)
 	}
 
