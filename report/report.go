@@ -93,6 +93,18 @@ type Stats struct {
 	Dismissed Dismissed `json:"dismissed,omitempty"`
 	// Audit counts the audit events the scan read, when it read any.
 	Audit *AuditStats `json:"audit,omitempty"`
+	// Cache says what the scan took from the cache an earlier scan left,
+	// when it had one (scan --cache-dir).
+	Cache *CacheStats `json:"cache,omitempty"`
+}
+
+// CacheStats say what an earlier scan spared this one.
+type CacheStats struct {
+	// InSync counts the objects found in sync without a compare: an
+	// earlier scan found them in sync with no difference at all, and
+	// neither Git's object nor the live one (its resourceVersion) has
+	// changed since.
+	InSync int `json:"inSync"`
 }
 
 // AuditStats say how much of the audit log the scan used.

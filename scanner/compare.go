@@ -19,8 +19,11 @@ import (
 // context the classifier needs beyond the object itself.
 type classifyContext struct {
 	webhooks []admissionregistrationv1.MutatingWebhookConfiguration
-	nsLabels map[string]map[string]string
-	scalers  map[objectKey][]classify.Scaler
+	// webhooksID names the webhooks read, "" when they could not be
+	// (webhooksID): the verdict cache's key to them.
+	webhooksID string
+	nsLabels   map[string]map[string]string
+	scalers    map[objectKey][]classify.Scaler
 }
 
 // gather reads what classification needs besides the namespaces' labels
@@ -28,7 +31,9 @@ type classifyContext struct {
 func (s *scan) gather(ctx context.Context) classifyContext {
 	cc := classifyContext{scalers: map[objectKey][]classify.Scaler{}}
 	var err error
-	if cc.webhooks, err = s.c.webhooks(ctx); err != nil {
+	cc.webhooks, err = s.c.webhooks(ctx)
+	cc.webhooksID = webhooksID(cc.webhooks, err)
+	if err != nil {
 		s.warn(report.Warning{Code: report.WarnWebhooksUnreadable, Message: fmt.Sprintf("cannot list MutatingWebhookConfigurations, so injected fields do not name the webhook behind them and hints cannot say which webhook matches: %v", err)})
 	}
 	cc.nsLabels = s.namespaces.labels
@@ -136,11 +141,11 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 	q := &objectQueue{limit: queueLimit, started: len(s.auditPaths()) == 0}
 	q.cond = sync.NewCond(&q.mu)
 	s.namespaces = s.readNamespaces(ctx)
-	var cc classifyContext
 	ready := make(chan struct{})
+	s.ready = ready
 	go func() {
 		defer close(ready)
-		cc = s.gather(ctx)
+		s.cc = s.gather(ctx)
 		s.audit = auditDone()
 		q.start()
 	}()
@@ -159,7 +164,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 				if !ok {
 					return
 				}
-				s.compareOne(s.objects[f.index], f, cc)
+				s.compareOne(s.objects[f.index], f, s.cc)
 				// The desired object is not needed any more: the report
 				// object holds what was found.
 				s.objects[f.index].obj = nil
@@ -279,6 +284,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	if len(changes) == 0 {
 		// Nothing to attribute or classify: no owner is asked for.
 		ro.Status = report.StatusInSync
+		s.recordVerdict(d, f, ro, nil)
 		return nil
 	}
 	owners, err := ownership(f.managedFields)
@@ -301,10 +307,12 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
 	obj.Tracking = s.tracking[d.app]
 	facts := &objectFacts{typer: s.c.typer, gvk: gvk, git: git, live: l}
+	dismissed := report.Dismissed{}
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
 		if touches(d.unstable, ch.Path) {
 			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
+			dismissed[report.UnstableRender]++
 			continue
 		}
 		var who *report.Attribution
@@ -320,6 +328,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		res := cl.Classify(obj, cch)
 		if !res.Drift {
 			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, res)
+			dismissed[res.Reason]++
 			continue
 		}
 		f := res.Finding
@@ -332,6 +341,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		ro.Findings = append(ro.Findings, f)
 	}
 	ro.Status = report.StatusInSync
+	s.recordVerdict(d, f, ro, dismissed)
 	return nil
 }
 

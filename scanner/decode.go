@@ -191,6 +191,10 @@ func scanHead(raw []byte, h *itemHead) bool {
 					return headString(raw, v, &h.Metadata.Name)
 				case asciiFold(key, "namespace"):
 					return headString(raw, v, &h.Metadata.Namespace)
+				case asciiFold(key, "uid"):
+					return headString(raw, v, &h.Metadata.UID)
+				case asciiFold(key, "resourceVersion"):
+					return headString(raw, v, &h.Metadata.ResourceVersion)
 				}
 				return skipValue(raw, v), true
 			}, &ok)

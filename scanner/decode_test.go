@@ -24,6 +24,7 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 		"nulls":                                `{"kind":null,"metadata":null}`,
 		"a null name":                          `{"metadata":{"name":null}}`,
 		"a key twice":                          `{"kind":"x","kind":"y"}`,
+		"uid and resourceVersion":              `{"metadata":{"uid":"6b1f","resourceVersion":"42","RESOURCEVERSION":"43","UID":null}}`,
 		"metadata twice":                       `{"metadata":{"name":"a"},"metadata":{"namespace":"b"}}`,
 		"a number where a string goes":         `{"kind":1}`,
 		"metadata that is no object":           `{"metadata":"x"}`,

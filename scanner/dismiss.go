@@ -14,12 +14,14 @@ type dismissals struct {
 	counts report.Dismissed
 }
 
-func (d *dismissals) add(r report.Reason) {
+func (d *dismissals) add(r report.Reason) { d.addN(r, 1) }
+
+func (d *dismissals) addN(r report.Reason, n int) {
 	d.mu.Lock()
 	if d.counts == nil {
 		d.counts = report.Dismissed{}
 	}
-	d.counts[r]++
+	d.counts[r] += n
 	d.mu.Unlock()
 }
 

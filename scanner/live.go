@@ -108,7 +108,9 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 				mu.Lock()
 				st.found[found.index] = true
 				mu.Unlock()
-				visit(*found)
+				if found.live != nil {
+					visit(*found)
+				}
 			}
 			if extra != nil {
 				mu.Lock()
@@ -162,9 +164,13 @@ const allNamespaces = "\x00all"
 type foundObject struct {
 	index int // in scan.objects
 	// live is the object without its status; managedFields is the JSON
-	// of its metadata.managedFields (decodeLive).
+	// of its metadata.managedFields (decodeLive). live is nil when the
+	// verdict cache says the object is in sync: it is not compared.
 	live          *unstructured.Unstructured
 	managedFields []byte
+	// git is the hash of Git's side (gitHash), "" without a cache; uid
+	// and resourceVersion are the live object's, for the cache's verdict.
+	git, uid, resourceVersion string
 }
 
 // keep decides what the scan keeps of one listed item: a declared object
@@ -175,11 +181,15 @@ type foundObject struct {
 func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, extra *extraObject, err error) {
 	key := keyOfHead(it.head)
 	if di, ok := s.declared[key]; ok {
+		git, inSync := s.cachedVerdict(di, it.head)
+		if inSync {
+			return &foundObject{index: di}, nil, nil
+		}
 		u, managedFields, err := it.decode()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s/%s: %w", key.kind, key.ns, key.name, err)
 		}
-		return &foundObject{index: di, live: u, managedFields: managedFields}, nil, nil
+		return &foundObject{index: di, live: u, managedFields: managedFields, git: git, uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
 	}
 	if !s.opts.Extra {
 		return nil, nil, nil

@@ -27,6 +27,10 @@ type itemHead struct {
 	Metadata   struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
+		// UID and ResourceVersion identify what the object holds, for the
+		// verdict cache (verdicts.go).
+		UID             string `json:"uid"`
+		ResourceVersion string `json:"resourceVersion"`
 	} `json:"metadata"`
 }
 

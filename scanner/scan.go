@@ -88,6 +88,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, is told how far the scan is.
 	Progress func(Progress)
+	// CacheDir holds what a scan keeps for the next one: parsed manifests
+	// (render.ParseCache) and in-sync verdicts (verdicts.go). It is a
+	// folder private to one config and cluster (and shard); "" keeps
+	// nothing, and every object is compared.
+	CacheDir string
 	// AuditLogs are audit log files or folders, in addition to the
 	// config's audit.files; "-" reads AuditStdin.
 	AuditLogs  []string
@@ -190,6 +195,12 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	r := report.New(now, cluster)
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
+	if opts.CacheDir != "" {
+		var err error
+		if s.verdicts, err = openVerdicts(opts.CacheDir, opts.RESTConfig.Host+" "+c.version, now); err != nil {
+			opts.Logger.Warn("the scan cache is not used: every object is compared", "err", err)
+		}
+	}
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
@@ -214,6 +225,12 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		}
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
+	if s.verdicts != nil {
+		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount()}
+		if err := s.verdicts.save(); err != nil {
+			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
+		}
+	}
 	s.auditReport()
 	r.Finalize()
 	return r, nil
@@ -240,6 +257,11 @@ type scan struct {
 	dismissed    dismissals
 	tracking     []classify.Tracking
 	unstableSeen unstableFields
+	// verdicts is the verdict cache, nil without Options.CacheDir; cc is
+	// the classification context, set when ready is closed (compare).
+	verdicts *verdicts
+	cc       classifyContext
+	ready    <-chan struct{}
 }
 
 func (s *scan) progress(stage string, done, total int) {

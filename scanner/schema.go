@@ -161,11 +161,7 @@ func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv 
 	if err != nil {
 		return nil, err
 	}
-	path := "apis/" + gv.Group + "/" + gv.Version
-	if gv.Group == "" {
-		path = "api/" + gv.Version
-	}
-	p, ok := paths[path]
+	p, ok := paths[openapiPath(gv)]
 	if !ok {
 		return nil, errUnpublished
 	}
@@ -303,4 +299,36 @@ func (c kindCursor) kind() nodeKind {
 		}
 	}
 	return k
+}
+
+// schemaID names the server's schema of gv as the scan types with it: the
+// address of its OpenAPI v3 document, which carries the document's hash,
+// or "deduced" when the server publishes none. "" when it was not read.
+func (t *typer) schemaID(gv schema.GroupVersion) string {
+	if t.failed[gv] != nil {
+		return ""
+	}
+	if t.unpublished[gv] {
+		return "deduced"
+	}
+	if !t.loaded[gv] {
+		return ""
+	}
+	paths, err := t.openapiPaths()
+	if err != nil {
+		return ""
+	}
+	p, ok := paths[openapiPath(gv)]
+	if !ok {
+		return ""
+	}
+	return p.ServerRelativeURL()
+}
+
+// openapiPath is gv's key in the server's OpenAPI v3 index.
+func openapiPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
 }

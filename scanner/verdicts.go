@@ -1,0 +1,482 @@
+package scanner
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/report"
+)
+
+// A scheduled scan mostly finds what the last one found: objects in sync
+// that nobody touched since. The verdict cache (Options.CacheDir) remembers
+// each object found with no drift, by what was compared: a hash of Git's
+// object as the applier sends it (with its kind, the version listed and the
+// server's schema for it), and the live object's uid and resourceVersion.
+// The API server gives an object a new resourceVersion on every write, so
+// while both stay the same, so does the comparison, and the next scan marks
+// the object in sync from its page's bytes without decoding or comparing
+// it. An object whose differences were all dismissed as no drift (the
+// defaults the server fills in, a webhook's sidecar) is remembered with
+// how many were dismissed for which reason, and with what its
+// classification read besides the object: the webhooks, its autoscalers,
+// its namespace's labels, the app's appliers, rules and reconciler
+// (classifyContext); a change to any of them compares it again. Anything
+// else is compared as always: an object with drift (ignored or not), one
+// whose Git side or schema changed, every object when an audit log is read
+// (attribution comes from outside the object), and every verdict older than
+// verdictMaxAge. The cache holds names, hashes, uids and resourceVersions:
+// no value of any object.
+
+// verdictFormat is the cache file's format; a file of another is ignored.
+// Bump it whenever what a verdict depends on changes in a way the hash
+// does not see (normalization, diff, what counts as a difference).
+const verdictFormat = 1
+
+// verdictMaxAge bounds how long a verdict is trusted without a compare: a
+// CRD's conversion webhook may change what the server serves without a
+// write to the object, so every object is compared afresh at least daily.
+const verdictMaxAge = 24 * time.Hour
+
+// verdictFileMax bounds the cache file read: about 200 bytes a verdict.
+const verdictFileMax = 256 << 20
+
+// verdictFileName is the cache file in Options.CacheDir.
+const verdictFileName = "verdicts.json"
+
+// verdictFile is the cache file.
+type verdictFile struct {
+	Format int `json:"format"`
+	// Build is the driftscan build that wrote it (buildIdentity), Server
+	// the API server's address and version: verdicts of another build or
+	// server are not used.
+	Build    string    `json:"build"`
+	Server   string    `json:"server"`
+	Verdicts []verdict `json:"verdicts"`
+}
+
+// verdict is one object found in sync.
+type verdict struct {
+	Group     string `json:"g,omitempty"`
+	Kind      string `json:"k"`
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"n"`
+	// Git is the hash of what was compared on Git's side (gitHash).
+	Git             string `json:"git"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"rv"`
+	// Owner is the object's Options.OwnerLabel value.
+	Owner string `json:"owner,omitempty"`
+	// Dismissed counts the differences dismissed as no drift, by reason,
+	// and Context is the hash of what their classification read besides
+	// the object (classifyHash); both empty for an object with none.
+	Dismissed report.Dismissed `json:"dismissed,omitempty"`
+	Context   string           `json:"ctx,omitempty"`
+	// At is when it was compared, in Unix seconds.
+	At int64 `json:"at"`
+}
+
+func (v verdict) key() objectKey { return objectKey{v.Group, v.Kind, v.Namespace, v.Name} }
+
+// verdicts is the cache of one scan: what it read, and what it keeps.
+type verdicts struct {
+	path, build, server string
+	now                 time.Time
+	old                 map[objectKey]verdict
+
+	mu      sync.Mutex
+	kept    map[objectKey]verdict
+	changed bool
+	reused  int
+}
+
+// openVerdicts reads the cache in dir for a scan of server at now. A
+// missing file is an empty cache; one that cannot be read, or is of
+// another format, build or server, is an empty cache too, and the error
+// says why (the scan compares everything and writes it anew).
+func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
+	v := &verdicts{path: filepath.Join(dir, verdictFileName), build: buildIdentity(), server: server, now: now,
+		old: map[objectKey]verdict{}, kept: map[objectKey]verdict{}, changed: true}
+	f, err := os.Open(v.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return v, nil
+	}
+	if err != nil {
+		return v, fmt.Errorf("read the scan cache: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, verdictFileMax+1))
+	if err != nil {
+		return v, fmt.Errorf("read the scan cache %s: %w", v.path, err)
+	}
+	if len(data) > verdictFileMax {
+		return v, fmt.Errorf("the scan cache %s is over %d MiB: not read", v.path, verdictFileMax>>20)
+	}
+	var file verdictFile
+	if err := json.Unmarshal(data, &file); err != nil {
+		return v, fmt.Errorf("the scan cache %s is no cache file (%v): not used", v.path, err)
+	}
+	if file.Format != verdictFormat || file.Build != v.build || file.Server != server {
+		return v, nil // written anew for this build and server
+	}
+	v.changed = false
+	for _, e := range file.Verdicts {
+		v.old[e.key()] = e
+	}
+	return v, nil
+}
+
+// lookup returns the verdict on k if one holds for this Git side and live
+// object, but for its context (verdict.Context), which the caller checks.
+func (v *verdicts) lookup(k objectKey, git, uid, rv string) (verdict, bool) {
+	e, ok := v.old[k]
+	if !ok || git == "" || uid == "" || rv == "" || e.Git != git || e.UID != uid || e.ResourceVersion != rv {
+		return verdict{}, false
+	}
+	if age := v.now.Sub(time.Unix(e.At, 0)); age < 0 || age >= verdictMaxAge {
+		return verdict{}, false
+	}
+	return e, true
+}
+
+// reuse keeps verdict e, which held, for the next scan.
+func (v *verdicts) reuse(e verdict) {
+	v.mu.Lock()
+	v.kept[e.key()] = e
+	v.reused++
+	v.mu.Unlock()
+}
+
+// record keeps the verdict e, just found, with this scan's time.
+func (v *verdicts) record(e verdict) {
+	if e.Git == "" || e.UID == "" || e.ResourceVersion == "" {
+		return
+	}
+	e.At = v.now.Unix()
+	v.mu.Lock()
+	v.kept[e.key()] = e
+	v.changed = true
+	v.mu.Unlock()
+}
+
+// reusedCount is how many objects inSync marked in sync.
+func (v *verdicts) reusedCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.reused
+}
+
+// save writes the verdicts kept by this scan, and only those: an object
+// gone from Git or found with a difference leaves the cache. It writes
+// nothing when they are what it read, and otherwise replaces the file at
+// once (a temporary file renamed over it), so a scan that dies midway or
+// a scan running beside it never leaves half a file.
+func (v *verdicts) save() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.changed && len(v.kept) == len(v.old) {
+		return nil
+	}
+	file := verdictFile{Format: verdictFormat, Build: v.build, Server: v.server, Verdicts: make([]verdict, 0, len(v.kept))}
+	for _, e := range v.kept {
+		file.Verdicts = append(file.Verdicts, e)
+	}
+	slices.SortFunc(file.Verdicts, func(a, b verdict) int {
+		return cmpKey(a.key(), b.key())
+	})
+	data, err := json.Marshal(file)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(v.path, data)
+}
+
+func cmpKey(a, b objectKey) int {
+	for _, c := range [][2]string{{a.group, b.group}, {a.kind, b.kind}, {a.ns, b.ns}, {a.name, b.name}} {
+		if c[0] != c[1] {
+			if c[0] < c[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// folder, readable by the user alone, renamed over path.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write the scan cache %s: %w", path, err)
+	}
+	return nil
+}
+
+// buildIdentity names the running driftscan build: its version and
+// commit, and for a build from a work tree (no version, or uncommitted
+// changes) the executable's size and time as well, so that a rebuilt
+// binary never trusts what another build compared.
+func buildIdentity() string {
+	buildOnce.Do(func() {
+		id := "unknown"
+		modified := true
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			id = bi.Main.Path + "@" + bi.Main.Version
+			modified = bi.Main.Version == "" || bi.Main.Version == "(devel)"
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					id += " " + s.Value
+				case "vcs.modified":
+					modified = modified || s.Value == "true"
+				}
+			}
+		}
+		if modified {
+			if exe, err := os.Executable(); err == nil {
+				if fi, err := os.Stat(exe); err == nil {
+					id += fmt.Sprintf(" %d@%d", fi.Size(), fi.ModTime().UnixNano())
+				}
+			}
+		}
+		buildID = id
+	})
+	return buildID
+}
+
+var (
+	buildOnce sync.Once
+	buildID   string
+)
+
+// cachedVerdict hashes Git's side of declared object di and, when the
+// verdict cache holds that the live object h heads has no drift against
+// it, marks the object in sync in the report and counts what it dismissed:
+// it is then not decoded or compared. A verdict with dismissals waits for
+// the classification context (compare's gather) to check it. It returns
+// the hash, "" without a cache.
+func (s *scan) cachedVerdict(di int, h itemHead) (git string, inSync bool) {
+	if s.verdicts == nil {
+		return "", false
+	}
+	d := &s.objects[di]
+	gvk := d.obj.GroupVersionKind()
+	git = gitHash(d.obj.Object, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	v, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
+	if !ok {
+		return git, false
+	}
+	if len(v.Dismissed) > 0 {
+		if s.opts.ExplainDismissed || len(s.auditPaths()) > 0 {
+			// Each dismissal is listed, or attributed from the audit log
+			// (classifyHash): compare it, without waiting for the log.
+			return git, false
+		}
+		<-s.ready
+		if ctx := s.classifyHash(*d); ctx == "" || ctx != v.Context {
+			return git, false
+		}
+		for reason, n := range v.Dismissed {
+			s.dismissed.addN(reason, n)
+		}
+	}
+	s.verdicts.reuse(v)
+	ro := &s.r.Apps[d.app].Objects[d.object]
+	ro.Status, ro.Owner = report.StatusInSync, v.Owner
+	return git, true
+}
+
+// recordVerdict keeps in the cache that d, compared with the live object
+// f, has no drift, dismissed having counted the differences that were none.
+func (s *scan) recordVerdict(d desired, f foundObject, ro *report.Object, dismissed report.Dismissed) {
+	if s.verdicts == nil || len(ro.Findings) > 0 {
+		return
+	}
+	e := verdict{Group: d.key.group, Kind: d.key.kind, Namespace: d.key.ns, Name: d.key.name,
+		Git: f.git, UID: f.uid, ResourceVersion: f.resourceVersion, Owner: ro.Owner}
+	if len(dismissed) > 0 {
+		if e.Context = s.classifyHash(d); e.Context == "" {
+			return
+		}
+		e.Dismissed = dismissed
+	}
+	s.verdicts.record(e)
+}
+
+// classifyHash is the hash of what classifying d's differences reads
+// besides the two objects: the mutating webhooks, d's autoscalers, its
+// namespace's labels, its app's appliers, rules and reconciler tracking,
+// and the fields that differ between its chart's two renders. "" when
+// an audit log is read: attribution then comes from outside the cluster's
+// state, and is never taken from the cache.
+func (s *scan) classifyHash(d desired) string {
+	if s.audit != nil || s.cc.webhooksID == "" {
+		return ""
+	}
+	app := s.cfg.Apps[d.app]
+	cl, err := json.Marshal(struct {
+		Appliers, AppAppliers []string
+		Rules                 any
+		Tracking              any
+	}{s.cfg.Appliers, app.Appliers, s.cfg.Rules, s.tracking[d.app]})
+	if err != nil {
+		return ""
+	}
+	h := &valueHasher{h: sha256.New()}
+	h.str(s.cc.webhooksID)
+	h.str(string(cl))
+	labels := map[string]any{}
+	for k, v := range s.cc.nsLabels[d.key.ns] {
+		labels[k] = v
+	}
+	h.value(labels)
+	for _, sc := range s.cc.scalers[d.key] {
+		h.str(sc.Kind)
+		h.str(sc.Name)
+	}
+	if d.unstable != nil {
+		h.str(d.unstable.String())
+	}
+	h.flush()
+	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// webhooksID names the mutating webhooks as gather read them: each
+// configuration's uid and resourceVersion, in name order; "" when they
+// could not be read.
+func webhooksID(cfgs []admissionregistrationv1.MutatingWebhookConfiguration, err error) string {
+	if err != nil {
+		return ""
+	}
+	ids := make([]string, 0, len(cfgs))
+	for _, c := range cfgs {
+		ids = append(ids, c.Name+"/"+string(c.UID)+"/"+c.ResourceVersion)
+	}
+	slices.Sort(ids)
+	return fmt.Sprintf("webhooks %q", ids)
+}
+
+// gitHash is the hash of what a compare of Git's object obj reads besides
+// the live object: the object as Git has it, how its applier sends it, the
+// version it is listed in, the server's schema for its group/version
+// (schemaID) and the owner label read from the live object. "" when obj
+// holds a value the hash does not know (nothing is then cached for it).
+func gitHash(obj map[string]any, gvk schema.GroupVersionKind, listed, schemaID string, applied config.AppliedAs, ownerLabel string) string {
+	if schemaID == "" {
+		return ""
+	}
+	h := &valueHasher{h: sha256.New()}
+	for _, s := range []string{gvk.String(), listed, schemaID, string(applied), ownerLabel} {
+		h.str(s)
+	}
+	if !h.value(obj) {
+		return ""
+	}
+	h.flush()
+	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// valueHasher hashes a decoded JSON value canonically: each value tagged
+// with its type, strings and collections with their length, map keys in
+// order. Two values hash alike only if they are equal, ints and floats
+// apart.
+type valueHasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func (w *valueHasher) flush() {
+	w.h.Write(w.buf)
+	w.buf = w.buf[:0]
+}
+
+func (w *valueHasher) tag(b byte, n uint64) {
+	if len(w.buf) > 32<<10 {
+		w.flush()
+	}
+	w.buf = append(w.buf, b)
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, n)
+}
+
+func (w *valueHasher) str(s string) {
+	w.tag('s', uint64(len(s)))
+	w.buf = append(w.buf, s...)
+}
+
+func (w *valueHasher) value(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		w.tag('n', 0)
+	case bool:
+		if v {
+			w.tag('t', 0)
+		} else {
+			w.tag('f', 0)
+		}
+	case string:
+		w.str(v)
+	case int64:
+		w.tag('i', uint64(v))
+	case int:
+		w.tag('i', uint64(int64(v)))
+	case int32:
+		w.tag('i', uint64(int64(v)))
+	case float64:
+		w.tag('d', math.Float64bits(v))
+	case []any:
+		w.tag('[', uint64(len(v)))
+		for _, e := range v {
+			if !w.value(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		w.tag('{', uint64(len(v)))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			w.str(k)
+			if !w.value(v[k]) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}

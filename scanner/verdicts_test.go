@@ -1,0 +1,198 @@
+package scanner
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
+)
+
+// cachedScan scans cfg with the verdict cache in dir.
+func cachedScan(t *testing.T, cfg *config.Config, dir string, mutate ...func(*Options)) *report.Report {
+	t.Helper()
+	return runScan(t, cfg, append([]func(*Options){func(o *Options) { o.CacheDir = dir }}, mutate...)...)
+}
+
+func reused(r *report.Report) int {
+	if r.Stats == nil || r.Stats.Cache == nil {
+		return -1
+	}
+	return r.Stats.Cache.InSync
+}
+
+// sameAsUncached fails unless r says what a scan without the cache says.
+func sameAsUncached(t *testing.T, cfg *config.Config, r *report.Report) {
+	t.Helper()
+	want := runScan(t, cfg)
+	// What is dismissed is counted alike; what the scan cost is not.
+	if diff := cmp.Diff(want, r, cmpopts.IgnoreFields(report.Stats{}, "APIRequests", "Throttled", "DurationSeconds", "Cache")); diff != "" {
+		t.Errorf("the scan with the cache says other than one without (-without +with):\n%s", diff)
+	}
+}
+
+// TestAnUnchangedObjectIsNotComparedAgain: the second scan of objects
+// nobody touched marks them in sync from the cache, and says so; every
+// change after that, live or in Git, is seen as by a scan without it.
+func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	src := filepath.Join(t.TempDir(), "web")
+	copyDir(t, fixture("apps", "web"), src)
+	applyDir(t, src, ns)
+	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	dir := t.TempDir()
+
+	first := cachedScan(t, cfg, dir)
+	if got := reused(first); got != 0 {
+		t.Fatalf("first scan took %d verdicts from an empty cache", got)
+	}
+	inSync := 0
+	for _, o := range first.Apps[0].Objects {
+		if o.Status == report.StatusInSync && len(o.Findings) == 0 && len(o.Dismissed) == 0 {
+			inSync++
+		}
+	}
+	second := cachedScan(t, cfg, dir)
+	if got := reused(second); got != 4 || inSync != 4 {
+		t.Errorf("second scan took %d verdicts from the cache, want the 4 objects the first found in sync (%d)", got, inSync)
+	}
+	sameAsUncached(t, cfg, second)
+
+	// What the cache keeps names objects; it holds none of their values.
+	data, err := os.ReadFile(filepath.Join(dir, verdictFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"git-password-do-not-leak", "Z2l0LXBhc3N3b3Jk", "nginx:1.25", "info"} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("the cache file holds the value %q", secret)
+		}
+	}
+
+	// An autoscaler comes to target the Deployment: nothing of the
+	// Deployment changed, but how its differences are classified may have,
+	// so it is compared again.
+	env.Apply(t, "hpa-installer", ns, cluster.Object(t, `
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web-hpa}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 60`))
+	withScaler := cachedScan(t, cfg, dir)
+	if got := reused(withScaler); got != 3 {
+		t.Errorf("after an HPA came, %d verdicts reused, want 3 (all but the Deployment)", got)
+	}
+	sameAsUncached(t, cfg, withScaler)
+
+	// A human edits the ConfigMap: it has a new resourceVersion, so it is
+	// compared, and the edit is found; the other three are still reused.
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
+	third := cachedScan(t, cfg, dir)
+	if got := reused(third); got != 3 {
+		t.Errorf("after a live edit, %d verdicts reused, want 3", got)
+	}
+	if got := rows(third); len(got) != 1 || got[0].Path != ".data.LOG_LEVEL" || got[0].Manager != "kubectl-edit" {
+		t.Errorf("after a live edit, findings:\n%s", dump(got))
+	}
+	sameAsUncached(t, cfg, third)
+
+	// Git moves on and the cluster does not: the Deployment's Git side has
+	// a new hash, so it is compared, and found behind.
+	deployment := filepath.Join(src, "deployment.yaml")
+	manifest, err := os.ReadFile(deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(manifest, []byte("nginx:1.25")) {
+		t.Fatalf("%s declares no nginx:1.25", deployment)
+	}
+	if err := os.WriteFile(deployment, bytes.Replace(manifest, []byte("nginx:1.25"), []byte("nginx:1.27"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fourth := cachedScan(t, cfg, dir)
+	if got := reused(fourth); got != 2 {
+		t.Errorf("after a Git change, %d verdicts reused, want 2 (Service, Secret)", got)
+	}
+	var images []row
+	for _, r := range rows(fourth) {
+		if strings.HasSuffix(r.Path, ".image") {
+			images = append(images, r)
+		}
+	}
+	if len(images) != 1 || images[0].Git != "nginx:1.27" || images[0].Live != "nginx:1.25" {
+		t.Errorf("after a Git change, image findings:\n%s", dump(images))
+	}
+	sameAsUncached(t, cfg, fourth)
+
+	// A day later every object is compared afresh.
+	later := cachedScan(t, cfg, dir, func(o *Options) {
+		o.Now = func() time.Time { return time.Date(2026, 12, 1, 12, 0, 1, 0, time.UTC) }
+	})
+	if got := reused(later); got != 0 {
+		t.Errorf("a day after, %d verdicts reused, want none", got)
+	}
+}
+
+// TestABrokenCacheIsRebuiltAndTheScanGoesOn: a cache file that is no cache
+// (cut off, overwritten) is said in the log, by its path, and everything is
+// compared; the scan writes a good one in its place.
+func TestABrokenCacheIsRebuiltAndTheScanGoesOn(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	cfg := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}})
+	dir := t.TempDir()
+	path := filepath.Join(dir, verdictFileName)
+	for name, content := range map[string]string{
+		"cut off":      `{"format":1,"build":"x","verdicts":[{"k":"ConfigMap"`,
+		"not JSON":     "\x00\x01 not a cache",
+		"wrong shapes": `{"format":"one","verdicts":{"k":1}}`,
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		r := cachedScan(t, cfg, dir, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+		if got := reused(r); got != 0 || r.HasErrors() {
+			t.Errorf("%s: %d verdicts reused, errors %v", name, got, r.HasErrors())
+		}
+		if !strings.Contains(log.String(), path) {
+			t.Errorf("%s: the log does not name %s:\n%s", name, path, log.String())
+		}
+		if again := cachedScan(t, cfg, dir); reused(again) != 4 {
+			t.Errorf("%s: the scan after reused %d verdicts, want 4: the broken file was not replaced", name, reused(again))
+		}
+	}
+}
+
+// copyDir copies the files of folder src into a new folder dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
