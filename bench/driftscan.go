@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,13 +71,15 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 			say("LIST floor run %d: %.2fs (%.2f CPU s), %d pages, %.1f MiB read, %.0f MiB", i+1, fr.proc.Wall.Seconds(), fr.proc.CPU.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS))
 			floors = append(floors, fr)
 		}
-		name := fmt.Sprintf("driftscan-%d", i)
-		if len(extra) > 0 {
-			name += "-audit"
-		}
+		name := fmt.Sprintf("driftscan-%s%d", runLabel(extra), i)
 		file := filepath.Join(outDir, name+".json")
 		errFile := filepath.Join(outDir, name+".stderr")
 		args := append([]string{"scan", "--kubeconfig", b.env.Kubeconfig, "--config", b.est.Config, "-o", "json=" + file, "--fail-on", "none", "--quiet"}, extra...)
+		if !slices.Contains(extra, "--cache-dir") {
+			// Each run compares everything, as the first scheduled scan
+			// does; timeWarm times the runs after.
+			args = append(args, "--no-cache")
+		}
 		t.Command = append([]string{"driftscan"}, args...)
 		stderr, err := os.Create(errFile)
 		if err != nil {
@@ -127,6 +130,18 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 		return t, fl, r, fmt.Errorf("driftscan reported %d errors: %s", r.Summary.Errors, firstErrors(r))
 	}
 	return t, fl, r, nil
+}
+
+// runLabel names the files of runs with extra flags apart: the flags'
+// names, without dashes.
+func runLabel(extra []string) string {
+	var b strings.Builder
+	for _, a := range extra {
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			b.WriteString(name + "-")
+		}
+	}
+	return b.String()
 }
 
 func readReport(path string) (*report.Report, error) {

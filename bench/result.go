@@ -38,6 +38,9 @@ type Result struct {
 	// Floor is the LIST floor of the main estate, timed in turn with
 	// driftscan.
 	Floor *Floor `json:"floor,omitempty"`
+	// Warm is driftscan with the scan cache a scheduled scan finds; every
+	// other driftscan timing is of a scan with --no-cache.
+	Warm *Warm `json:"warm,omitempty"`
 	// ControlPlaneIdleCPU is kube-apiserver's and etcd's CPU seconds per
 	// second with nothing asking, on the main estate.
 	ControlPlaneIdleCPU float64 `json:"controlPlaneIdleCpu,omitempty"`
@@ -87,6 +90,8 @@ type ScalePoint struct {
 	// in turn with the scan; OverFloor is WallSeconds over it.
 	FloorWallSeconds float64 `json:"floorWallSeconds,omitempty"`
 	OverFloor        float64 `json:"overFloor,omitempty"`
+	// Warm is the same size with the scan cache.
+	Warm *Warm `json:"warm,omitempty"`
 	// Server and FloorServer are what the scan and the floor cost the
 	// control plane.
 	Server      *ServerCost `json:"server,omitempty"`

@@ -28,7 +28,9 @@ func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp str
 	var out []ScalePoint
 	for _, n := range sizes {
 		if n == main.Objects {
-			out = append(out, newScalePoint(main.Driftscan, main.Floor, main.Apps, main.ApplySeconds))
+			p := newScalePoint(main.Driftscan, main.Floor, main.Apps, main.ApplySeconds)
+			p.Warm = main.Warm
+			out = append(out, p)
 			continue
 		}
 		apps := min(max(1, int(math.Round(float64(n)*float64(o.Apps)/float64(o.Objects)))), n)
@@ -79,13 +81,19 @@ func scalePoint(ctx context.Context, o Options, l *launcher, floorBin, bin, dir 
 		say("warning: at %d objects driftscan missed %d drifted objects%s and reported %d others%s",
 			spec.Objects, len(a.Missed), sample(a.Missed), len(a.Unexpected), sample(a.Unexpected))
 	}
+	warm, err := timeWarm(ctx, l, bin, b, outDir, o.Runs, floor, rep)
+	if err != nil {
+		return ScalePoint{}, nil, err
+	}
 	var hp *HeapProfile
 	if o.HeapProfile != "" && spec.Objects == o.HeapProfileObjects {
 		if hp, err = profileHeap(ctx, b, o.HeapProfile); err != nil {
 			return ScalePoint{}, nil, err
 		}
 	}
-	return newScalePoint(t, fl, spec.Apps, b.ApplySeconds), hp, nil
+	p := newScalePoint(t, fl, spec.Apps, b.ApplySeconds)
+	p.Warm = warm
+	return p, hp, nil
 }
 
 // newScalePoint is one size's row from driftscan's and the floor's runs.

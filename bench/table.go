@@ -63,6 +63,9 @@ func (r *Result) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; driftscan takes %.2fx the floor\n", ratio(d.WallSeconds, f.WallSeconds))
 	}
+	if wm := r.Warm; wm != nil {
+		writeWarm(w, wm)
+	}
 	if d.Server != nil {
 		fmt.Fprintf(w, "control plane CPU includes its own housekeeping: %.3f CPU s per second at rest (%.2f s during driftscan's run)\n", r.ControlPlaneIdleCPU, d.Server.IdleCPUSeconds)
 	}
@@ -131,6 +134,12 @@ func (r *Result) print(w io.Writer) {
 				p.FloorWallSeconds, p.OverFloor, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
 		}
 		_ = tw.Flush()
+		for _, p := range r.Scaling {
+			if p.Warm != nil && p.Objects != r.Objects {
+				fmt.Fprintf(w, "  %d objects: ", p.Objects)
+				writeWarm(w, p.Warm)
+			}
+		}
 	}
 
 	fmt.Fprintln(w, "\nTargets (issues 10 and 21):")
@@ -218,4 +227,14 @@ func listText(ls []ListRequest) string {
 		parts[i] = fmt.Sprintf("%s %d/%d", name, s.lists, s.pages)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeWarm is one line on the scans with the scan cache.
+func writeWarm(w io.Writer, wm *Warm) {
+	fmt.Fprintf(w, "with the scan cache (docs/cache.md): filling it %.2fs (%.2f CPU s); then %.2fs wall (%.2f CPU s), %d objects in sync without a compare, %.0f MiB max RSS",
+		wm.Fill.WallSeconds, wm.Fill.CPUSeconds, wm.Warm.WallSeconds, wm.Warm.CPUSeconds, wm.InSync, wm.Warm.MaxRSSMiB)
+	if wm.Floor != nil {
+		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor", wm.Floor.WallSeconds, wm.OverFloor)
+	}
+	fmt.Fprintln(w)
 }

@@ -18,9 +18,21 @@ func (r *Result) floorTargets() []Target {
 			over[p.Objects] = p.OverFloor
 		}
 	}
+	warm := map[int]float64{}
+	if r.Warm != nil && r.Warm.OverFloor > 0 {
+		warm[r.Objects] = r.Warm.OverFloor
+	}
+	for _, p := range r.Scaling {
+		if p.Warm != nil && p.Warm.OverFloor > 0 {
+			warm[p.Objects] = p.Warm.OverFloor
+		}
+	}
 	for _, n := range []int{5000, 20000} {
 		if x, ok := over[n]; ok {
-			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
+			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects, every object compared (--no-cache)", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
+		}
+		if x, ok := warm[n]; ok {
+			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects, a scheduled scan (the last one's cache)", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
 		}
 	}
 	if r.Objects == 5000 {

@@ -54,6 +54,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The binary's scan cache (--cache-dir's default) stays in dir.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 
 	start := time.Now()
 	if env, envErr = cluster.StartWith(cluster.Options{ControllerManager: true}); envErr == nil {

@@ -65,6 +65,10 @@ type Options struct {
 	// ConfigMap: the run removes from it the suspensions that ended or
 	// expired (a write, like AutoResume).
 	ContractParams *contract.ParamsRef
+	// CacheDir, when set, is where scans keep what spares the next scan of
+	// the same apps on the same cluster most of its work (a folder per
+	// cluster, config and selection of apps: scanner.Options.CacheDir).
+	CacheDir string
 	// Outputs are written once the report is complete, before anyone is
 	// notified: to a file atomically, else to Out. Write says how; its
 	// Color applies only to a table written to Out.
@@ -162,6 +166,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	opts.Scan.CacheDir = scanCacheDir(opts.CacheDir, cfg, opts)
 	r, err := scanner.Scan(ctx, cfg, opts.Scan)
 	if err != nil {
 		return Result{}, err

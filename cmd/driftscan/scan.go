@@ -44,6 +44,8 @@ type scanOptions struct {
 	renderTime time.Duration
 	kustRemote bool
 	gitCache   string
+	cacheDir   string
+	noCache    bool
 	gitMaxSize string
 	maxIgnores int
 	logLevel   string
@@ -113,6 +115,8 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.renderTime, "render-timeout", run.DefaultOptions().Scan.RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
 	f.BoolVar(&o.kustRemote, "kustomize-remote", false, "let kustomizations fetch remote resources and bases (http(s) URLs, Git repositories) within --render-timeout; by default they render offline and naming one is an app error")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&o.cacheDir, "cache-dir", run.DefaultCacheDir(), "folder where a scan keeps what spares the next scan of the same apps most of its work: which objects were in sync, unchanged since, and the parsed manifests (no object's values); see docs/cache.md")
+	f.BoolVar(&o.noCache, "no-cache", false, "compare every object and parse every manifest, and keep nothing for the next scan")
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.IntVar(&o.maxIgnores, "max-ignores-per-app", 0, "flag apps with more ignore rules than this (0: no cap)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
@@ -204,6 +208,9 @@ func (o *scanOptions) completeScan() error {
 	s.RenderTimeout, s.KustomizeRemote = o.renderTime, o.kustRemote
 	if o.gitCache != "" {
 		s.GitCacheDir = o.gitCache
+	}
+	if !o.noCache {
+		o.run.CacheDir = o.cacheDir
 	}
 	var err error
 	if s.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize); err != nil {

@@ -26,7 +26,16 @@ func TestMain(m *testing.M) {
 		// A test started this binary as the command itself (tty_test.go).
 		main()
 	}
-	os.Exit(cluster.Main(m, &env))
+	// The scans' caches (--cache-dir's default) go to a folder of the
+	// tests' own, not the user's.
+	cache, err := os.MkdirTemp("", "driftscan-cmd-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := cluster.Main(m, &env)
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 // result is one run of the command line.

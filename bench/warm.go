@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// Warm is driftscan with the scan cache a scheduled scan has
+// (docs/cache.md): one run fills an empty cache, then runs are timed with
+// it, each in turn with the LIST floor. Every other timing of the bench is
+// of a scan with --no-cache.
+type Warm struct {
+	// Fill is the run that found the cache empty and filled it.
+	Fill Tool `json:"fill"`
+	// Warm is the median run with the filled cache; Floor the floor timed
+	// in turn with it, OverFloor Warm's wall time over it.
+	Warm      Tool    `json:"warm"`
+	Floor     *Floor  `json:"floor,omitempty"`
+	OverFloor float64 `json:"overFloor,omitempty"`
+	// InSync counts the objects the warm run found in sync without a
+	// compare (its report's stats.cache.inSync).
+	InSync int `json:"inSync"`
+}
+
+// timeWarm times driftscan with a cache of its own in outDir, and checks
+// that it reports what the cold run (cold, its report) did.
+func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, floor *floorRunner, cold *report.Report) (*Warm, error) {
+	dir := filepath.Join(outDir, "scan-cache")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	fill, _, _, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--cache-dir", dir)
+	if err != nil {
+		return nil, fmt.Errorf("the run that fills the cache: %w", err)
+	}
+	warm, fl, r, err := timeDriftscan(ctx, l, bin, b, outDir, runs, floor, "--cache-dir", dir)
+	if err != nil {
+		return nil, fmt.Errorf("the runs with the cache: %w", err)
+	}
+	if got, want := findingsOf(r), findingsOf(cold); got != want {
+		return nil, fmt.Errorf("with the cache driftscan reported %s, without it %s", got, want)
+	}
+	out := &Warm{Fill: fill, Warm: warm, Floor: fl}
+	if r.Stats != nil && r.Stats.Cache != nil {
+		out.InSync = r.Stats.Cache.InSync
+	}
+	if fl != nil {
+		out.OverFloor = ratio(warm.WallSeconds, fl.WallSeconds)
+	}
+	return out, nil
+}
+
+// findingsOf sums up a report for comparing two scans of one estate: each
+// object's status and findings (path, class, values) and the dismissals.
+func findingsOf(r *report.Report) string {
+	var b strings.Builder
+	for _, a := range r.Apps {
+		for _, o := range a.Objects {
+			fmt.Fprintf(&b, "%s/%s/%s %s;", o.Kind, o.Namespace, o.Name, o.Status)
+			for _, f := range o.Findings {
+				fmt.Fprintf(&b, " %s %s %s %q %q;", f.Path, f.Type, f.Class, f.Git, f.Live)
+			}
+		}
+	}
+	if r.Stats != nil {
+		fmt.Fprintf(&b, " dismissed %v", r.Stats.Dismissed)
+	}
+	return fmt.Sprintf("%d objects, %d findings (digest %x)", r.Summary.Objects, r.Summary.Findings, sha256.Sum256([]byte(b.String())))
+}
