@@ -13,13 +13,32 @@ import (
 
 // BenchmarkRenderPlainPerObject renders a generated plain-YAML folder of
 // half Deployments, half ConfigMaps (one file of two documents per pair) and
-// reports the cost per object, at two sizes to show it stays flat.
+// reports the cost per object, at two sizes to show it stays flat: parsed
+// (cache=none), and read from a warm ParseCache as a scan of an unchanged
+// repository does (cache=warm: each render opens the cache file, renders
+// and saves, which writes nothing).
 func BenchmarkRenderPlainPerObject(b *testing.B) {
 	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
-			cfg := estate.Write(b, b.TempDir(), "bench", 1, n)
-			opts := Options{Dir: filepath.Join(cfg.Dir, cfg.Apps[0].Source.Path)}
-			benchmarkRender(b, opts, n)
+		cfg := estate.Write(b, b.TempDir(), "bench", 1, n)
+		opts := Options{Dir: filepath.Join(cfg.Dir, cfg.Apps[0].Source.Path)}
+		b.Run(fmt.Sprintf("objects=%d/cache=none", n), func(b *testing.B) {
+			benchmarkRender(b, opts, n, "")
+		})
+		b.Run(fmt.Sprintf("objects=%d/cache=warm", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "manifests.jsonl")
+			warm, err := OpenParseCache(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts := opts
+			opts.Parsed = warm
+			if _, err := Manifests(b.Context(), opts); err != nil {
+				b.Fatal(err)
+			}
+			if err := warm.Save(); err != nil {
+				b.Fatal(err)
+			}
+			benchmarkRender(b, opts, n, path)
 		})
 	}
 }
@@ -33,27 +52,43 @@ func BenchmarkRenderHelm(b *testing.B) {
 		Helm:        &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
 		KubeVersion: "v1.37.2",
 		APIVersions: []string{"example.com/v1"},
-	}, 0)
+	}, 0, "")
 }
 
 // BenchmarkRenderKustomize builds the prod overlay of the kustomize fixture
 // with krusty, as a scan does for a Kustomize app.
 func BenchmarkRenderKustomize(b *testing.B) {
-	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Root: benchFixture(b, "render"), Namespace: "shop"}, 0)
+	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Root: benchFixture(b, "render"), Namespace: "shop"}, 0, "")
 }
 
 // benchmarkRender renders opts b.N times and reports ns/object, and the
 // process's CPU time per object (cpu-ns/object: the garbage collector's
 // included, and steadier than wall time on a shared machine); want is the
-// number of objects expected, 0 for any.
-func benchmarkRender(b *testing.B, opts Options, want int) {
+// number of objects expected, 0 for any. With a cache path, each render
+// opens that ParseCache and saves it, and must parse nothing.
+func benchmarkRender(b *testing.B, opts Options, want int, cache string) {
 	b.Helper()
 	var objects int
 	cpu := cpuTime()
 	for b.Loop() {
+		if cache != "" {
+			c, err := OpenParseCache(cache)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts.Parsed = c
+		}
 		ms, err := Manifests(b.Context(), opts)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if cache != "" {
+			if err := opts.Parsed.Save(); err != nil {
+				b.Fatal(err)
+			}
+			if s := opts.Parsed.Stats(); s.Parsed != 0 {
+				b.Fatalf("the warm cache parsed %d files", s.Parsed)
+			}
 		}
 		objects = len(ms)
 	}

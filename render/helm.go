@@ -81,7 +81,12 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
-	return helmManifests(rel.Manifest)
+	cache := opts.Parsed
+	if opts.Helm != nil && len(opts.Helm.Secret) > 0 {
+		// The output may hold the values anywhere, not only in Secrets.
+		cache = nil
+	}
+	return helmManifests(cache, rel.Manifest)
 }
 
 // helmRelease runs a client-only install of ch.
@@ -198,8 +203,10 @@ func escapeSetValue(v string) string {
 }
 
 // helmManifests splits the manifest of a release into objects. Helm writes
-// every document after a "# Source: <chart>/<path>" comment.
-func helmManifests(manifest string) ([]Manifest, error) {
+// every document after a "# Source: <chart>/<path>" comment. A document
+// that cache holds is read from it, and one that parses without an error
+// is kept there.
+func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 	var out []Manifest
 	var errs []error
 	file := "."
@@ -207,22 +214,37 @@ func helmManifests(manifest string) ([]Manifest, error) {
 		if src := sourceComment(c.Data); src != "" {
 			file = src
 		}
+		var key cacheKey
+		if cache != nil {
+			key = keyOf(cacheHelm, c.Data)
+			if ms, ok := cache.lookup(key, file); ok {
+				out = append(out, ms...)
+				continue
+			}
+		}
+		var chunk []Manifest
 		docs, docErrs := splitYAML(c.Data)
+		clean := len(docErrs) == 0
 		for _, e := range docErrs {
 			e.File, e.Line = file, 0
 			errs = append(errs, e)
 		}
 		for _, doc := range docs {
 			ms, docErrs := doc.manifests(file)
+			clean = clean && len(docErrs) == 0
 			for _, e := range docErrs {
 				e.Line = 0
 				errs = append(errs, e)
 			}
 			for _, m := range ms {
 				m.Line = 0
-				out = append(out, m)
+				chunk = append(chunk, m)
 			}
 		}
+		if clean {
+			cache.store(key, chunk)
+		}
+		out = append(out, chunk...)
 	}
 	return out, errors.Join(errs...)
 }

@@ -64,6 +64,12 @@ type Options struct {
 	// APIVersions are the group/versions the cluster serves, given to Helm
 	// as .Capabilities.APIVersions.
 	APIVersions []string
+	// Parsed, when set, holds what earlier renders parsed: a plain manifest
+	// file, or a document of a chart's output, whose bytes it has seen is
+	// read from it instead of being parsed again (see ParseCache). Charts
+	// given values from Secrets (Helm.Secret) and kustomizations do not use
+	// it. Nil parses everything.
+	Parsed *ParseCache
 }
 
 // Manifests renders a source folder into manifests. Errors that concern one

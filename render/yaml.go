@@ -113,25 +113,52 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			errs = append(errs, &FileError{File: file, Err: err})
 			continue
 		}
-		var docs []document
-		var docErrs []*FileError
-		if strings.HasSuffix(file, ".json") {
-			docs, docErrs = splitJSON(data)
-		} else {
-			docs, docErrs = splitYAML(data)
-		}
-		for _, doc := range docs {
-			ms, objErrs := doc.manifests(file)
-			out = append(out, ms...)
-			docErrs = append(docErrs, objErrs...)
-		}
-		slices.SortStableFunc(docErrs, func(a, b *FileError) int { return a.Line - b.Line })
+		ms, docErrs := parseFile(opts.Parsed, file, data)
+		out = append(out, ms...)
 		for _, e := range docErrs {
-			e.File = file
 			errs = append(errs, e)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// parseFile reads the manifests of one file's bytes, from cache when it
+// holds them, and keeps them there when they parsed without an error.
+// The errors are sorted by line and name the file.
+func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*FileError) {
+	kind := cacheYAML
+	if strings.HasSuffix(file, ".json") {
+		kind = cacheJSON
+	}
+	var key cacheKey
+	if cache != nil {
+		key = keyOf(kind, data)
+		if ms, ok := cache.lookup(key, file); ok {
+			return ms, nil
+		}
+	}
+	var docs []document
+	var docErrs []*FileError
+	if kind == cacheJSON {
+		docs, docErrs = splitJSON(data)
+	} else {
+		docs, docErrs = splitYAML(data)
+	}
+	var out []Manifest
+	for _, doc := range docs {
+		ms, objErrs := doc.manifests(file)
+		out = append(out, ms...)
+		docErrs = append(docErrs, objErrs...)
+	}
+	if len(docErrs) == 0 {
+		cache.store(key, out)
+		return out, nil
+	}
+	slices.SortStableFunc(docErrs, func(a, b *FileError) int { return a.Line - b.Line })
+	for _, e := range docErrs {
+		e.File = file
+	}
+	return out, docErrs
 }
 
 // readLimited reads the file p of root, failing when it holds more than max

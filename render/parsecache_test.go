@@ -1,0 +1,442 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/google/go-cmp/cmp"
+)
+
+// cachedRender is one render of dir with the cache file at path: opened,
+// used, saved.
+type cachedRender struct {
+	ms      []Manifest
+	err     error
+	stats   ParseCacheStats
+	openErr error
+}
+
+func renderCached(t *testing.T, opts Options, path string) cachedRender {
+	t.Helper()
+	c, openErr := OpenParseCache(path)
+	opts.Parsed = c
+	ms, err := Manifests(t.Context(), opts)
+	if err := c.Save(); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	return cachedRender{ms: ms, err: err, stats: c.Stats(), openErr: openErr}
+}
+
+// sameManifests fails unless got holds exactly want's manifests, Go types
+// included (reflect.DeepEqual tells int64 from float64 and nil from
+// empty), and the same error text.
+func sameManifests(t *testing.T, what string, want, got []Manifest, wantErr, gotErr error) {
+	t.Helper()
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("%s: manifests differ from the parser's (-parser +%s):\n%s", what, what, cmp.Diff(want, got))
+		for i := range min(len(want), len(got)) {
+			if !reflect.DeepEqual(want[i], got[i]) {
+				t.Errorf("first differing manifest %d: %#v\nwant %#v", i, got[i].Object.Object, want[i].Object.Object)
+				break
+			}
+		}
+	}
+	if errText(wantErr) != errText(gotErr) {
+		t.Errorf("%s: error %q, the parser's %q", what, errText(gotErr), errText(wantErr))
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// hasSecret reports whether ms declare a Secret.
+func hasSecret(ms []Manifest) bool {
+	for _, m := range ms {
+		if m.Object.GetKind() == "Secret" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParseCacheGivesWhatTheParserGives: every YAML file of the fixtures,
+// rendered with an empty cache, saved, and rendered again from the cache,
+// gives the parser's manifests and errors; the second render reads a file
+// that parsed cleanly from the cache without parsing it, and parses a file
+// with an error or a Secret again.
+func TestParseCacheGivesWhatTheParserGives(t *testing.T) {
+	eachFixtureYAML(t, func(t *testing.T, data []byte) {
+		dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+		if err := os.WriteFile(filepath.Join(dir, "m.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{Dir: dir}
+		want, wantErr := Manifests(t.Context(), opts)
+		first := renderCached(t, opts, cache)
+		sameManifests(t, "empty cache", want, first.ms, wantErr, first.err)
+		second := renderCached(t, opts, cache)
+		sameManifests(t, "warm cache", want, second.ms, wantErr, second.err)
+		if second.openErr != nil {
+			t.Errorf("reopening the saved cache: %v", second.openErr)
+		}
+		wantStats := ParseCacheStats{Hits: 1}
+		if wantErr != nil || hasSecret(want) {
+			wantStats = ParseCacheStats{Parsed: 1}
+		}
+		if second.stats != wantStats {
+			t.Errorf("second render: %+v, want %+v", second.stats, wantStats)
+		}
+	})
+}
+
+// TestParseCacheKeepsNumberTypes: the values JSON cannot tell apart (5.0
+// and 5, 1e3 in a .json file, -0.0, integers past int64) come back from
+// the cache as the Go types the parser made of them.
+func TestParseCacheKeepsNumberTypes(t *testing.T) {
+	const head = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\n"
+	files := map[string]string{
+		"floats.yaml":  head + "spec: {a: 1.0, b: 1.5, c: -0.0, d: 1e20, e: 1e21, f: 0.000001, g: 1e-7, h: 12345678901234567890.0, i: 2.5e+300}\n",
+		"ints.yaml":    head + "spec: {a: 1, b: -7, c: 0x1F, d: 9223372036854775807, e: -9223372036854775808, f: 0o17}\n",
+		"past.yaml":    head + "spec: {a: 18446744073709551615, b: 99999999999999999999999}\n",
+		"others.yaml":  head + "spec: {a: true, b: ~, c: [], d: {}, e: '', f: [[], {}, null], \"\": empty, g: \"\\u2028<&>\\t\"}\n",
+		"numbers.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}, "spec": {"a": 1e3, "b": 5.0, "c": -0.0, "d": -0, "e": 99999999999999999999, "f": 1.5e-9, "g": 1E2, "h": 123456789012345678}}`,
+		"big.json":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "spec": {"a": 1e400}}`,
+		"nan.yaml":     head + "spec: {a: .nan}\n",
+	}
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := Options{Dir: dir}
+	want, wantErr := Manifests(t.Context(), opts)
+	if wantErr == nil || !strings.Contains(wantErr.Error(), "big.json") || !strings.Contains(wantErr.Error(), "nan.yaml") {
+		t.Fatalf("the parser's error %v, want one for big.json and one for nan.yaml", wantErr)
+	}
+	renderCached(t, opts, cache)
+	got := renderCached(t, opts, cache)
+	sameManifests(t, "warm cache", want, got.ms, wantErr, got.err)
+	if want := (ParseCacheStats{Hits: 5, Parsed: 2}); got.stats != want {
+		t.Errorf("second render: %+v, want %+v", got.stats, want)
+	}
+	j := got.ms[slicesIndexFunc(got.ms, func(m Manifest) bool { return m.File == "numbers.json" })].Object.Object["spec"].(map[string]any)
+	for k, want := range map[string]any{"a": float64(1000), "b": float64(5), "d": int64(0), "e": float64(1e20), "h": int64(123456789012345678)} {
+		if !reflect.DeepEqual(j[k], want) {
+			t.Errorf("numbers.json spec.%s = %#v, want %#v", k, j[k], want)
+		}
+	}
+}
+
+func slicesIndexFunc(ms []Manifest, f func(Manifest) bool) int {
+	for i, m := range ms {
+		if f(m) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestParseCacheReparsesAChangedFile: one byte changed is another file.
+func TestParseCacheReparsesAChangedFile(t *testing.T) {
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+	file := filepath.Join(dir, "cm.yaml")
+	write := func(text string) {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {replicas: \"1\"}\n")
+	renderCached(t, Options{Dir: dir}, cache)
+	write("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {replicas: \"2\"}\n")
+	got := renderCached(t, Options{Dir: dir}, cache)
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if v := got.ms[0].Object.Object["data"].(map[string]any)["replicas"]; v != "2" {
+		t.Errorf("replicas %v after the change, want 2", v)
+	}
+	if want := (ParseCacheStats{Parsed: 1}); got.stats != want {
+		t.Errorf("%+v, want %+v", got.stats, want)
+	}
+}
+
+// TestParseCacheKeepsErrorsExact: a file with a YAML error, or an object
+// without a name, reports the same errors with a cache as without, each
+// time, and the file's good documents with them.
+func TestParseCacheKeepsErrorsExact(t *testing.T) {
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+	files := map[string]string{
+		"bad.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+		"noname.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+		"bad.json":    `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}} {"apiVersion": `,
+		"good.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantErr := Manifests(t.Context(), Options{Dir: dir})
+	if len(renderErrors(wantErr)) != 3 || len(want) != 4 {
+		t.Fatalf("the parser gave %d manifests and errors %v, want 4 and 3", len(want), renderErrors(wantErr))
+	}
+	for i, wantStats := range []ParseCacheStats{{Parsed: 4}, {Hits: 1, Parsed: 3}} {
+		got := renderCached(t, Options{Dir: dir}, cache)
+		sameManifests(t, "with the cache", want, got.ms, wantErr, got.err)
+		if got.stats != wantStats {
+			t.Errorf("render %d: %+v, want %+v", i+1, got.stats, wantStats)
+		}
+	}
+}
+
+// TestParseCacheUnreadableFileIsAWarning: a cache file that is damaged,
+// cut off, too large or not a cache file at all is a warning naming it,
+// the render parses everything and succeeds, and the next Save replaces
+// the file with a good one. A file of another format is dropped silently.
+func TestParseCacheUnreadableFileIsAWarning(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "manifests.jsonl")
+	renderCached(t, Options{Dir: dir}, good)
+	saved, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(saved)
+	flipped[len(flipped)-10] ^= 1
+	head, _, _ := bytes.Cut(saved, []byte("\n"))
+	cases := []struct {
+		name, wantWarning string
+		write             func(path string) error
+	}{
+		{"garbage", "header", func(p string) error { return os.WriteFile(p, []byte("\x00\x01garbage\n"), 0o600) }},
+		{"no header line", "no header", func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) }},
+		{"cut off", "cut off or damaged", func(p string) error { return os.WriteFile(p, saved[:len(saved)-20], 0o600) }},
+		{"a flipped bit", "cut off or damaged", func(p string) error { return os.WriteFile(p, flipped, 0o600) }},
+		{"the header alone", "cut off or damaged", func(p string) error { return os.WriteFile(p, append(head, '\n'), 0o600) }},
+		{"too large", "over the limit", func(p string) error {
+			if err := os.WriteFile(p, saved, 0o600); err != nil {
+				return err
+			}
+			return os.Truncate(p, MaxParseCacheBytes+1) // sparse: no disk used
+		}},
+		{"a folder", "", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"another format", "-", func(p string) error {
+			return os.WriteFile(p, bytes.Replace(saved, []byte(`"format":1`), []byte(`"format":0`), 1), 0o600)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "manifests.jsonl")
+			if err := c.write(path); err != nil {
+				t.Fatal(err)
+			}
+			cache, err := OpenParseCache(path)
+			switch {
+			case c.wantWarning == "-" && err != nil:
+				t.Fatalf("warning %v for a cache of another format", err)
+			case c.wantWarning != "-" && (err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.wantWarning)):
+				t.Fatalf("warning %v, want one naming %s and saying %q", err, path, c.wantWarning)
+			}
+			ms, err := Manifests(t.Context(), Options{Dir: dir, Parsed: cache})
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("render with the unreadable cache: %d manifests, %v", len(ms), err)
+			}
+			if want := (ParseCacheStats{Parsed: 1}); cache.Stats() != want {
+				t.Errorf("%+v, want %+v", cache.Stats(), want)
+			}
+			if c.name == "a folder" {
+				return // nothing replaces a folder
+			}
+			if err := cache.Save(); err != nil {
+				t.Fatal(err)
+			}
+			if again := renderCached(t, Options{Dir: dir}, path); again.openErr != nil || again.stats.Hits != 1 {
+				t.Errorf("after Save: warning %v, %+v, want the file replaced by a good one", again.openErr, again.stats)
+			}
+		})
+	}
+}
+
+// TestParseCacheSaveKeepsOnlyWhatWasUsed: Save keeps the entries the run
+// read or added, writes nothing when they are the file's, and replaces
+// the file whole with one only its owner can read.
+func TestParseCacheSaveKeepsOnlyWhatWasUsed(t *testing.T) {
+	two, one := t.TempDir(), t.TempDir()
+	a := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+	b := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+	for _, f := range []struct {
+		dir, name string
+		data      []byte
+	}{{two, "a.yaml", a}, {two, "b.yaml", b}, {one, "a.yaml", a}} {
+		if err := os.WriteFile(filepath.Join(f.dir, f.name), f.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folder := t.TempDir()
+	path := filepath.Join(folder, "manifests.jsonl")
+	renderCached(t, Options{Dir: two}, path)
+	if got := renderCached(t, Options{Dir: two}, path).stats; got != (ParseCacheStats{Hits: 2}) {
+		t.Fatalf("second render of both files: %+v", got)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Mode().Perm() != 0o600 {
+		t.Errorf("cache file mode %v, want 0600", before.Mode().Perm())
+	}
+	// Rendering both files again from the cache changes nothing: no write.
+	renderCached(t, Options{Dir: two}, path)
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		t.Errorf("a render that added nothing rewrote the cache file (%v)", err)
+	}
+	// A run that reads only a.yaml keeps only a.yaml's entry.
+	if got := renderCached(t, Options{Dir: one}, path).stats; got != (ParseCacheStats{Hits: 1}) {
+		t.Fatalf("render of a.yaml alone: %+v", got)
+	}
+	if after, err := os.Stat(path); err != nil || os.SameFile(before, after) {
+		t.Errorf("dropping an entry did not replace the cache file (%v)", err)
+	}
+	if got := renderCached(t, Options{Dir: two}, path).stats; got != (ParseCacheStats{Hits: 1, Parsed: 1}) {
+		t.Errorf("after a run that read only a.yaml: %+v, want b.yaml parsed again", got)
+	}
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("the cache folder holds %v, want the cache file alone (no temporary file left)", entries)
+	}
+}
+
+// TestParseCacheDoesNotKeepSecrets: a file that declares a Secret, alone,
+// among other objects or as a List item, is parsed every time and none of
+// its values reach the cache file; the chart's output documents that are
+// no Secrets are kept, those that are Secrets are not.
+func TestParseCacheDoesNotKeepSecrets(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: hunter2-plain-value}\n",
+		"mixed.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {note: mixed-configmap-value}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: t}\ndata: {token: aHVudGVyMi1iYXNlNjQ=}\n",
+		"list.json":   `{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "u"}, "stringData": {"key": "hunter2-list-value"}}]}`,
+		"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {note: kept-configmap-value}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "manifests.jsonl")
+	first := renderCached(t, Options{Dir: dir}, path)
+	if first.err != nil || len(first.ms) != 5 {
+		t.Fatalf("%d manifests, %v", len(first.ms), first.err)
+	}
+	second := renderCached(t, Options{Dir: dir}, path)
+	if want := (ParseCacheStats{Hits: 1, Parsed: 3}); second.stats != want {
+		t.Errorf("second render: %+v, want %+v (only cm.yaml from the cache)", second.stats, want)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(saved, []byte("kept-configmap-value")) {
+		t.Fatalf("the cache file does not hold cm.yaml's object:\n%s", saved)
+	}
+	for _, secret := range []string{"hunter2", "aHVudGVyMi1iYXNlNjQ=", "mixed-configmap-value"} {
+		if bytes.Contains(saved, []byte(secret)) {
+			t.Errorf("the cache file holds %q from a file that declares a Secret", secret)
+		}
+	}
+}
+
+// TestParseCacheServesHelmOutput: a chart's output documents come from
+// the cache on the second render, as they were (Line 0, the template's
+// File), except when the chart was given values from Secrets.
+func TestParseCacheServesHelmOutput(t *testing.T) {
+	opts := Options{
+		Dir:         renderFixture(t, "helm/web"),
+		Namespace:   "shop",
+		Helm:        &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
+		KubeVersion: "v1.37.2",
+		APIVersions: []string{"example.com/v1"},
+	}
+	want, wantErr := Manifests(t.Context(), opts)
+	if wantErr != nil || len(want) == 0 {
+		t.Fatalf("%d manifests, %v", len(want), wantErr)
+	}
+	path := filepath.Join(t.TempDir(), "manifests.jsonl")
+	first := renderCached(t, opts, path)
+	sameManifests(t, "empty cache", want, first.ms, wantErr, first.err)
+	second := renderCached(t, opts, path)
+	sameManifests(t, "warm cache", want, second.ms, wantErr, second.err)
+	if second.stats.Hits == 0 || second.stats.Parsed != 0 {
+		t.Errorf("second render: %+v, want every document from the cache and nothing parsed", second.stats)
+	}
+
+	opts.Helm = &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}, Secret: []string{"from-a-secret"}}
+	withSecret := renderCached(t, opts, path)
+	if withSecret.err != nil || withSecret.stats.Hits != 0 {
+		t.Errorf("a chart given values from Secrets: %+v, %v; want nothing read from the cache", withSecret.stats, withSecret.err)
+	}
+}
+
+// FuzzParseCache: for any bytes, as a YAML file and as a JSON file, the
+// parser's manifests and errors are what a cache gives, fresh and after a
+// Save and a reopen, and the cache never rejects an entry it wrote.
+func FuzzParseCache(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: 1.0, b: -0.0, c: 1e21, d: [], e: {}, f: ~}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
+		`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}, "spec": {"a": 1e3, "b": 5.0, "c": -0.0, "e": 99999999999999999999}}`,
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+		"a: &a {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\nb: *a\n",
+		"key: [unclosed\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, file := range []string{"f.yaml", "f.json"} {
+			want, wantErrs := parseFile(nil, file, data)
+			path := filepath.Join(t.TempDir(), "manifests.jsonl")
+			var stats ParseCacheStats
+			for round := range 2 {
+				c, err := OpenParseCache(path)
+				if err != nil {
+					t.Fatalf("%s round %d: open: %v", file, round, err)
+				}
+				got, gotErrs := parseFile(c, file, data)
+				if !reflect.DeepEqual(want, got) {
+					t.Fatalf("%s round %d: manifests differ (-parser +cache):\n%s", file, round, cmp.Diff(want, got))
+				}
+				if fmt.Sprint(wantErrs) != fmt.Sprint(gotErrs) {
+					t.Fatalf("%s round %d: errors %v, the parser's %v", file, round, gotErrs, wantErrs)
+				}
+				if err := c.Save(); err != nil {
+					t.Fatal(err)
+				}
+				stats = c.Stats()
+			}
+			if stats.Rejected != 0 || stats.Hits+stats.Parsed != 1 {
+				t.Errorf("%s: %+v, want the entry the cache wrote read back or never written", file, stats)
+			}
+			if stats.Hits == 0 && wantErrs == nil && !hasSecret(want) && len(want) > 0 {
+				if _, ok := encodeObjects(want); ok {
+					t.Errorf("%s: parsed again although it parsed cleanly and encodes", file)
+				}
+			}
+		}
+	})
+}
