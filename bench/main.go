@@ -119,7 +119,7 @@ func main() {
 	flag.BoolVar(&o.Scaling, "scaling", o.Scaling, "also time driftscan alone at -scaling-sizes objects")
 	flag.StringVar(&sizes, "scaling-sizes", sizes, "comma-separated object counts for -scaling")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process 5 times under the CPU profiler and write the profile here")
-	flag.StringVar(&o.BinaryProfile, "binary-cpuprofile", o.BinaryProfile, "also run the driftscan binary once more with --profile cpu and write its profile here (the whole process: start-up, render, LISTs, compare, report)")
+	flag.StringVar(&o.BinaryProfile, "binary-cpuprofile", o.BinaryProfile, "also run the driftscan binary once more with --profile cpu and write its profile here (the whole process: start-up, render, LISTs, compare, report), and once with the scan cache to FILE.warm")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up after this long")
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
 	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")

@@ -109,6 +109,11 @@ func run(ctx context.Context, o Options) (err error) {
 			return fmt.Errorf("the profiled run: %w", err)
 		}
 		say("CPU profile of the driftscan binary: %s (go tool pprof -top %s %s)", o.BinaryProfile, o.Driftscan, o.BinaryProfile)
+		warm := o.BinaryProfile + ".warm"
+		if _, _, _, err := timeDriftscan(ctx, l, driftscan, b, outDir, 1, nil, "--cache-dir", filepath.Join(outDir, "scan-cache"), "--profile", "cpu", "--profile-output", warm); err != nil {
+			return fmt.Errorf("the profiled run with the cache: %w", err)
+		}
+		say("CPU profile of the driftscan binary with the scan cache: %s", warm)
 	}
 	if o.Audit {
 		say("timing driftscan scan --audit-log (%d run(s))...", o.Runs)
