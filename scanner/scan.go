@@ -132,6 +132,9 @@ type desired struct {
 	// once; unstable holds the fields that differ between the two.
 	twin     *unstructured.Unstructured
 	unstable *fieldpath.Set
+	// content is the hash of obj as rendered (contentHash), with the
+	// verdict cache.
+	content string
 }
 
 type listKey struct {
@@ -195,15 +198,12 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	r := report.New(now, cluster)
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
-	if opts.CacheDir != "" {
-		var err error
-		if s.verdicts, err = openVerdicts(opts.CacheDir, opts.RESTConfig.Host+" "+c.version, now); err != nil {
-			opts.Logger.Warn("the scan cache is not used: every object is compared", "err", err)
-		}
-	}
+	cached := s.openCache()
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
+	s.verdicts = cached()
+	s.hashDesired()
 	if err := s.loadSchemas(); err != nil {
 		return nil, err
 	}

@@ -281,6 +281,43 @@ var (
 	buildID   string
 )
 
+// openCache reads the verdict cache of Options.CacheDir while the apps
+// render; the function it returns waits for it (nil without a cache).
+func (s *scan) openCache() func() *verdicts {
+	if s.opts.CacheDir == "" {
+		return func() *verdicts { return nil }
+	}
+	done := make(chan *verdicts, 1)
+	go func() {
+		v, err := openVerdicts(s.opts.CacheDir, s.opts.RESTConfig.Host+" "+s.c.version, s.opts.Now())
+		if err != nil {
+			s.opts.Logger.Warn("the scan cache is not used: every object is compared", "err", err)
+		}
+		done <- v
+	}()
+	return sync.OnceValue(func() *verdicts { return <-done })
+}
+
+// hashDesired hashes the content of each desired object (contentHash), a
+// few at a time, so that a page's objects wait for no hashing.
+func (s *scan) hashDesired() {
+	if s.verdicts == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	workers := max(1, s.opts.Workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(s.objects); i += workers {
+				s.objects[i].content = contentHash(s.objects[i].obj.Object)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // cachedVerdict hashes Git's side of declared object di and, when the
 // verdict cache holds that the live object h heads has no drift against
 // it, marks the object in sync in the report and counts what it dismissed:
@@ -293,7 +330,7 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, inSync bool) {
 	}
 	d := &s.objects[di]
 	gvk := d.obj.GroupVersionKind()
-	git = gitHash(d.obj.Object, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	git = gitHash(d.content, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
 	v, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if !ok {
 		return git, false
@@ -388,24 +425,33 @@ func webhooksID(cfgs []admissionregistrationv1.MutatingWebhookConfiguration, err
 	return fmt.Sprintf("webhooks %q", ids)
 }
 
-// gitHash is the hash of what a compare of Git's object obj reads besides
-// the live object: the object as Git has it, how its applier sends it, the
-// version it is listed in, the server's schema for its group/version
-// (schemaID) and the owner label read from the live object. "" when obj
-// holds a value the hash does not know (nothing is then cached for it).
-func gitHash(obj map[string]any, gvk schema.GroupVersionKind, listed, schemaID string, applied config.AppliedAs, ownerLabel string) string {
-	if schemaID == "" {
+// gitHash is the hash of what a compare of Git's object reads besides the
+// live object: the object as Git has it (content, its contentHash), how its
+// applier sends it, the version it is listed in, the server's schema for
+// its group/version (schemaID) and the owner label read from the live
+// object. "" when there is no content hash or schema to go by (nothing is
+// then cached for it).
+func gitHash(content string, gvk schema.GroupVersionKind, listed, schemaID string, applied config.AppliedAs, ownerLabel string) string {
+	if content == "" || schemaID == "" {
 		return ""
 	}
 	h := &valueHasher{h: sha256.New()}
-	for _, s := range []string{gvk.String(), listed, schemaID, string(applied), ownerLabel} {
+	for _, s := range []string{content, gvk.String(), listed, schemaID, string(applied), ownerLabel} {
 		h.str(s)
 	}
+	h.flush()
+	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// contentHash hashes a decoded object canonically (valueHasher), "" when
+// it holds a value the hash does not know.
+func contentHash(obj map[string]any) string {
+	h := &valueHasher{h: sha256.New()}
 	if !h.value(obj) {
 		return ""
 	}
 	h.flush()
-	return hex.EncodeToString(h.h.Sum(nil))
+	return string(h.h.Sum(nil))
 }
 
 // valueHasher hashes a decoded JSON value canonically: each value tagged
