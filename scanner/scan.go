@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -287,6 +288,15 @@ func (s *scan) render(ctx context.Context) error {
 		err       error
 	}
 	results := make([]rendered, len(s.cfg.Apps))
+	// The manifests parsed by the last scan with this CacheDir, read back
+	// rather than parsed again when a file's bytes are unchanged.
+	var parsed *render.ParseCache
+	if s.opts.CacheDir != "" {
+		var err error
+		if parsed, err = render.OpenParseCache(filepath.Join(s.opts.CacheDir, "manifests.json")); err != nil {
+			s.opts.Logger.Warn("the parsed manifests in the scan cache are not used: every manifest is parsed", "err", err)
+		}
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -310,7 +320,7 @@ func (s *scan) render(ctx context.Context) error {
 			var res rendered
 			if err == nil {
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions,
-					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote}
+					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
 					s.c.typer.prefetch(mf.Object.GroupVersionKind().GroupVersion())
@@ -332,6 +342,9 @@ func (s *scan) render(ctx context.Context) error {
 		}(i, app)
 	}
 	wg.Wait()
+	if err := parsed.Save(); err != nil {
+		s.opts.Logger.Warn("the parsed manifests are not kept in the scan cache: the next scan parses every manifest", "err", err)
+	}
 	for i, app := range s.cfg.Apps {
 		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
 		if err != nil {
