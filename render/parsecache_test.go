@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/calricon/driftscan/config"
@@ -439,4 +440,54 @@ func FuzzParseCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseCacheIsSafeForConcurrentRenders: apps render at once with one
+// cache (go test -race checks the locking); each render gets the parser's
+// manifests and objects of its own.
+func TestParseCacheIsSafeForConcurrentRenders(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		text := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d}\ndata: {n: \"%d\"}\n", i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("cm%02d.yaml", i)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := Manifests(t.Context(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "manifests.jsonl")
+	for round := range 2 {
+		cache, err := OpenParseCache(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([][]Manifest, 8)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				ms, err := Manifests(t.Context(), Options{Dir: dir, Parsed: cache})
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = ms
+			})
+		}
+		wg.Wait()
+		for i, ms := range got {
+			sameManifests(t, fmt.Sprintf("round %d render %d", round, i), want, ms, nil, nil)
+		}
+		// Each render owns its objects: changing one changes no other.
+		got[0][0].Object.SetNamespace("changed")
+		if got[1][0].Object.GetNamespace() != "" {
+			t.Errorf("round %d: two renders share an object", round)
+		}
+		if err := cache.Save(); err != nil {
+			t.Fatal(err)
+		}
+		if s := cache.Stats(); round == 1 && (s.Hits != 8*20 || s.Parsed != 0) {
+			t.Errorf("round %d: %+v, want every file of every render from the cache", round, s)
+		}
+	}
 }
