@@ -142,7 +142,6 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 	q.cond = sync.NewCond(&q.mu)
 	s.namespaces = s.readNamespaces(ctx)
 	ready := make(chan struct{})
-	s.ready = ready
 	go func() {
 		defer close(ready)
 		s.cc = s.gather(ctx)
@@ -164,7 +163,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 				if !ok {
 					return
 				}
-				s.compareOne(s.objects[f.index], f, s.cc)
+				s.compareFound(s.objects[f.index], f)
 				// The desired object is not needed any more: the report
 				// object holds what was found.
 				s.objects[f.index].obj = nil
@@ -257,6 +256,23 @@ func (q *objectQueue) close() {
 	q.closed = true
 	q.mu.Unlock()
 	q.cond.Broadcast()
+}
+
+// compareFound diffs d with the live object f that a page held, unless
+// the verdict cache says it is in sync.
+func (s *scan) compareFound(d desired, f foundObject) {
+	if f.verdict != nil {
+		if s.verdictHolds(d, *f.verdict) {
+			s.useVerdict(d, *f.verdict)
+			return
+		}
+		if err := f.decodeLater(); err != nil {
+			ro := &s.r.Apps[d.app].Objects[d.object]
+			ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
+			return
+		}
+	}
+	s.compareOne(d, f, s.cc)
 }
 
 // compareOne diffs d with the live object f that a page held.

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,7 +109,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 				mu.Lock()
 				st.found[found.index] = true
 				mu.Unlock()
-				if found.live != nil {
+				if !found.settled {
 					visit(*found)
 				}
 			}
@@ -165,9 +166,15 @@ type foundObject struct {
 	index int // in scan.objects
 	// live is the object without its status; managedFields is the JSON
 	// of its metadata.managedFields (decodeLive). live is nil when the
-	// verdict cache says the object is in sync: it is not compared.
+	// verdict cache says the object is in sync: it is then settled, or
+	// it has a verdict to check first and its raw bytes and head to
+	// decode should the verdict not hold (decodeLater).
 	live          *unstructured.Unstructured
 	managedFields []byte
+	settled       bool
+	verdict       *verdict
+	head          itemHead
+	raw           []byte
 	// git is the hash of Git's side (gitHash), "" without a cache; uid
 	// and resourceVersion are the live object's, for the cache's verdict.
 	git, uid, resourceVersion string
@@ -181,9 +188,17 @@ type foundObject struct {
 func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, extra *extraObject, err error) {
 	key := keyOfHead(it.head)
 	if di, ok := s.declared[key]; ok {
-		git, inSync := s.cachedVerdict(di, it.head)
-		if inSync {
-			return &foundObject{index: di}, nil, nil
+		git, v := s.cachedVerdict(di, it.head)
+		switch {
+		case v != nil && len(v.Dismissed) == 0:
+			s.useVerdict(s.objects[di], *v)
+			return &foundObject{index: di, settled: true}, nil, nil
+		case v != nil:
+			// Whether it holds depends on the classification context,
+			// which the compare workers wait for (the page does not): they
+			// get the item's bytes, to decode should it not hold.
+			return &foundObject{index: di, verdict: v, head: it.head, raw: bytes.Clone(it.raw), git: git,
+				uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
 		}
 		u, managedFields, err := it.decode()
 		if err != nil {
@@ -227,4 +242,15 @@ func (st *liveState) listErr(d desired) error {
 		return nil
 	}
 	return st.failed[listKey{gvr: gvr, ns: allNamespaces}]
+}
+
+// decodeLater decodes the object of a verdict that did not hold.
+func (f *foundObject) decodeLater() error {
+	it := listItem{head: f.head, raw: f.raw}
+	u, managedFields, err := it.decode()
+	if err != nil {
+		return err
+	}
+	f.live, f.managedFields, f.raw = u, managedFields, nil
+	return nil
 }

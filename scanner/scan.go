@@ -259,10 +259,9 @@ type scan struct {
 	tracking     []classify.Tracking
 	unstableSeen unstableFields
 	// verdicts is the verdict cache, nil without Options.CacheDir; cc is
-	// the classification context, set when ready is closed (compare).
+	// the classification context, set before the compare workers start.
 	verdicts *verdicts
 	cc       classifyContext
-	ready    <-chan struct{}
 }
 
 func (s *scan) progress(stage string, done, total int) {

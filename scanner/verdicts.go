@@ -318,41 +318,49 @@ func (s *scan) hashDesired() {
 	wg.Wait()
 }
 
-// cachedVerdict hashes Git's side of declared object di and, when the
-// verdict cache holds that the live object h heads has no drift against
-// it, marks the object in sync in the report and counts what it dismissed:
-// it is then not decoded or compared. A verdict with dismissals waits for
-// the classification context (compare's gather) to check it. It returns
-// the hash, "" without a cache.
-func (s *scan) cachedVerdict(di int, h itemHead) (git string, inSync bool) {
+// cachedVerdict looks up the verdict on declared object di and the live
+// object h heads. It returns the hash of Git's side ("" without a cache)
+// and the verdict, when one holds but maybe for its classification context
+// (verdictHolds checks that, once compare's gather has read it); nil when
+// the object must be compared.
+func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	if s.verdicts == nil {
-		return "", false
+		return "", nil
 	}
 	d := &s.objects[di]
 	gvk := d.obj.GroupVersionKind()
 	git = gitHash(d.content, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
-	v, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
+	e, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if !ok {
-		return git, false
+		return git, nil
 	}
-	if len(v.Dismissed) > 0 {
-		if s.opts.ExplainDismissed || len(s.auditPaths()) > 0 {
-			// Each dismissal is listed, or attributed from the audit log
-			// (classifyHash): compare it, without waiting for the log.
-			return git, false
-		}
-		<-s.ready
-		if ctx := s.classifyHash(*d); ctx == "" || ctx != v.Context {
-			return git, false
-		}
-		for reason, n := range v.Dismissed {
-			s.dismissed.addN(reason, n)
-		}
+	if len(e.Dismissed) > 0 && (s.opts.ExplainDismissed || len(s.auditPaths()) > 0) {
+		// Each dismissal is listed, or attributed from the audit log
+		// (classifyHash): compare it.
+		return git, nil
+	}
+	return git, &e
+}
+
+// verdictHolds says whether v, found by cachedVerdict, holds in this
+// scan's classification context; a compare worker asks, once gather is done.
+func (s *scan) verdictHolds(d desired, v verdict) bool {
+	if len(v.Dismissed) == 0 {
+		return true
+	}
+	ctx := s.classifyHash(d)
+	return ctx != "" && ctx == v.Context
+}
+
+// useVerdict marks d in sync as verdict v says, and counts what v
+// dismissed: d is not decoded or compared.
+func (s *scan) useVerdict(d desired, v verdict) {
+	for reason, n := range v.Dismissed {
+		s.dismissed.addN(reason, n)
 	}
 	s.verdicts.reuse(v)
 	ro := &s.r.Apps[d.app].Objects[d.object]
 	ro.Status, ro.Owner = report.StatusInSync, v.Owner
-	return git, true
 }
 
 // recordVerdict keeps in the cache that d, compared with the live object
