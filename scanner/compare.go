@@ -19,20 +19,22 @@ import (
 // context the classifier needs beyond the object itself.
 type classifyContext struct {
 	webhooks []admissionregistrationv1.MutatingWebhookConfiguration
-	// webhooksID names the webhooks read, "" when they could not be
-	// (webhooksID): the verdict cache's key to them.
-	webhooksID string
-	nsLabels   map[string]map[string]string
-	scalers    map[objectKey][]classify.Scaler
+	// apps hashes, by app, the webhooks and the app's classification
+	// settings (appContexts): the verdict cache's key to them.
+	apps     []string
+	nsLabels map[string]map[string]string
+	scalers  map[objectKey][]classify.Scaler
 }
 
 // gather reads what classification needs besides the namespaces' labels
 // (readNamespaces): the mutating webhooks and the autoscalers.
-func (s *scan) gather(ctx context.Context) classifyContext {
-	cc := classifyContext{scalers: map[objectKey][]classify.Scaler{}}
+func (s *scan) gather(ctx context.Context, gitScalers map[objectKey][]classify.Scaler) classifyContext {
+	cc := classifyContext{scalers: gitScalers}
 	var err error
 	cc.webhooks, err = s.c.webhooks(ctx)
-	cc.webhooksID = webhooksID(cc.webhooks, err)
+	if s.verdicts != nil {
+		cc.apps = s.appContexts(webhooksID(cc.webhooks, err))
+	}
 	if err != nil {
 		s.warn(report.Warning{Code: report.WarnWebhooksUnreadable, Message: fmt.Sprintf("cannot list MutatingWebhookConfigurations, so injected fields do not name the webhook behind them and hints cannot say which webhook matches: %v", err)})
 	}
@@ -53,32 +55,46 @@ var scalerKinds = []struct {
 	{schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}, []string{"spec", "scaleTargetRef"}},
 }
 
-// gatherScalers finds the autoscalers that target objects, from Git's own
-// objects and from those live in the app namespaces.
-func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.Scaler, nss map[string]bool) {
-	add := func(kind string, u *unstructured.Unstructured, ref []string) {
-		target, ok, _ := unstructured.NestedStringMap(u.Object, ref...)
-		if !ok || target["name"] == "" {
+// addScaler adds to out the autoscaler u of kind, if it targets an object
+// at ref in its spec.
+func addScaler(out map[objectKey][]classify.Scaler, kind string, u *unstructured.Unstructured, ref []string) {
+	target, ok, _ := unstructured.NestedStringMap(u.Object, ref...)
+	if !ok || target["name"] == "" {
+		return
+	}
+	gv, _ := schema.ParseGroupVersion(target["apiVersion"])
+	if target["apiVersion"] == "" {
+		gv = schema.GroupVersion{Group: "apps"}
+	}
+	k := objectKey{gv.Group, target["kind"], u.GetNamespace(), target["name"]}
+	for _, have := range out[k] {
+		if have.Kind == kind && have.Name == u.GetName() {
 			return
 		}
-		gv, _ := schema.ParseGroupVersion(target["apiVersion"])
-		if target["apiVersion"] == "" {
-			gv = schema.GroupVersion{Group: "apps"}
-		}
-		k := objectKey{gv.Group, target["kind"], u.GetNamespace(), target["name"]}
-		for _, have := range out[k] {
-			if have.Kind == kind && have.Name == u.GetName() {
-				return
-			}
-		}
-		out[k] = append(out[k], classify.Scaler{Kind: kind, Name: u.GetName()})
 	}
+	out[k] = append(out[k], classify.Scaler{Kind: kind, Name: u.GetName()})
+}
+
+// gitScalers finds the autoscalers that Git's own objects hold, before
+// anything is listed: a page's objects are then let go of as they are
+// compared, while gather still reads the live autoscalers.
+func (s *scan) gitScalers() map[objectKey][]classify.Scaler {
+	out := map[objectKey][]classify.Scaler{}
 	for _, sk := range scalerKinds {
 		for _, d := range s.objects {
 			if d.obj.GroupVersionKind().GroupKind() == sk.gvk.GroupKind() {
-				add(sk.gvk.Kind, d.obj, sk.ref)
+				addScaler(out, sk.gvk.Kind, d.obj, sk.ref)
 			}
 		}
+	}
+	return out
+}
+
+// gatherScalers adds to out the autoscalers live in the app namespaces
+// that target objects.
+func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.Scaler, nss map[string]bool) {
+	add := func(kind string, u *unstructured.Unstructured, ref []string) { addScaler(out, kind, u, ref) }
+	for _, sk := range scalerKinds {
 		m, err := s.c.mapper.RESTMapping(sk.gvk.GroupKind())
 		if err != nil {
 			s.warnScalerMapping(sk.gvk, err)
@@ -142,9 +158,10 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 	q.cond = sync.NewCond(&q.mu)
 	s.namespaces = s.readNamespaces(ctx)
 	ready := make(chan struct{})
+	gitScalers := s.gitScalers()
 	go func() {
 		defer close(ready)
-		s.cc = s.gather(ctx)
+		s.cc = s.gather(ctx, gitScalers)
 		s.audit = auditDone()
 		q.start()
 	}()

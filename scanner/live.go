@@ -192,6 +192,8 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 		switch {
 		case v != nil && len(v.Dismissed) == 0:
 			s.useVerdict(s.objects[di], *v)
+			// Nothing reads Git's object any more (gitScalers did).
+			s.objects[di].obj, s.objects[di].twin = nil, nil
 			return &foundObject{index: di, settled: true}, nil, nil
 		case v != nil:
 			// Whether it holds depends on the classification context,

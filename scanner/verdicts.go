@@ -381,27 +381,17 @@ func (s *scan) recordVerdict(d desired, f foundObject, ro *report.Object, dismis
 }
 
 // classifyHash is the hash of what classifying d's differences reads
-// besides the two objects: the mutating webhooks, d's autoscalers, its
-// namespace's labels, its app's appliers, rules and reconciler tracking,
-// and the fields that differ between its chart's two renders. "" when
-// an audit log is read: attribution then comes from outside the cluster's
-// state, and is never taken from the cache.
+// besides the two objects: the mutating webhooks and d's app's appliers,
+// rules and reconciler tracking (appContexts), d's autoscalers, its
+// namespace's labels, and the fields that differ between its chart's two
+// renders. "" when an audit log is read: attribution then comes from
+// outside the cluster's state, and is never taken from the cache.
 func (s *scan) classifyHash(d desired) string {
-	if s.audit != nil || s.cc.webhooksID == "" {
-		return ""
-	}
-	app := s.cfg.Apps[d.app]
-	cl, err := json.Marshal(struct {
-		Appliers, AppAppliers []string
-		Rules                 any
-		Tracking              any
-	}{s.cfg.Appliers, app.Appliers, s.cfg.Rules, s.tracking[d.app]})
-	if err != nil {
+	if s.audit != nil || d.app >= len(s.cc.apps) || s.cc.apps[d.app] == "" {
 		return ""
 	}
 	h := &valueHasher{h: sha256.New()}
-	h.str(s.cc.webhooksID)
-	h.str(string(cl))
+	h.str(s.cc.apps[d.app])
 	labels := map[string]any{}
 	for k, v := range s.cc.nsLabels[d.key.ns] {
 		labels[k] = v
@@ -416,6 +406,32 @@ func (s *scan) classifyHash(d desired) string {
 	}
 	h.flush()
 	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// appContexts hashes, for each app, what the classification of any of its
+// objects reads: the webhooks (webhooksID) and the app's appliers, rules
+// and tracking. "" for every app when the webhooks could not be read.
+func (s *scan) appContexts(webhooks string) []string {
+	out := make([]string, len(s.cfg.Apps))
+	if webhooks == "" {
+		return out
+	}
+	for i, app := range s.cfg.Apps {
+		cl, err := json.Marshal(struct {
+			Appliers, AppAppliers []string
+			Rules                 any
+			Tracking              any
+		}{s.cfg.Appliers, app.Appliers, s.cfg.Rules, s.tracking[i]})
+		if err != nil {
+			continue
+		}
+		h := &valueHasher{h: sha256.New()}
+		h.str(webhooks)
+		h.str(string(cl))
+		h.flush()
+		out[i] = string(h.h.Sum(nil))
+	}
+	return out
 }
 
 // webhooksID names the mutating webhooks as gather read them: each
