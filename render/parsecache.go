@@ -10,10 +10,10 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
+
+	"github.com/calricon/driftscan/report"
 )
 
 // ParseCache remembers what parsing a manifest file gave, by the sha256 of
@@ -118,30 +118,10 @@ type cacheHeader struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// cacheBuild names what, besides parseCacheFormat, decides how bytes
-// parse: the versions of the modules that parse them, and the driftscan
-// build's commit when it has one. A cache written by another build is not
-// read (and is replaced by the next Save).
-var cacheBuild = sync.OnceValue(func() string {
-	h := sha256.New()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
-				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
-			}
-		}
-		for _, d := range bi.Deps {
-			switch d.Path {
-			case "gopkg.in/yaml.v3", "k8s.io/apimachinery", "github.com/json-iterator/go":
-				fmt.Fprintf(h, "%s@%s\n", d.Path, d.Version)
-				if d.Replace != nil {
-					fmt.Fprintf(h, "=> %s@%s\n", d.Replace.Path, d.Replace.Version)
-				}
-			}
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
-})
+// cacheBuild names the build, which decides how bytes parse
+// (BuildIdentity): a cache written by another build is not read (and is
+// replaced by the next Save).
+var cacheBuild = BuildIdentity
 
 // OpenParseCache reads the cache file at path. A missing file is an empty
 // cache. It always returns a usable cache: when the file cannot be read or
@@ -381,37 +361,9 @@ func (c *ParseCache) Save() error {
 	if err != nil {
 		return fmt.Errorf("save parse cache %s: %w", c.path, err)
 	}
-	if err := writeFileAtomic(c.path, append(append(head, '\n'), body.Bytes()...)); err != nil {
+	if err := report.WritePrivateFileAtomic(c.path, append(append(head, '\n'), body.Bytes()...)); err != nil {
 		return fmt.Errorf("save parse cache %s: %w", c.path, err)
 	}
 	c.dirty = false
 	return nil
-}
-
-// writeFileAtomic replaces path with data through a temporary file in
-// the same folder, synced before the rename.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

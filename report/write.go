@@ -194,17 +194,37 @@ func ParseOutputs(specs []string) ([]Output, error) {
 // fills a temporary file in the same directory, which is synced and renamed
 // over path only when write succeeded. The file keeps the mode of the file it
 // replaces, or gets 0644.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return writeFileAtomic(path, 0o644, true, write)
+}
+
+// WritePrivateFileAtomic writes data to path as WriteFileAtomic does, in a
+// folder it makes (0700) if need be, as a file readable by the user alone
+// (0600) whatever the mode of the file it replaces: the scan's caches.
+func WritePrivateFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return writeFileAtomic(path, 0o600, false, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomic is WriteFileAtomic with mode for a new file, kept for
+// one it replaces when keepMode.
+func writeFileAtomic(path string, mode os.FileMode, keepMode bool, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	mode := os.FileMode(0o644)
 	if fi, statErr := os.Stat(path); statErr == nil {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("write %s: not a regular file", path)
 		}
-		mode = fi.Mode().Perm()
+		if keepMode {
+			mode = fi.Mode().Perm()
+		}
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {

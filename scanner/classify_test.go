@@ -49,14 +49,7 @@ func TestAWebhooksSidecarAndAnnotationAreWebhookDrift(t *testing.T) {
 func TestTheReplicaWarGetsAnOperatorFindingWithTheFix(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	applyDir(t, fixture("apps", "web"), ns)
-	env.Apply(t, "hpa-installer", ns, cluster.Object(t, `
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: web-hpa}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 3
-  maxReplicas: 60`))
+	applyWebHPA(t, ns)
 	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
 
 	r := runScan(t, webApp(ns))
@@ -159,4 +152,17 @@ func TestIgnoreRulesAreDebtsWithOwners(t *testing.T) {
 	if !capped.Apps[0].OverIgnoreCap {
 		t.Errorf("4 rules over a cap of 3 is not flagged")
 	}
+}
+
+// applyWebHPA installs an HPA that scales Deployment web of ns (3 to 60).
+func applyWebHPA(t *testing.T, ns string) {
+	t.Helper()
+	env.Apply(t, "hpa-installer", ns, cluster.Object(t, `
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web-hpa}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 60`))
 }

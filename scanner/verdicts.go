@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -111,7 +111,7 @@ type verdicts struct {
 // another format, build or server, is an empty cache too, and the error
 // says why (the scan compares everything and writes it anew).
 func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
-	v := &verdicts{path: filepath.Join(dir, verdictFileName), build: buildIdentity(), server: server, now: now,
+	v := &verdicts{path: filepath.Join(dir, verdictFileName), build: render.BuildIdentity(), server: server, now: now,
 		old: map[objectKey]verdict{}, kept: map[objectKey]verdict{}, changed: true}
 	f, err := os.Open(v.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -204,7 +204,10 @@ func (v *verdicts) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(v.path, data)
+	if err := report.WritePrivateFileAtomic(v.path, data); err != nil {
+		return fmt.Errorf("the scan cache: %w", err)
+	}
+	return nil
 }
 
 func cmpKey(a, b objectKey) int {
@@ -218,68 +221,6 @@ func cmpKey(a, b objectKey) int {
 	}
 	return 0
 }
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder, readable by the user alone, renamed over path.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write the scan cache %s: %w", path, err)
-	}
-	return nil
-}
-
-// buildIdentity names the running driftscan build: its version and
-// commit, and for a build from a work tree (no version, or uncommitted
-// changes) the executable's size and time as well, so that a rebuilt
-// binary never trusts what another build compared.
-func buildIdentity() string {
-	buildOnce.Do(func() {
-		id := "unknown"
-		modified := true
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			id = bi.Main.Path + "@" + bi.Main.Version
-			modified = bi.Main.Version == "" || bi.Main.Version == "(devel)"
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "vcs.revision":
-					id += " " + s.Value
-				case "vcs.modified":
-					modified = modified || s.Value == "true"
-				}
-			}
-		}
-		if modified {
-			if exe, err := os.Executable(); err == nil {
-				if fi, err := os.Stat(exe); err == nil {
-					id += fmt.Sprintf(" %d@%d", fi.Size(), fi.ModTime().UnixNano())
-				}
-			}
-		}
-		buildID = id
-	})
-	return buildID
-}
-
-var (
-	buildOnce sync.Once
-	buildID   string
-)
 
 // openCache reads the verdict cache of Options.CacheDir while the apps
 // render; the function it returns waits for it (nil without a cache).

@@ -82,14 +82,7 @@ func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
 	// An autoscaler comes to target the Deployment: nothing of the
 	// Deployment changed, but how its differences are classified may have,
 	// so it is compared again.
-	env.Apply(t, "hpa-installer", ns, cluster.Object(t, `
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: web-hpa}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 3
-  maxReplicas: 60`))
+	applyWebHPA(t, ns)
 	withScaler := cachedScan(t, cfg, dir)
 	if got := reused(withScaler); got != 3 {
 		t.Errorf("after an HPA came, %d verdicts reused, want 3 (all but the Deployment)", got)
