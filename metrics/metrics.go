@@ -34,6 +34,9 @@ const (
 	// APIRequests counts the requests the run sent to the API server. It
 	// starts from zero every run.
 	APIRequests = "driftscan_api_requests_total"
+	// CachedInSync is how many objects the scan found in sync from its
+	// cache, without a compare (report.CacheStats.InSync).
+	CachedInSync = "driftscan_cached_in_sync_objects"
 )
 
 // Statuses are the object statuses Objects always has a series for.
@@ -90,6 +93,14 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 		duration.Set(r.Stats.DurationSeconds)
 		requests.Add(float64(r.Stats.APIRequests))
 		reg.MustRegister(duration, requests)
+		if c := r.Stats.Cache; c != nil {
+			cached := prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: CachedInSync,
+				Help: "Objects the last scan found in sync from its cache: unchanged in Git and live since an earlier scan found them so, not compared again.",
+			})
+			cached.Set(float64(c.InSync))
+			reg.MustRegister(cached)
+		}
 	}
 
 	if !r.HasErrors() {

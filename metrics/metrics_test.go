@@ -72,6 +72,7 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 	mfs := parse(t, writeSample(t, sampleReport()))
 	want := []string{
 		`driftscan_api_requests_total{} 42`,
+		`driftscan_cached_in_sync_objects{} 7`,
 		`driftscan_findings{app="payments",class="unknown",owner="team-pay",type="Added"} 1`,
 		`driftscan_findings{app="web",class="human",owner="team-web",type="Added"} 1`,
 		`driftscan_findings{app="web",class="human",owner="team-web",type="Changed"} 1`,
@@ -111,6 +112,7 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		ScanDuration: dto.MetricType_GAUGE,
 		LastSuccess:  dto.MetricType_GAUGE,
 		APIRequests:  dto.MetricType_COUNTER,
+		CachedInSync: dto.MetricType_GAUGE,
 	}
 	if diff := cmp.Diff(wantTypes, types); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)

@@ -48,7 +48,7 @@ func sampleReport() *report.Report {
 		{Kind: report.DebtUnused, Owner: "", Rule: report.IgnoreRule{Kind: "Deployment", Owner: "platform"}},
 		{Kind: report.DebtUnused, Owner: "platform", Rule: report.IgnoreRule{Kind: "Service", Owner: "platform"}},
 	}
-	r.Stats = &report.Stats{APIRequests: 42, Throttled: 1, DurationSeconds: 3.25}
+	r.Stats = &report.Stats{APIRequests: 42, Throttled: 1, DurationSeconds: 3.25, Cache: &report.CacheStats{InSync: 7, Manifests: 9}}
 	r.Finalize()
 	return r
 }

@@ -152,6 +152,9 @@ func newHTMLView(r *Report, now time.Time) htmlView {
 	}
 	if r.Stats != nil {
 		v.Stats = fmt.Sprintf("%d API requests (%d throttled), %.1f s", r.Stats.APIRequests, r.Stats.Throttled, r.Stats.DurationSeconds)
+		if c := r.Stats.Cache; c != nil {
+			v.Stats += fmt.Sprintf(", %d objects in sync since the last scan (not compared again)", c.InSync)
+		}
 	}
 
 	owners := map[string]*htmlOwner{}

@@ -105,6 +105,9 @@ type CacheStats struct {
 	// neither Git's object nor the live one (its resourceVersion) has
 	// changed since.
 	InSync int `json:"inSync"`
+	// Manifests counts the manifest files (and chart output documents)
+	// read as an earlier scan parsed them, their bytes unchanged.
+	Manifests int `json:"manifests"`
 }
 
 // AuditStats say how much of the audit log the scan used.

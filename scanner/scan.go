@@ -227,7 +227,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
 	if s.verdicts != nil {
-		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount()}
+		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.manifestsCached}
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
 		}
@@ -262,6 +262,8 @@ type scan struct {
 	// the classification context, set before the compare workers start.
 	verdicts *verdicts
 	cc       classifyContext
+	// manifestsCached counts the manifests read from the parse cache.
+	manifestsCached int
 }
 
 func (s *scan) progress(stage string, done, total int) {
@@ -344,6 +346,7 @@ func (s *scan) render(ctx context.Context) error {
 	if err := parsed.Save(); err != nil {
 		s.opts.Logger.Warn("the parsed manifests are not kept in the scan cache: the next scan parses every manifest", "err", err)
 	}
+	s.manifestsCached = parsed.Stats().Hits
 	for i, app := range s.cfg.Apps {
 		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
 		if err != nil {

@@ -66,6 +66,10 @@ func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
 	if got := reused(second); got != 4 || inSync != 4 {
 		t.Errorf("second scan took %d verdicts from the cache, want the 4 objects the first found in sync (%d)", got, inSync)
 	}
+	// The Secret's file is parsed every time: the parse cache keeps none.
+	if got := second.Stats.Cache.Manifests; got != 3 {
+		t.Errorf("second scan read %d manifests from the cache, want the 3 that are no Secret", got)
+	}
 	sameAsUncached(t, cfg, second)
 
 	// What the cache keeps names objects; it holds none of their values.
