@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -322,7 +323,13 @@ func (t *typer) schemaID(gv schema.GroupVersion) string {
 	if !ok {
 		return ""
 	}
-	return p.ServerRelativeURL()
+	// An API server that names no hash in the address (before 1.27) gives
+	// nothing to tell a changed schema by: nothing is cached for it.
+	url := p.ServerRelativeURL()
+	if !strings.Contains(url, "hash=") {
+		return ""
+	}
+	return url
 }
 
 // openapiPath is gv's key in the server's OpenAPI v3 index.

@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -192,4 +194,85 @@ func copyDir(t *testing.T, src, dst string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestACRDWhoseSchemaChangesIsComparedAgain: the verdict on a custom
+// resource names the server's schema of its group/version by the address
+// of its OpenAPI v3 document, whose hash changes with the CRD's schema; so
+// after the CRD changes, its objects are compared again.
+func TestACRDWhoseSchemaChangesIsComparedAgain(t *testing.T) {
+	dir := t.TempDir()
+	crd := func(fields string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.verdicts.example.com}
+spec:
+  group: verdicts.example.com
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge, listKind: GaugeList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+`+fields), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env.InstallCRDs(t, "platform", filepath.Join(dir, "crd.yaml"))
+	}
+	crd("              level: {type: integer}\n")
+	env.RefreshMapper()
+	before := gaugeSchemaURL(t)
+
+	ns := env.Namespace(t, nil)
+	src := filepath.Join(t.TempDir(), "gauge")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "apiVersion: verdicts.example.com/v1\nkind: Gauge\nmetadata: {name: g}\nspec: {level: 3}\n"
+	if err := os.WriteFile(filepath.Join(src, "gauge.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyDir(t, src, ns)
+	cfg := scanConfig(ns, config.App{Name: "gauge", Source: config.Source{Path: src}})
+	cache := t.TempDir()
+	cachedScan(t, cfg, cache)
+	if got := reused(cachedScan(t, cfg, cache)); got != 1 {
+		t.Fatalf("the Gauge was reused %d times before its CRD changed, want 1", got)
+	}
+
+	crd("              level: {type: integer}\n              unit: {type: string}\n")
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return gaugeSchemaURL(t) != before, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server never published the Gauge's new schema (still %s)", before)
+	}
+	after := cachedScan(t, cfg, cache)
+	if got := reused(after); got != 0 {
+		t.Errorf("the Gauge was reused %d times after its CRD's schema changed, want 0", got)
+	}
+	sameAsUncached(t, cfg, after)
+}
+
+// gaugeSchemaURL is the address of verdicts.example.com/v1's OpenAPI v3
+// document, as the API server's index names it now.
+func gaugeSchemaURL(t *testing.T) string {
+	t.Helper()
+	paths, err := env.Client.Discovery().OpenAPIV3().Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := paths["apis/verdicts.example.com/v1"]
+	if !ok {
+		return ""
+	}
+	return p.ServerRelativeURL()
 }
