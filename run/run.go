@@ -171,6 +171,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	if opts.CacheDir != "" {
+		pruneCacheDirs(opts.CacheDir, opts.Scan.CacheDir, opts.Now(), opts.Logger)
+	}
 	attachDiscoveryErrors(r, found.Errors)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
