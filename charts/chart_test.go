@@ -142,6 +142,32 @@ tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, eff
 		params: "driftscan-contract-params",
 	},
 	{
+		name: "cache-persistence",
+		values: `
+cache:
+  persistence:
+    enabled: true
+    storageClass: fast-ssd
+    size: 10Gi
+    annotations: {backup.example.com/exclude: "true"}
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s"},
+		states: []string{"driftscan-state"},
+	},
+	{
+		name: "sharded-cache-read-write-many",
+		values: `
+shards: 3
+cache:
+  persistence: {enabled: true, storageClass: "-", accessModes: [ReadWriteMany]}
+`,
+		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
+			"--shard", "$(JOB_COMPLETION_INDEX)/3", "--shard-by", "namespace"},
+		states: []string{"driftscan-state-0", "driftscan-state-1", "driftscan-state-2"},
+	},
+	{
 		name: "pushgateway",
 		values: `
 image:
@@ -591,6 +617,16 @@ var badValues = []struct {
 	{"a deadline that leaves the scan no time", `activeDeadlineSeconds: 5`, []string{"/activeDeadlineSeconds", "minimum"}},
 	{"auto-resume as a string", `autoResume: "yes"`, []string{"/autoResume", "want boolean"}},
 	{"a render timeout that is not a duration", `render: {timeout: 2 minutes}`, []string{"/render/timeout", "does not match pattern"}},
+	{"cache persistence as a boolean", `cache: {persistence: true}`, []string{"/cache/persistence", "want object"}},
+	{"a typo under cache.persistence", `cache: {persistence: {storgeClass: fast}}`, []string{"/cache/persistence", "additional properties 'storgeClass' not allowed"}},
+	{"a cache size in GB, which is no Kubernetes quantity", `cache: {persistence: {size: 2GB}}`, []string{"/cache/persistence/size", "does not match pattern"}},
+	{"a cache size as a number", `cache: {persistence: {size: 2}}`, []string{"/cache/persistence/size", "want string"}},
+	{"a read-only cache", `cache: {persistence: {accessModes: [ReadOnlyMany]}}`, []string{"/cache/persistence/accessModes/0", "must be one of"}},
+	{"a cache with no access mode", `cache: {persistence: {accessModes: []}}`, []string{"/cache/persistence/accessModes", "minItems"}},
+	{"an access mode as a string", `cache: {persistence: {accessModes: ReadWriteMany}}`, []string{"/cache/persistence/accessModes", "want array"}},
+	{"a storage class that is not a DNS name", `cache: {persistence: {storageClass: Fast_SSD}}`, []string{"/cache/persistence/storageClass"}},
+	{"a cache claim annotation that is not a string", `cache: {persistence: {annotations: {backup.example.com/exclude: true}}}`, []string{"/cache/persistence/annotations/backup.example.com~1exclude", "want string"}},
+	{"a cache claim name with capitals", `cache: {existingClaim: Cache}`, []string{"/cache/existingClaim"}},
 }
 
 func TestBadValuesAreRejectedNamingTheField(t *testing.T) {

@@ -46,7 +46,8 @@ type installed struct {
 
 // install renders the chart as release ns into a new namespace ns and
 // creates, as Helm would, every object the scan's rights come from: the
-// ServiceAccount, Roles, ClusterRoles, their bindings, and the ConfigMaps.
+// ServiceAccount, Roles, ClusterRoles, their bindings, and the ConfigMaps;
+// and the cache's PersistentVolumeClaim when the values ask for one.
 func install(t *testing.T, valuesDoc string) *installed {
 	t.Helper()
 	ns := env.Namespace(t, nil)
@@ -63,7 +64,7 @@ func install(t *testing.T, valuesDoc string) *installed {
 	}
 	for _, u := range rel.Objects {
 		switch u.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Lease":
+		case "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Lease", "PersistentVolumeClaim":
 			env.Create(t, "helm", "", u)
 		case "ClusterRole", "ClusterRoleBinding":
 			env.Create(t, "helm", "", u)

@@ -148,3 +148,16 @@ below activeDeadlineSeconds, where the pod is killed and nothing is written.
   resources: ["mutatingwebhookconfigurations"]
   verbs: ["get", "list"]
 {{- end }}
+
+{{/*
+The claim the cache volume mounts: cache.existingClaim, else with
+cache.persistence.enabled the chart's own <fullname>-cache, else "" (an
+emptyDir).
+*/}}
+{{- define "driftscan.cacheClaimName" -}}
+{{- if .Values.cache.existingClaim }}
+{{- .Values.cache.existingClaim }}
+{{- else if .Values.cache.persistence.enabled }}
+{{- printf "%s-cache" (include "driftscan.fullname" .) }}
+{{- end }}
+{{- end }}
