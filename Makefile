@@ -122,7 +122,7 @@ test: testbin browser lint
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 # The fuzz targets, as package:target.
-FUZZ_TARGETS := config:FuzzParseConfig render:FuzzRenderYAML render:FuzzParseCache classify:FuzzIgnoreRule report:FuzzWriteFinding
+FUZZ_TARGETS := config:FuzzParseConfig render:FuzzRenderYAML render:FuzzParseCache classify:FuzzIgnoreRule report:FuzzWriteFinding report:FuzzIndentJSON
 FUZZTIME     ?= 2m
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 2m); crashers land in testdata/fuzz
