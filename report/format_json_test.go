@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestIndentIsWhatEncodingJSONWrites(t *testing.T) {
 		[]any{},
 		map[string]any{"a": []any{}, "b": map[string]any{}, "c": []any{map[string]any{}, []any{[]any{}}}},
 		map[string]any{`k"ey\`: `va"l\ue{}[],:`, "esc": "\\\"", "tail": "\\", "html": "<a href=\"x\">&</a>", "u": "\u2028\u00e9\x01"},
-		[]any{1.5, -0.0, 1e21, true, false, nil, "", `\`},
+		[]any{1.5, math.Copysign(0, -1), 1e21, true, false, nil, "", `\`},
 		"just a string", 42, nil,
 	}
 	for i, v := range inputs {
