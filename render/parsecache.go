@@ -102,7 +102,7 @@ type cacheEntry struct {
 const parseCacheFormat = 1
 
 // MaxParseCacheBytes is the largest cache file OpenParseCache reads; a
-// larger one is dropped with a warning. The benchmark.s 5,000 objects
+// larger one is dropped with a warning. The benchmark's 5,000 objects
 // take 2.2 MB.
 const MaxParseCacheBytes = 256 << 20
 

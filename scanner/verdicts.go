@@ -55,7 +55,8 @@ const verdictFormat = 1
 // write to the object, so every object is compared afresh at least daily.
 const verdictMaxAge = 24 * time.Hour
 
-// verdictFileMax bounds the cache file read: about 265 bytes a verdict (1.3 MB for the benchmark's 4,750).
+// verdictFileMax bounds the cache file read: about 265 bytes a verdict
+// (1.3 MB for the benchmark's 4,750).
 const verdictFileMax = 256 << 20
 
 // verdictFileName is the cache file in Options.CacheDir.
