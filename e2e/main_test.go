@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 	// the controllers' own logs instead.
 	ctrllog.SetLogger(logr.Discard())
 	require := os.Getenv(cluster.RequireEnv) == "1"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // within make test's -timeout 30m
 	defer cancel()
 	dir, err := os.MkdirTemp("", "driftscan-e2e-")
 	if err != nil {
