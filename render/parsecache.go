@@ -131,7 +131,7 @@ var cacheBuild = BuildIdentity
 // warning: it is dropped silently, as an upgrade does.
 func OpenParseCache(path string) (*ParseCache, error) {
 	c := &ParseCache{path: path, entries: map[cacheKey]*cacheEntry{}}
-	data, err := readCacheFile(path)
+	data, err := ReadCacheFile(path, MaxParseCacheBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return c, nil
@@ -152,22 +152,24 @@ func OpenParseCache(path string) (*ParseCache, error) {
 	return c, nil
 }
 
-// readCacheFile reads path within MaxParseCacheBytes.
-func readCacheFile(path string) ([]byte, error) {
+// ReadCacheFile reads a scan cache file of at most max bytes (this
+// package's parse cache, the scanner's verdicts); a larger one is an error
+// and is not read past max.
+func ReadCacheFile(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > MaxParseCacheBytes {
-		return nil, fmt.Errorf("%d bytes is over the limit of %d", fi.Size(), MaxParseCacheBytes)
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		return nil, fmt.Errorf("%d bytes is over the limit of %d", fi.Size(), max)
 	}
-	data, over, err := readAtMost(f, MaxParseCacheBytes)
+	data, over, err := readAtMost(f, max)
 	if err != nil {
 		return nil, err
 	}
 	if over {
-		return nil, fmt.Errorf("over the limit of %d bytes", MaxParseCacheBytes)
+		return nil, fmt.Errorf("over the limit of %d bytes", max)
 	}
 	return data, nil
 }

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -8,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,20 +119,12 @@ type verdicts struct {
 func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
 	v := &verdicts{path: filepath.Join(dir, verdictFileName), build: render.BuildIdentity(), server: server, now: now,
 		old: map[objectKey]verdict{}, kept: map[objectKey]verdict{}, changed: true}
-	f, err := os.Open(v.path)
+	data, err := render.ReadCacheFile(v.path, verdictFileMax)
 	if errors.Is(err, os.ErrNotExist) {
 		return v, nil
 	}
 	if err != nil {
-		return v, fmt.Errorf("read the scan cache: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, verdictFileMax+1))
-	if err != nil {
 		return v, fmt.Errorf("read the scan cache %s: %w", v.path, err)
-	}
-	if len(data) > verdictFileMax {
-		return v, fmt.Errorf("the scan cache %s is over %d MiB: not read", v.path, verdictFileMax>>20)
 	}
 	var file verdictFile
 	// jsoniter reads the file as encoding/json does, at a fraction of its
@@ -218,15 +211,7 @@ func (v *verdicts) save() error {
 }
 
 func cmpKey(a, b objectKey) int {
-	for _, c := range [][2]string{{a.group, b.group}, {a.kind, b.kind}, {a.ns, b.ns}, {a.name, b.name}} {
-		if c[0] != c[1] {
-			if c[0] < c[1] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
+	return cmp.Or(strings.Compare(a.group, b.group), strings.Compare(a.kind, b.kind), strings.Compare(a.ns, b.ns), strings.Compare(a.name, b.name))
 }
 
 // openCache reads the verdict cache of Options.CacheDir while the apps
@@ -338,7 +323,7 @@ func (s *scan) classifyHash(d desired) string {
 	if s.audit != nil || d.app >= len(s.cc.apps) || s.cc.apps[d.app] == "" {
 		return ""
 	}
-	h := &valueHasher{h: sha256.New()}
+	h := newValueHasher()
 	h.str(s.cc.apps[d.app])
 	labels := map[string]any{}
 	for k, v := range s.cc.nsLabels[d.key.ns] {
@@ -352,8 +337,7 @@ func (s *scan) classifyHash(d desired) string {
 	if d.unstable != nil {
 		h.str(d.unstable.String())
 	}
-	h.flush()
-	return hex.EncodeToString(h.h.Sum(nil))
+	return hex.EncodeToString(h.sum())
 }
 
 // appContexts hashes, for each app, what the classification of any of its
@@ -373,11 +357,10 @@ func (s *scan) appContexts(webhooks string) []string {
 		if err != nil {
 			continue
 		}
-		h := &valueHasher{h: sha256.New()}
+		h := newValueHasher()
 		h.str(webhooks)
 		h.str(string(cl))
-		h.flush()
-		out[i] = string(h.h.Sum(nil))
+		out[i] = string(h.sum())
 	}
 	return out
 }
@@ -407,23 +390,21 @@ func gitHash(content string, gvk schema.GroupVersionKind, listed, schemaID strin
 	if content == "" || schemaID == "" {
 		return ""
 	}
-	h := &valueHasher{h: sha256.New()}
+	h := newValueHasher()
 	for _, s := range []string{content, gvk.String(), listed, schemaID, string(applied), ownerLabel} {
 		h.str(s)
 	}
-	h.flush()
-	return hex.EncodeToString(h.h.Sum(nil))
+	return hex.EncodeToString(h.sum())
 }
 
 // contentHash hashes a decoded object canonically (valueHasher), "" when
 // it holds a value the hash does not know.
 func contentHash(obj map[string]any) string {
-	h := &valueHasher{h: sha256.New()}
+	h := newValueHasher()
 	if !h.value(obj) {
 		return ""
 	}
-	h.flush()
-	return string(h.h.Sum(nil))
+	return string(h.sum())
 }
 
 // valueHasher hashes a decoded JSON value canonically: each value tagged
@@ -435,9 +416,17 @@ type valueHasher struct {
 	buf []byte
 }
 
+func newValueHasher() *valueHasher { return &valueHasher{h: sha256.New()} }
+
 func (w *valueHasher) flush() {
 	w.h.Write(w.buf)
 	w.buf = w.buf[:0]
+}
+
+// sum is the hash of everything written.
+func (w *valueHasher) sum() []byte {
+	w.flush()
+	return w.h.Sum(nil)
 }
 
 func (w *valueHasher) tag(b byte, n uint64) {
