@@ -629,20 +629,28 @@ var badValues = []struct {
 	{"a cache claim name with capitals", `cache: {existingClaim: Cache}`, []string{"/cache/existingClaim"}},
 }
 
+// renderFails renders the chart with values and fails the test unless the
+// render fails saying each of wants; it returns the error.
+func renderFails(t *testing.T, valuesYAML string, wants ...string) error {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Values = values(t, valuesYAML)
+	_, err := Render(t.Context(), opts)
+	if err == nil {
+		t.Fatalf("values %s rendered, want an error", valuesYAML)
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	return err
+}
+
 func TestBadValuesAreRejectedNamingTheField(t *testing.T) {
 	for _, bad := range badValues {
 		t.Run(bad.name, func(t *testing.T) {
-			opts := DefaultOptions()
-			opts.Values = values(t, bad.values)
-			_, err := Render(t.Context(), opts)
-			if err == nil {
-				t.Fatalf("values %q rendered, want a schema error", bad.values)
-			}
-			for _, want := range bad.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error does not say %q:\n%v", want, err)
-				}
-			}
+			err := renderFails(t, bad.values, bad.want...)
 			if !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
 				t.Errorf("error is not Helm's schema validation:\n%v", err)
 			}
