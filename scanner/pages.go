@@ -46,7 +46,10 @@ type itemTracking struct {
 // listItem is one item of a page as it is read.
 type listItem struct {
 	head itemHead
-	raw  []byte // valid only during the call it is handed to
+	// raw is valid only during the call it is handed to, unless owned
+	// (an item an early LIST kept, prefetch.go).
+	raw   []byte
+	owned bool
 }
 
 // decode decodes the item for its compare (decodeLive): its content
