@@ -56,12 +56,6 @@ type Tool struct {
 // run is preceded by a run of the LIST floor, so that both see the same
 // load on the machine; the floor's median is returned too.
 func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, floor *floorRunner, extra ...string) (Tool, *Floor, *report.Report, error) {
-	return timeDriftscanThen(ctx, l, bin, b, outDir, runs, floor, nil, extra...)
-}
-
-// timeDriftscanThen is timeDriftscan calling after (untimed) after each
-// run, for another timing to go in turn with it.
-func timeDriftscanThen(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, floor *floorRunner, after func() error, extra ...string) (Tool, *Floor, *report.Report, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version")}
 	var walls []time.Duration
 	var procs []process
@@ -110,11 +104,6 @@ func timeDriftscanThen(ctx context.Context, l *launcher, bin string, b *bed, out
 		}
 		say("driftscan run %d: %.2fs (%.2f CPU s), %d requests, %.0f MiB, control plane %.2f CPU s", i+1, p.Wall.Seconds(), p.CPU.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS), cost.CPUSeconds())
 		walls, procs, costs, reports = append(walls, p.Wall), append(procs, p), append(costs, cost), append(reports, r)
-		if after != nil {
-			if err := after(); err != nil {
-				return t, nil, nil, err
-			}
-		}
 	}
 	m := median(walls)
 	p, r := procs[m], reports[m]

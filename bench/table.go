@@ -236,11 +236,5 @@ func writeWarm(w io.Writer, wm *Warm) {
 	if wm.Floor != nil {
 		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor", wm.Floor.WallSeconds, wm.OverFloor)
 	}
-	fmt.Fprintf(w, "; %d LISTs sent while the apps rendered\n", wm.ListsEarly)
-	fmt.Fprintf(w, "  the same cache without its list plan (LISTs after the render): %.2fs wall (%.2f CPU s), %.0f MiB max RSS",
-		wm.Late.WallSeconds, wm.Late.CPUSeconds, wm.Late.MaxRSSMiB)
-	if wm.Floor != nil {
-		fmt.Fprintf(w, ", %.2fx the floor", wm.LateOverFloor)
-	}
 	fmt.Fprintln(w)
 }

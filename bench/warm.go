@@ -1,13 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/calricon/driftscan/report"
@@ -26,16 +24,8 @@ type Warm struct {
 	Floor     *Floor  `json:"floor,omitempty"`
 	OverFloor float64 `json:"overFloor,omitempty"`
 	// InSync counts the objects the warm run found in sync without a
-	// compare (its report's stats.cache.inSync), ListsEarly the LISTs it
-	// sent while the apps rendered (stats.cache.listsEarly).
-	InSync     int `json:"inSync"`
-	ListsEarly int `json:"listsEarly"`
-	// Late is the median of the runs with the same cache but its list
-	// plan removed, each right after a Warm run: the LISTs then wait for
-	// the render, as before the plan was kept. LateOverFloor is its wall
-	// time over Floor.
-	Late          Tool    `json:"late"`
-	LateOverFloor float64 `json:"lateOverFloor,omitempty"`
+	// compare (its report's stats.cache.inSync).
+	InSync int `json:"inSync"`
 }
 
 // timeWarm times driftscan with a cache of its own in outDir, and checks
@@ -49,30 +39,7 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 	if err != nil {
 		return nil, fmt.Errorf("the run that fills the cache: %w", err)
 	}
-	// After each timed run, one with the list plan removed (which writes
-	// it again for the next).
-	var late []Tool
-	lateRun := func() error {
-		// The scan keeps its cache in a folder of dir for the cluster,
-		// config and selection (docs/cache.md).
-		plans, _ := filepath.Glob(filepath.Join(dir, "*", "lists.json"))
-		if len(plans) != 1 {
-			return fmt.Errorf("the scan cache in %s holds %d list plans after a run, want 1", dir, len(plans))
-		}
-		if err := os.Remove(plans[0]); err != nil {
-			return err
-		}
-		t, _, r, err := timeDriftscan(ctx, l, bin, b, outDir, 1, nil, "--cache-dir", dir)
-		if err != nil {
-			return fmt.Errorf("a run with the cache but no list plan: %w", err)
-		}
-		if got, want := findingsOf(r), findingsOf(cold); got != want {
-			return fmt.Errorf("with the cache but no list plan driftscan reported %s, without the cache %s", got, want)
-		}
-		late = append(late, t)
-		return nil
-	}
-	warm, fl, r, err := timeDriftscanThen(ctx, l, bin, b, outDir, runs, floor, lateRun, "--cache-dir", dir)
+	warm, fl, r, err := timeDriftscan(ctx, l, bin, b, outDir, runs, floor, "--cache-dir", dir)
 	if err != nil {
 		return nil, fmt.Errorf("the runs with the cache: %w", err)
 	}
@@ -81,13 +48,10 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 	}
 	out := &Warm{Fill: fill, Warm: warm, Floor: fl}
 	if r.Stats != nil && r.Stats.Cache != nil {
-		out.InSync, out.ListsEarly = r.Stats.Cache.InSync, r.Stats.Cache.ListsEarly
+		out.InSync = r.Stats.Cache.InSync
 	}
-	slices.SortFunc(late, func(a, b Tool) int { return cmp.Compare(a.WallSeconds, b.WallSeconds) })
-	out.Late = late[len(late)/2]
 	if fl != nil {
 		out.OverFloor = ratio(warm.WallSeconds, fl.WallSeconds)
-		out.LateOverFloor = ratio(out.Late.WallSeconds, fl.WallSeconds)
 	}
 	return out, nil
 }

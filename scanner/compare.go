@@ -190,7 +190,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 			}
 		}()
 	}
-	live := s.read(ctx, q.push, func() { <-ready })
+	live := s.read(ctx, q.push)
 	listed.Store(true)
 	q.close()
 	wg.Wait()

@@ -91,11 +91,10 @@ func (s *scan) plan() (keys []listKey, byGVR map[schema.GroupVersionResource]map
 // what Extra needs. A list the early LISTs read (prefetch.go) is not sent
 // again: its kept items are handed over as a page's would be. visit is
 // called from the LIST goroutines, once per object found, and must not
-// block for long: the next page waits for it. classified waits for the
-// classification context (compare's gather).
-func (s *scan) read(ctx context.Context, visit func(foundObject), classified func()) *liveState {
+// block for long: the next page waits for it.
+func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 	keys, byGVR, gvks := s.plan()
-	early, stats := s.early.take(s, keys, classified)
+	early, stats := s.early.take(s, keys)
 	st := &liveState{found: make([]bool, len(s.objects)), failed: map[listKey]error{}, listed: map[listKey]bool{}, keys: keys, gvks: gvks, early: stats}
 	appIndex := map[string]int{}
 	for i, a := range s.r.Apps {
@@ -218,11 +217,7 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 			// Whether it holds depends on the classification context,
 			// which the compare workers wait for (the page does not): they
 			// get the item's bytes, to decode should it not hold.
-			raw := it.raw
-			if !it.owned {
-				raw = bytes.Clone(raw)
-			}
-			return &foundObject{index: di, verdict: v, head: it.head, raw: raw, git: git,
+			return &foundObject{index: di, verdict: v, head: it.head, raw: bytes.Clone(it.raw), git: git,
 				uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
 		}
 		u, managedFields, err := it.decode()

@@ -46,10 +46,7 @@ type itemTracking struct {
 // listItem is one item of a page as it is read.
 type listItem struct {
 	head itemHead
-	// raw is valid only during the call it is handed to, unless owned
-	// (an item an early LIST kept, prefetch.go).
-	raw   []byte
-	owned bool
+	raw  []byte // valid only during the call it is handed to
 }
 
 // decode decodes the item for its compare (decodeLive): its content

@@ -96,9 +96,6 @@ type prefetch struct {
 	// read is the plan file as read, so that an unchanged plan is not
 	// written again.
 	read []byte
-	// keep are the objects whose items the early LISTs keep: the last
-	// scan's declared objects.
-	keep map[objectKey]bool
 }
 
 // earlyList is what one early LIST kept.
@@ -107,6 +104,7 @@ type earlyList struct {
 	// items are the items of objects the last scan declared, with their
 	// bytes (owned); seen holds the hash of every other item's key.
 	items []listItem
+	kept  map[objectKey]bool
 	seen  map[uint64]bool
 	// extra are the undeclared items an app's tracking key names, with
 	// Options.Extra.
@@ -118,6 +116,8 @@ var prefetchSeed = maphash.MakeSeed()
 
 func keyHash(k objectKey) uint64 { return maphash.Comparable(prefetchSeed, k) }
 
+// saw reports whether the list read k without keeping it.
+func (l *earlyList) saw(k objectKey) bool { return !l.kept[k] && l.seen[keyHash(k)] }
 
 // startPrefetch sends the LISTs of the last scan's plan, if the cache has
 // one for this build and server, while the apps render; nil when there is
@@ -146,7 +146,8 @@ func (s *scan) startPrefetch(ctx context.Context, cached func() *verdicts) *pref
 		return p // written anew for this build and server
 	}
 	for _, l := range plan.Lists {
-		p.lists[l.key()] = &earlyList{gvk: schema.GroupVersionKind{Group: l.Group, Version: l.Version, Kind: l.Kind}, seen: map[uint64]bool{}}
+		p.lists[l.key()] = &earlyList{gvk: schema.GroupVersionKind{Group: l.Group, Version: l.Version, Kind: l.Kind},
+			kept: map[objectKey]bool{}, seen: map[uint64]bool{}}
 	}
 	appIndex := map[string]int{}
 	for i, a := range s.cfg.Apps {
@@ -155,24 +156,13 @@ func (s *scan) startPrefetch(ctx context.Context, cached func() *verdicts) *pref
 	go func() {
 		defer close(p.done)
 		keep := map[objectKey]bool{}
-		p.keep = keep
-		v := cached()
-		if v != nil {
+		if v := cached(); v != nil {
 			for k := range v.old {
 				keep[k] = true
 			}
 		}
 		for _, o := range plan.Unsettled {
 			keep[objectKey{o.Group, o.Kind, o.Namespace, o.Name}] = true
-		}
-		// Whether a verdict may settle an object, from what the page says
-		// of it: the cache has one on that uid and resourceVersion, and it
-		// is used in this scan (comparesDismissals).
-		settles := func(h itemHead, key objectKey) bool {
-			if !v.mayHold(key, h.Metadata.UID, h.Metadata.ResourceVersion) {
-				return false
-			}
-			return len(v.old[key].Dismissed) == 0 || !s.comparesDismissals()
 		}
 		var (
 			wg   sync.WaitGroup
@@ -199,17 +189,11 @@ func (s *scan) startPrefetch(ctx context.Context, cached func() *verdicts) *pref
 						}
 						return nil
 					}
-					if settles(it.head, key) {
-						// Its verdict holds unless Git's side or the
-						// classification context changed (take checks):
-						// the head is all a settled object needs.
-						l.items = append(l.items, listItem{head: it.head, owned: true})
-						return nil
-					}
 					if held.Add(int64(len(it.raw))) > prefetchBudget {
 						return errPrefetchBudget
 					}
-					l.items = append(l.items, listItem{head: it.head, raw: bytes.Clone(it.raw), owned: true})
+					l.kept[key] = true
+					l.items = append(l.items, listItem{head: it.head, raw: bytes.Clone(it.raw)})
 					return nil
 				})
 				if l.err != nil {
@@ -223,13 +207,10 @@ func (s *scan) startPrefetch(ctx context.Context, cached func() *verdicts) *pref
 }
 
 // take waits for the early LISTs and returns those of keys (this scan's
-// own plan) that it can use as they were read: whole, having kept every
-// object this scan declares that they held, and with a verdict that holds
-// on each object they kept only the head of. classified waits for the
-// classification context (compare's gather), which a verdict with
-// dismissals depends on. The others are counted as listed again
-// (ListsAgain) or not used (ListsUnused).
-func (p *prefetch) take(s *scan, keys []listKey, classified func()) (map[listKey]*earlyList, *report.CacheStats) {
+// own plan) that it can use as they were read: whole, and having kept
+// every object this scan declares that they held. The others are counted
+// as listed again (Relisted) or not used (Unused).
+func (p *prefetch) take(s *scan, keys []listKey) (map[listKey]*earlyList, *report.CacheStats) {
 	stats := &report.CacheStats{}
 	if p == nil {
 		return nil, stats
@@ -250,14 +231,9 @@ func (p *prefetch) take(s *scan, keys []listKey, classified func()) (map[listKey
 		if all[k.gvr] {
 			k.ns = allNamespaces
 		}
-		if l := usable[k]; l != nil && !p.keep[d.key] && l.seen[keyHash(d.key)] {
+		if l := usable[k]; l != nil && l.saw(d.key) {
 			// Declared now, not by the last scan, and live: the early
 			// LIST let its bytes go.
-			delete(usable, k)
-		}
-	}
-	for k, l := range usable {
-		if !s.headsHold(l, classified) {
 			delete(usable, k)
 		}
 	}
@@ -274,36 +250,6 @@ func (p *prefetch) take(s *scan, keys []listKey, classified func()) (map[listKey
 		}
 	}
 	return usable, stats
-}
-
-// headsHold says whether every item l kept only the head of is settled by
-// its verdict, as keep will find: the object is still declared (or, with
-// Extra, the item would need its labels), Git's side is what the verdict
-// was on, and so is its classification context.
-func (s *scan) headsHold(l *earlyList, classified func()) bool {
-	for _, it := range l.items {
-		if it.raw != nil {
-			continue
-		}
-		di, ok := s.declared[keyOfHead(it.head)]
-		if !ok {
-			if s.opts.Extra {
-				return false
-			}
-			continue
-		}
-		_, v := s.cachedVerdict(di, it.head)
-		if v == nil {
-			return false
-		}
-		if len(v.Dismissed) > 0 {
-			classified()
-			if !s.verdictHolds(s.objects[di], *v) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // replay hands each item the early LIST kept to fn, as a LIST would.

@@ -145,26 +145,14 @@ func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
 // lookup returns the verdict on k if one holds for this Git side and live
 // object, but for its context (verdict.Context), which the caller checks.
 func (v *verdicts) lookup(k objectKey, git, uid, rv string) (verdict, bool) {
-	e := v.old[k]
-	if git == "" || e.Git != git || !v.mayHold(k, uid, rv) {
+	e, ok := v.old[k]
+	if !ok || git == "" || uid == "" || rv == "" || e.Git != git || e.UID != uid || e.ResourceVersion != rv {
+		return verdict{}, false
+	}
+	if age := v.now.Sub(time.Unix(e.At, 0)); age < 0 || age >= verdictMaxAge {
 		return verdict{}, false
 	}
 	return e, true
-}
-
-// mayHold says whether a verdict on k may hold for the live object uid at
-// rv: one was found on that object, not too long ago. Whether it holds
-// depends on Git's side too (lookup). A nil cache holds nothing.
-func (v *verdicts) mayHold(k objectKey, uid, rv string) bool {
-	if v == nil {
-		return false
-	}
-	e, ok := v.old[k]
-	if !ok || uid == "" || rv == "" || e.UID != uid || e.ResourceVersion != rv {
-		return false
-	}
-	age := v.now.Sub(time.Unix(e.At, 0))
-	return age >= 0 && age < verdictMaxAge
 }
 
 // reuse keeps verdict e, which held, for the next scan.
@@ -290,19 +278,12 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	if !ok {
 		return git, nil
 	}
-	if len(e.Dismissed) > 0 && s.comparesDismissals() {
+	if len(e.Dismissed) > 0 && (s.opts.ExplainDismissed || len(s.auditPaths()) > 0) {
 		// Each dismissal is listed, or attributed from the audit log
 		// (classifyHash): compare it.
 		return git, nil
 	}
 	return git, &e
-}
-
-// comparesDismissals says whether this scan compares every object with
-// dismissed differences, whatever its verdict: it lists each dismissal, or
-// attributes it from an audit log (classifyHash).
-func (s *scan) comparesDismissals() bool {
-	return s.opts.ExplainDismissed || len(s.auditPaths()) > 0
 }
 
 // verdictHolds says whether v, found by cachedVerdict, holds in this
