@@ -108,15 +108,6 @@ type CacheStats struct {
 	// Manifests counts the manifest files (and chart output documents)
 	// read as an earlier scan parsed them, their bytes unchanged.
 	Manifests int `json:"manifests"`
-	// ListsEarly counts the LISTs of the last scan's plan that were read
-	// while the apps rendered and used as read; ListsAgain those read
-	// then but listed again after the render (a failure, or an object Git
-	// declares now that the early LIST did not keep); ListsUnused those
-	// read then that this scan's plan does not hold (Git no longer
-	// declares the kind there, or it is listed cluster-wide now).
-	ListsEarly  int `json:"listsEarly"`
-	ListsAgain  int `json:"listsAgain"`
-	ListsUnused int `json:"listsUnused"`
 }
 
 // AuditStats say how much of the audit log the scan used.

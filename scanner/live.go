@@ -10,8 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/calricon/driftscan/report"
 )
 
 // liveState is what the scan kept of what it read from the cluster: which
@@ -29,11 +27,6 @@ type liveState struct {
 	listed map[listKey]bool
 	// extra are the undeclared objects an app's tracking key names.
 	extra []extraObject
-	// keys are the lists of the scan's plan and gvks their kinds, kept
-	// for the next scan (savePlan); early says which the early LISTs read.
-	keys  []listKey
-	gvks  map[schema.GroupVersionResource]schema.GroupVersionKind
-	early *report.CacheStats
 }
 
 // extraObject is an undeclared live object that names app ai in a
@@ -53,21 +46,23 @@ var neverClusterWide = map[schema.GroupResource]bool{{Group: "", Resource: "secr
 // (Helm keeps its release history in them).
 const secretPageSize = 50
 
-// plan is what the scan lists: each resource once per namespace, or once
-// cluster-wide when its objects span most namespaces (clusterWide; never
-// for neverClusterWide), in order; byGVR holds each resource's namespaces
-// and gvks its kind.
-func (s *scan) plan() (keys []listKey, byGVR map[schema.GroupVersionResource]map[string]bool, gvks map[schema.GroupVersionResource]schema.GroupVersionKind) {
-	byGVR = map[schema.GroupVersionResource]map[string]bool{}
-	gvks = map[schema.GroupVersionResource]schema.GroupVersionKind{}
+// read lists each resource once per namespace, or once cluster-wide when
+// its objects span most namespaces (clusterWide; never for
+// neverClusterWide), hands each
+// declared object to visit (with its index in s.objects) as its page
+// arrives, and keeps of each page only what Extra needs. visit is called
+// from the LIST goroutines, once per object found, and must not block for
+// long: the next page waits for it.
+func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
+	byGVR := map[schema.GroupVersionResource]map[string]bool{}
 	for _, d := range s.objects {
 		gvr := d.mapping.Resource
 		if byGVR[gvr] == nil {
 			byGVR[gvr] = map[string]bool{}
 		}
-		byGVR[gvr][d.key.ns] = true
-		gvks[gvr] = d.mapping.GroupVersionKind
+		byGVR[gvr][d.obj.GetNamespace()] = true
 	}
+	var keys []listKey
 	for gvr, nss := range byGVR {
 		if !nss[""] && !neverClusterWide[gvr.GroupResource()] && s.clusterWide(nss) {
 			keys = append(keys, listKey{gvr: gvr, ns: allNamespaces})
@@ -83,19 +78,7 @@ func (s *scan) plan() (keys []listKey, byGVR map[schema.GroupVersionResource]map
 		}
 		return keys[i].ns < keys[j].ns
 	})
-	return keys, byGVR, gvks
-}
-
-// read lists what plan says, hands each declared object to visit (with its
-// index in s.objects) as its page arrives, and keeps of each page only
-// what Extra needs. A list the early LISTs read (prefetch.go) is not sent
-// again: its kept items are handed over as a page's would be. visit is
-// called from the LIST goroutines, once per object found, and must not
-// block for long: the next page waits for it.
-func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
-	keys, byGVR, gvks := s.plan()
-	early, stats := s.early.take(s, keys)
-	st := &liveState{found: make([]bool, len(s.objects)), failed: map[listKey]error{}, listed: map[listKey]bool{}, keys: keys, gvks: gvks, early: stats}
+	st := &liveState{found: make([]bool, len(s.objects)), failed: map[listKey]error{}, listed: map[listKey]bool{}}
 	appIndex := map[string]int{}
 	for i, a := range s.r.Apps {
 		appIndex[a.Name] = i
@@ -108,28 +91,35 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		done int
 		sem  = make(chan struct{}, listWorkers)
 	)
-	item := func(it *listItem) error {
-		found, extra, err := s.keep(it, appIndex)
-		if err != nil {
-			return err
-		}
-		if found != nil {
-			mu.Lock()
-			st.found[found.index] = true
-			mu.Unlock()
-			if !found.settled {
-				visit(*found)
-			}
-		}
-		if extra != nil {
-			mu.Lock()
-			st.extra = append(st.extra, *extra)
-			mu.Unlock()
-		}
-		return nil
+	gvks := map[schema.GroupVersionResource]schema.GroupVersionKind{}
+	for _, d := range s.objects {
+		gvks[d.mapping.Resource] = d.mapping.GroupVersionKind
 	}
 	list := func(k listKey, ns string) error {
-		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, s.listPageSize(k), item)
+		pageSize := s.c.pageSize
+		if neverClusterWide[k.gvr.GroupResource()] && (pageSize == 0 || pageSize > secretPageSize) {
+			pageSize = secretPageSize
+		}
+		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, pageSize, func(it *listItem) error {
+			found, extra, err := s.keep(it, appIndex)
+			if err != nil {
+				return err
+			}
+			if found != nil {
+				mu.Lock()
+				st.found[found.index] = true
+				mu.Unlock()
+				if !found.settled {
+					visit(*found)
+				}
+			}
+			if extra != nil {
+				mu.Lock()
+				st.extra = append(st.extra, *extra)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
 	for _, k := range keys {
 		wg.Add(1)
@@ -140,15 +130,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 			if ns == allNamespaces {
 				ns = ""
 			}
-			var err error
-			if l := early[k]; l != nil {
-				err = l.replay(item)
-				mu.Lock()
-				st.extra = append(st.extra, l.extra...)
-				mu.Unlock()
-			} else {
-				err = list(k, ns)
-			}
+			err := list(k, ns)
 			if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
 				// No cluster-wide right: fall back to one list per namespace.
 				for n := range byGVR[k.gvr] {
@@ -229,7 +211,18 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 	if !s.opts.Extra {
 		return nil, nil, nil
 	}
-	return nil, s.trackedExtra(it, appIndex), nil
+	labels, annotations := it.tracking()
+	for _, k := range trackingKeys {
+		name := labels[k]
+		if name == "" {
+			name = annotations[k]
+		}
+		if ai, ok := appIndex[name]; ok {
+			h := it.head
+			return nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
+		}
+	}
+	return nil, nil, nil
 }
 
 // finish records how the list of k ended.

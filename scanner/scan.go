@@ -200,10 +200,6 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	// The early LISTs end with the scan, also when it cannot go on.
-	early, stopEarly := context.WithCancel(ctx)
-	defer stopEarly()
-	s.early = s.startPrefetch(early, cached)
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
@@ -231,13 +227,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
 	if s.verdicts != nil {
-		r.Stats.Cache = live.early
-		r.Stats.Cache.InSync, r.Stats.Cache.Manifests = s.verdicts.reusedCount(), s.manifestsCached
+		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.manifestsCached}
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
-		}
-		if err := s.savePlan(s.early, live.keys, live.gvks); err != nil {
-			opts.Logger.Warn("the list plan is not kept in the scan cache: the next scan's LISTs wait for its render", "err", err)
 		}
 	}
 	s.auditReport()
@@ -272,9 +264,6 @@ type scan struct {
 	cc       classifyContext
 	// manifestsCached counts the manifests read from the parse cache.
 	manifestsCached int
-	// early are the LISTs of the last scan's plan, sent while the apps
-	// render (prefetch.go); nil without a plan.
-	early *prefetch
 }
 
 func (s *scan) progress(stage string, done, total int) {

@@ -175,17 +175,6 @@ func (v *verdicts) record(e verdict) {
 	v.mu.Unlock()
 }
 
-// keptKeys are the objects this scan keeps a verdict on.
-func (v *verdicts) keptKeys() map[objectKey]bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := make(map[objectKey]bool, len(v.kept))
-	for k := range v.kept {
-		out[k] = true
-	}
-	return out
-}
-
 // reusedCount is how many objects inSync marked in sync.
 func (v *verdicts) reusedCount() int {
 	v.mu.Lock()
@@ -233,7 +222,7 @@ func (s *scan) openCache() func() *verdicts {
 	}
 	done := make(chan *verdicts, 1)
 	go func() {
-		v, err := openVerdicts(s.opts.CacheDir, s.server(), s.opts.Now())
+		v, err := openVerdicts(s.opts.CacheDir, s.opts.RESTConfig.Host+" "+s.c.version, s.opts.Now())
 		if err != nil {
 			s.opts.Logger.Warn("the scan cache is not used: every object is compared", "err", err)
 		}
