@@ -55,10 +55,17 @@ type Options struct {
 	// BinaryProfile, when set, is where a CPU profile of one more run of
 	// the driftscan binary (--profile cpu), after the timed ones, is written.
 	BinaryProfile string
+	// Latency, when set, is the one-way delay between the timed tools and
+	// the API server of the main estate (latency.go).
+	Latency time.Duration
 	// Timeout bounds the whole run.
 	Timeout time.Duration
 	// Keep leaves the generated repository and the tools' outputs behind.
 	Keep bool
+	// Serve keeps the control plane and the estate up after setting them
+	// up (and the delay line, with Latency), times nothing, and waits for
+	// the timeout or Ctrl-C: for running the tools by hand.
+	Serve bool
 	// Rusage is the bench/rusage launcher; "" builds it with `go build`.
 	Rusage string
 	// Audit starts the control plane with an audit log and also times the
@@ -121,7 +128,9 @@ func main() {
 	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process 5 times under the CPU profiler and write the profile here")
 	flag.StringVar(&o.BinaryProfile, "binary-cpuprofile", o.BinaryProfile, "also run the driftscan binary once more with --profile cpu and write its profile here (the whole process: start-up, render, LISTs, compare, report), and once with the scan cache to FILE.warm")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up after this long")
+	flag.DurationVar(&o.Latency, "latency", o.Latency, "time the tools on the main estate through a delay line of this long each way to the API server, as across a network (0: none)")
 	flag.BoolVar(&o.Keep, "keep", o.Keep, "keep the generated repository and the tools' outputs")
+	flag.BoolVar(&o.Serve, "serve", o.Serve, "set up the control plane and the estate, print how to scan them, and wait for Ctrl-C (times nothing)")
 	flag.StringVar(&o.Rusage, "rusage", o.Rusage, "the bench/rusage launcher that measures peak RSS (default: build it)")
 	flag.BoolVar(&o.Audit, "audit", o.Audit, "write an audit log on the control plane and also time the scan with --audit-log")
 	flag.StringVar(&o.ListFloor, "listfloor", o.ListFloor, "the bench/listfloor program that measures the LIST floor (default: build it)")

@@ -19,6 +19,9 @@ type Result struct {
 	Objects    int `json:"objects"`
 	Apps       int `json:"apps"`
 	Namespaces int `json:"namespaces"`
+	// LatencySeconds is the delay each way between the timed tools and
+	// the API server (-latency), 0 for none.
+	LatencySeconds float64 `json:"latencySeconds,omitempty"`
 	// ApplySeconds is how long syncing it as argocd-controller took.
 	ApplySeconds float64 `json:"applySeconds"`
 	// Drift counts the objects each actor drifted.

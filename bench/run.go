@@ -72,8 +72,18 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	defer b.Close()
+	if o.Latency > 0 {
+		if err := b.delay(ctx, o.Latency, outDir); err != nil {
+			return err
+		}
+	}
+	if o.Serve {
+		say("serving until Ctrl-C or -timeout; scan it with:\n  %s scan --kubeconfig %s --config %s", driftscan, b.env.Kubeconfig, b.est.Config)
+		<-ctx.Done()
+		return nil
+	}
 
-	res := &Result{Date: time.Now().UTC(), Objects: len(b.est.Objects), Apps: o.Apps, Namespaces: o.Namespaces, ApplySeconds: b.ApplySeconds, Drift: b.plan.count()}
+	res := &Result{LatencySeconds: o.Latency.Seconds(), Date: time.Now().UTC(), Objects: len(b.est.Objects), Apps: o.Apps, Namespaces: o.Namespaces, ApplySeconds: b.ApplySeconds, Drift: b.plan.count()}
 	if b.cp != nil {
 		res.ControlPlaneIdleCPU = b.cp.idlePerSecond
 	}

@@ -1,6 +1,9 @@
 package scanner
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 )
@@ -214,5 +218,57 @@ func TestABrokenWebhookDoesNotMatterToTheReadOnlyScan(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the scan took %s: it waited on a webhook", took)
+	}
+}
+
+// TestTheDebugLogNamesEveryRequest: at debug level the scan logs each
+// request it sends, as kubectl -v=6 does: method, path (never the query,
+// which carries continue tokens), status, and when it was sent and
+// answered, so a slow scan of a distant API server shows where it waited.
+func TestTheDebugLogNamesEveryRequest(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	var log bytes.Buffer
+	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}}), func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	type line struct {
+		Msg, Method, Path string
+		Status            int
+		SentMs, AnswerMs  *int64
+	}
+	var requests []line
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var e line
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if e.Msg == "api request" {
+			requests = append(requests, e)
+		}
+	}
+	if int64(len(requests)) != r.Stats.APIRequests {
+		t.Errorf("%d requests logged, the report counts %d", len(requests), r.Stats.APIRequests)
+	}
+	var lists int
+	for _, e := range requests {
+		if e.Method != http.MethodGet || e.Status != http.StatusOK || e.SentMs == nil || e.AnswerMs == nil || strings.Contains(e.Path, "?") {
+			t.Errorf("logged request %+v: want a GET answered 200, with when it was sent and answered, and no query", e)
+		}
+		if e.Path == "/api/v1/namespaces/"+ns+"/configmaps" || e.Path == "/api/v1/configmaps" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("the ConfigMaps' LIST logged %d times, want once:\n%s", lists, log.String())
+	}
+
+	// At the default level nothing is logged per request.
+	log.Reset()
+	runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}}), func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	})
+	if strings.Contains(log.String(), "api request") {
+		t.Errorf("requests logged at info level:\n%s", log.String())
 	}
 }

@@ -188,7 +188,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, opts.RESTConfig, opts.PageSize)
+	c, err := connect(ctx, opts.RESTConfig, opts.PageSize, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
