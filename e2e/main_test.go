@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,26 +58,46 @@ func run(m *testing.M) int {
 	// The binary's scan cache (--cache-dir's default) stays in dir.
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 
+	// How long each start took is said either way: on a slow day the
+	// start-up has taken 8.5 minutes, and which part took it is the
+	// first thing to know.
 	start := time.Now()
-	if env, envErr = cluster.StartWith(cluster.Options{ControllerManager: true}); envErr == nil {
+	var took []string
+	timed := func(what string, f func() error) error {
+		t := time.Now()
+		err := f()
+		took = append(took, fmt.Sprintf("%s %s", what, time.Since(t).Round(100*time.Millisecond)))
+		return err
+	}
+	if envErr = timed("control plane and kube-controller-manager", func() (err error) {
+		env, err = cluster.StartWith(cluster.Options{ControllerManager: true})
+		return err
+	}); envErr == nil {
 		defer env.Stop()
 		if gitServer, envErr = reconcilers.ServeGit(); envErr == nil {
 			defer gitServer.Close()
 		}
 	}
 	if envErr == nil {
-		envErr = buildDriftscan(ctx, dir)
+		envErr = timed("driftscan build", func() error { return buildDriftscan(ctx, dir) })
 	}
 	if envErr == nil {
-		if argo, argoErr = reconcilers.StartArgoCD(ctx, env, reconcilers.DefaultArgoCDOptions()); argoErr == nil {
+		if argoErr = timed("Argo CD", func() (err error) {
+			argo, err = reconcilers.StartArgoCD(ctx, env, reconcilers.DefaultArgoCDOptions())
+			return err
+		}); argoErr == nil {
 			defer argo.Stop()
 		}
-		if flux, fluxErr = reconcilers.StartFlux(ctx, env, reconcilers.DefaultFluxOptions()); fluxErr == nil {
+		if fluxErr = timed("Flux", func() (err error) {
+			flux, err = reconcilers.StartFlux(ctx, env, reconcilers.DefaultFluxOptions())
+			return err
+		}); fluxErr == nil {
 			defer flux.Stop()
 		}
 	} else {
 		argoErr, fluxErr = envErr, envErr
 	}
+	fmt.Fprintf(os.Stderr, "e2e start-up: %s\n", strings.Join(took, ", "))
 	if err := errorsOf(envErr, argoErr, fluxErr); err != "" {
 		if require {
 			fmt.Fprintf(os.Stderr, "FAIL: the real reconcilers did not start (%s=1):\n%s\nRun `make testbin` to build them.\n", cluster.RequireEnv, err)
