@@ -218,6 +218,7 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 		if cache != nil {
 			key = keyOf(cacheHelm, c.Data)
 			if ms, ok := cache.lookup(key, file); ok {
+				key.digest(ms)
 				out = append(out, ms...)
 				continue
 			}
@@ -243,6 +244,9 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 		}
 		if clean {
 			cache.store(key, chunk)
+		}
+		if cache != nil {
+			key.digest(chunk)
 		}
 		out = append(out, chunk...)
 	}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/calricon/driftscan/report"
@@ -239,6 +240,17 @@ func splitCacheLine(line []byte) (cacheKey, []byte, error) {
 		return key, nil, errors.New("the key is not a sha256")
 	}
 	return key, line[start : len(line)-1], nil
+}
+
+// digest sets each manifest's Digest: key and its place in ms.
+func (k cacheKey) digest(ms []Manifest) {
+	if len(ms) == 0 {
+		return
+	}
+	base := string(k.kind) + hex.EncodeToString(k.sum[:]) + "/"
+	for i := range ms {
+		ms[i].Digest = base + strconv.Itoa(i)
+	}
 }
 
 // keyOf is the cache key of data parsed as kind.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,7 @@ func renderCached(t *testing.T, opts Options, path string) cachedRender {
 // empty), and the same error text.
 func sameManifests(t *testing.T, what string, want, got []Manifest, wantErr, gotErr error) {
 	t.Helper()
+	got = withoutDigests(got)
 	if !reflect.DeepEqual(want, got) {
 		t.Errorf("%s: manifests differ from the parser's (-parser +%s):\n%s", what, what, cmp.Diff(want, got))
 		for i := range min(len(want), len(got)) {
@@ -51,6 +53,28 @@ func sameManifests(t *testing.T, what string, want, got []Manifest, wantErr, got
 	if errText(wantErr) != errText(gotErr) {
 		t.Errorf("%s: error %q, the parser's %q", what, errText(gotErr), errText(wantErr))
 	}
+}
+
+// withoutDigests is ms with no Digest: what the parser gives without a
+// cache, which names no bytes.
+func withoutDigests(ms []Manifest) []Manifest {
+	if ms == nil {
+		return nil
+	}
+	out := make([]Manifest, len(ms))
+	for i, m := range ms {
+		m.Digest = ""
+		out[i] = m
+	}
+	return out
+}
+
+func digests(ms []Manifest) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Digest)
+	}
+	return out
 }
 
 func errText(err error) string {
@@ -413,12 +437,24 @@ func FuzzParseCache(f *testing.F) {
 			want, wantErrs := parseFile(nil, file, data)
 			path := filepath.Join(t.TempDir(), "manifests.jsonl")
 			var stats ParseCacheStats
+			var named []string // the first round's Digests
 			for round := range 2 {
 				c, err := OpenParseCache(path)
 				if err != nil {
 					t.Fatalf("%s round %d: open: %v", file, round, err)
 				}
 				got, gotErrs := parseFile(c, file, data)
+				// The same bytes name their objects alike, parsed or
+				// read back, and each object apart.
+				if round == 0 {
+					named = digests(got)
+					if slices.Contains(named, "") || len(slices.Compact(slices.Clone(named))) != len(named) {
+						t.Fatalf("%s: Digests %q, want one of its own for each object", file, named)
+					}
+				} else if d := digests(got); !slices.Equal(d, named) {
+					t.Fatalf("%s: Digests %q read back, %q parsed", file, d, named)
+				}
+				got = withoutDigests(got)
 				if !reflect.DeepEqual(want, got) {
 					t.Fatalf("%s round %d: manifests differ (-parser +cache):\n%s", file, round, cmp.Diff(want, got))
 				}
@@ -490,4 +526,65 @@ func TestParseCacheIsSafeForConcurrentRenders(t *testing.T) {
 			t.Errorf("round %d: %+v, want every file of every render from the cache", round, s)
 		}
 	}
+}
+
+// TestADigestNamesTheBytesAnObjectWasParsedFrom: with a parse cache each
+// object carries a Digest that the scanner keeps its verdicts by instead
+// of hashing the object: the same for the same bytes, parsed or read back,
+// whatever file holds them; another when a byte changes; one of its own
+// for each object of a file; and none without a cache, for a kustomization
+// or for a chart given values from Secrets, whose objects are hashed.
+func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
+	two := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+	c, err := OpenParseCache(filepath.Join(t.TempDir(), "manifests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := parseFile(c, "a.yaml", two)
+	readBack, _ := parseFile(c, "elsewhere/b.yaml", two)
+	if c.Stats().Hits != 1 {
+		t.Fatalf("the second file was not read back from the cache: %+v", c.Stats())
+	}
+	d := digests(parsed)
+	if len(d) != 2 || d[0] == "" || d[0] == d[1] {
+		t.Errorf("Digests %q, want one of its own for each of the two objects", d)
+	}
+	if got := digests(readBack); !slices.Equal(got, d) {
+		t.Errorf("the same bytes in another file, read back: Digests %q, parsed %q", got, d)
+	}
+	changed, _ := parseFile(c, "a.yaml", bytes.Replace(two, []byte("k: v"), []byte("k: w"), 1))
+	for i, got := range digests(changed) {
+		if got == d[i] {
+			t.Errorf("object %d: Digest %q after a byte of its file changed", i, got)
+		}
+	}
+	if got := digests(mustParse(t, nil, "a.yaml", two)); !slices.Equal(got, []string{"", ""}) {
+		t.Errorf("without a cache: Digests %q, want none", got)
+	}
+
+	opts := Options{Dir: renderFixture(t, "helm/web"), Namespace: "shop", Helm: &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
+		KubeVersion: "v1.37.2", APIVersions: []string{"example.com/v1"}}
+	path := filepath.Join(t.TempDir(), "manifests.json")
+	first, second := renderCached(t, opts, path), renderCached(t, opts, path)
+	if d := digests(first.ms); slices.Contains(d, "") || !slices.Equal(digests(second.ms), d) {
+		t.Errorf("a chart's documents: Digests %q, then %q read back; want each named, alike", d, digests(second.ms))
+	}
+	named := func(s string) bool { return s != "" }
+	opts.Helm.Secret = []string{"from-a-secret"}
+	if d := digests(renderCached(t, opts, path).ms); slices.ContainsFunc(d, named) {
+		t.Errorf("a chart given values from Secrets: Digests %q, want none", d)
+	}
+	kustomized := renderCached(t, Options{Dir: renderFixture(t, "kustomize/base")}, path)
+	if d := digests(kustomized.ms); kustomized.err != nil || len(d) == 0 || slices.ContainsFunc(d, named) {
+		t.Errorf("a kustomization: Digests %q (%v), want none", d, kustomized.err)
+	}
+}
+
+func mustParse(t *testing.T, c *ParseCache, file string, data []byte) []Manifest {
+	t.Helper()
+	ms, errs := parseFile(c, file, data)
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", file, errs)
+	}
+	return ms
 }

@@ -25,6 +25,15 @@ type Manifest struct {
 	// Line is the 1-based line where the object's YAML document starts in
 	// File; 0 for rendered output.
 	Line int
+	// Digest names the object as it was parsed, when it was parsed through
+	// a ParseCache (Options.Parsed): the cache's key of the bytes it came
+	// from (their SHA-256 and how they were parsed) and its place among
+	// their objects. The parse is a function of those bytes and of the
+	// build, so two objects of one build with the same Digest were parsed
+	// alike, and a caller that keeps what it found by Digest need not hash
+	// the object itself. "" without a cache, and for what a kustomization
+	// builds.
+	Digest string
 }
 
 // Options say how to render one source folder.

@@ -134,6 +134,7 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 	if cache != nil {
 		key = keyOf(kind, data)
 		if ms, ok := cache.lookup(key, file); ok {
+			key.digest(ms)
 			return ms, nil
 		}
 	}
@@ -152,6 +153,11 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 	}
 	if len(docErrs) == 0 {
 		cache.store(key, out)
+	}
+	if cache != nil {
+		key.digest(out)
+	}
+	if len(docErrs) == 0 {
 		return out, nil
 	}
 	slices.SortStableFunc(docErrs, func(a, b *FileError) int { return a.Line - b.Line })

@@ -134,8 +134,10 @@ type desired struct {
 	twin     *unstructured.Unstructured
 	unstable *fieldpath.Set
 	// content is the hash of obj as rendered (contentHash), with the
-	// verdict cache.
+	// verdict cache; digest names obj as parsed (render.Manifest.Digest),
+	// which stands for that hash when there is one (hashDesired).
 	content string
+	digest  string
 }
 
 type listKey struct {
@@ -430,5 +432,5 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, key: key, mapping: mapping, twin: twin})
+	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, key: key, mapping: mapping, twin: twin, digest: mf.Digest})
 }

@@ -232,10 +232,23 @@ func (s *scan) openCache() func() *verdicts {
 }
 
 // hashDesired hashes the content of each desired object (contentHash), a
-// few at a time, so that a page's objects wait for no hashing.
+// few at a time, so that a page's objects wait for no hashing. An object
+// parsed through the parse cache is not hashed: its Digest names the
+// bytes it was parsed from and its place among their objects, and what
+// the scan did to it since is a function of what else the verdict is on.
+// Only two things change an object between its parse and its compare:
+// the app's applier (appliedAs, in gitHash) and addDesired's namespace,
+// the object's own key's. So one Digest, with the same key and gitHash,
+// is one object as compared.
 func (s *scan) hashDesired() {
 	if s.verdicts == nil {
 		return
+	}
+	for i := range s.objects {
+		if d := s.objects[i].digest; d != "" {
+			// Apart from contentHash's sums, which are raw bytes.
+			s.objects[i].content = "parsed " + d
+		}
 	}
 	var wg sync.WaitGroup
 	workers := max(1, s.opts.Workers)
@@ -244,7 +257,9 @@ func (s *scan) hashDesired() {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(s.objects); i += workers {
-				s.objects[i].content = contentHash(s.objects[i].obj.Object)
+				if s.objects[i].content == "" {
+					s.objects[i].content = contentHash(s.objects[i].obj.Object)
+				}
 			}
 		}()
 	}
