@@ -329,7 +329,8 @@ func (s *scan) render(ctx context.Context) error {
 					s.c.typer.prefetch(mf.Object.GroupVersionKind().GroupVersion())
 				}
 				if err == nil {
-					res.again, res.release = renderAgain(ctx, ropts), helmRelease(ropts)
+					res.release = helmRelease(ropts)
+					res.again = renderAgain(ctx, ropts, res.release)
 					err = applyAs(app.AppliedAs, res.manifests, res.again)
 				}
 				if err == nil && app.TargetRevision != "" {

@@ -49,10 +49,10 @@ func helmRelease(opts render.Options) string {
 }
 
 // renderAgain renders a chart a second time, for comparison with the first
-// render; nil for a source that is not a chart, or when the second render
-// fails (the first one's result stands).
-func renderAgain(ctx context.Context, opts render.Options) []render.Manifest {
-	if helmRelease(opts) == "" {
+// render; nil for a source that is not a chart (release, its helmRelease,
+// is ""), or when the second render fails (the first one's result stands).
+func renderAgain(ctx context.Context, opts render.Options, release string) []render.Manifest {
+	if release == "" {
 		return nil
 	}
 	again, err := render.Manifests(ctx, opts)

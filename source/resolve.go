@@ -76,7 +76,7 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if !filepath.IsAbs(loc.Dir) {
 			loc.Dir = filepath.Join(configDir, loc.Dir)
 		}
-		loc.Root = localRoot(configDir, loc.Dir)
+		loc.Root = localRoot(configDir, loc.Dir, opts.Cache)
 	case opts.WorkTree != "":
 		loc.Dir = filepath.Join(opts.WorkTree, filepath.FromSlash(src.Path))
 		loc.Root = opts.WorkTree
@@ -109,7 +109,7 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 // `driftscan scan --path overlays/prod` in a checkout reads its bases from
 // the rest of the checkout) and configDir when it holds dir; dir itself when
 // neither does.
-func localRoot(configDir, dir string) string {
+func localRoot(configDir, dir string, cache *Cache) string {
 	root := dir
 	if configDir != "" && within(configDir, dir) {
 		root = configDir
@@ -119,7 +119,7 @@ func localRoot(configDir, dir string) string {
 		return root
 	}
 	for d := abs; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if cache.holdsGit(d) {
 			if absRoot, err := filepath.Abs(root); err == nil && within(d, absRoot) {
 				root = d
 				if !filepath.IsAbs(dir) {
@@ -135,6 +135,21 @@ func localRoot(configDir, dir string) string {
 			return root
 		}
 	}
+}
+
+// holdsGit says whether folder d holds a .git (a folder, or a file as a
+// worktree's), asking the file system once a run when cache is not nil.
+func (c *Cache) holdsGit(d string) bool {
+	if c != nil {
+		if has, ok := c.gitDirs.Load(d); ok {
+			return has.(bool)
+		}
+	}
+	_, err := os.Lstat(filepath.Join(d, ".git"))
+	if c != nil {
+		c.gitDirs.Store(d, err == nil)
+	}
+	return err == nil
 }
 
 // within reports whether p is dir or below it, lexically.

@@ -26,16 +26,21 @@ func TestALocalSourceIsBoundedByItsWorkTree(t *testing.T) {
 		{"inside a work tree under the config's folder, the config's folder", top, "checkout/deploy/overlays/prod", top},
 		{"outside any work tree and the config's folder, the folder itself", filepath.Join(top, "config"), filepath.Join(top, "loose/app"), filepath.Join(top, "loose/app")},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			loc, err := Resolve(t.Context(), tt.configDir, config.Source{Path: tt.path}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if loc.Root != tt.want {
-				t.Errorf("root %s, want %s", loc.Root, tt.want)
-			}
-		})
+	// A scan's apps share one Cache, which remembers which folders hold a
+	// .git: each answer is the same as without it, in any order.
+	shared := NewCache(t.TempDir())
+	for _, cache := range []*Cache{nil, shared, shared} {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				loc, err := Resolve(t.Context(), tt.configDir, config.Source{Path: tt.path}, Options{Cache: cache})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if loc.Root != tt.want {
+					t.Errorf("root %s, want %s (a run's cache: %v)", loc.Root, tt.want, cache != nil)
+				}
+			})
+		}
 	}
 
 	t.Run("a relative folder gets a root relative alike", func(t *testing.T) {
