@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // A scan's API server is rarely on its own machine: a CronJob reaches the
@@ -23,17 +21,8 @@ import (
 // delay puts a delay line of d each way between the timed tools and the
 // API server: they get a kubeconfig that names it (b.env.Kubeconfig is
 // replaced after the estate is synced). It stops with ctx.
-func (b *bed) delay(ctx context.Context, d time.Duration, dir string) error {
-	cfg, err := clientcmd.LoadFromFile(b.env.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	ctxName := cfg.CurrentContext
-	kctx := cfg.Contexts[ctxName]
-	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil {
-		return fmt.Errorf("%s: no current context with a cluster", b.env.Kubeconfig)
-	}
-	server, err := url.Parse(cfg.Clusters[kctx.Cluster].Server)
+func (b *bed) delay(ctx context.Context, d time.Duration) error {
+	server, err := url.Parse(b.env.Config.Host)
 	if err != nil {
 		return err
 	}
@@ -48,10 +37,18 @@ func (b *bed) delay(ctx context.Context, d time.Duration, dir string) error {
 	go serveDelayed(ln, server.Host, d)
 	// The API server's certificate names 127.0.0.1, which the delay line
 	// listens on too: TLS goes through it untouched.
-	server.Host = ln.Addr().String()
-	cfg.Clusters[kctx.Cluster].Server = server.String()
-	path := filepath.Join(dir, "kubeconfig-delayed")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	path, err := b.env.WriteKubeconfig("kubeconfig-delayed", func(cfg *clientcmdapi.Config) error {
+		for _, c := range cfg.Clusters {
+			u, err := url.Parse(c.Server)
+			if err != nil {
+				return err
+			}
+			u.Host = ln.Addr().String()
+			c.Server = u.String()
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	b.env.Kubeconfig = path

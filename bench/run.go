@@ -73,7 +73,7 @@ func run(ctx context.Context, o Options) (err error) {
 	}
 	defer b.Close()
 	if o.Latency > 0 {
-		if err := b.delay(ctx, o.Latency, outDir); err != nil {
+		if err := b.delay(ctx, o.Latency); err != nil {
 			return err
 		}
 	}

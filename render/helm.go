@@ -218,7 +218,6 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 		if cache != nil {
 			key = keyOf(cacheHelm, c.Data)
 			if ms, ok := cache.lookup(key, file); ok {
-				key.digest(ms)
 				out = append(out, ms...)
 				continue
 			}
@@ -242,11 +241,9 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 				chunk = append(chunk, m)
 			}
 		}
+		cache.name(key, chunk)
 		if clean {
 			cache.store(key, chunk)
-		}
-		if cache != nil {
-			key.digest(chunk)
 		}
 		out = append(out, chunk...)
 	}

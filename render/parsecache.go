@@ -242,12 +242,13 @@ func splitCacheLine(line []byte) (cacheKey, []byte, error) {
 	return key, line[start : len(line)-1], nil
 }
 
-// digest sets each manifest's Digest: key and its place in ms.
-func (k cacheKey) digest(ms []Manifest) {
-	if len(ms) == 0 {
+// name sets each manifest's Digest: key and its place in ms. Like store,
+// it does nothing without a cache (whose key names no bytes).
+func (c *ParseCache) name(key cacheKey, ms []Manifest) {
+	if c == nil || len(ms) == 0 {
 		return
 	}
-	base := string(k.kind) + hex.EncodeToString(k.sum[:]) + "/"
+	base := string(key.kind) + hex.EncodeToString(key.sum[:]) + "/"
 	for i := range ms {
 		ms[i].Digest = base + strconv.Itoa(i)
 	}
@@ -263,8 +264,9 @@ func keyOf(kind cacheKind, data []byte) cacheKey {
 	return k
 }
 
-// lookup returns the manifests cached for key, with File set to file; ok
-// is false when there are none (then the caller parses, and calls store).
+// lookup returns the manifests cached for key, with File set to file and
+// named (name); ok is false when there are none (then the caller parses,
+// and calls name and store).
 // Every lookup decodes afresh: the caller owns the objects it gets.
 func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) {
 	if c == nil {
@@ -279,6 +281,7 @@ func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) 
 	if e != nil {
 		if ms, err := decodeObjects(e.objects, file); err == nil {
 			c.count(func(s *ParseCacheStats) { s.Hits++ })
+			c.name(key, ms)
 			return ms, true
 		}
 		c.mu.Lock()

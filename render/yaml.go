@@ -134,7 +134,6 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 	if cache != nil {
 		key = keyOf(kind, data)
 		if ms, ok := cache.lookup(key, file); ok {
-			key.digest(ms)
 			return ms, nil
 		}
 	}
@@ -151,9 +150,7 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 		out = append(out, ms...)
 		docErrs = append(docErrs, objErrs...)
 	}
-	if cache != nil {
-		key.digest(out)
-	}
+	cache.name(key, out)
 	if len(docErrs) == 0 {
 		cache.store(key, out)
 		return out, nil

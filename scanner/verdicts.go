@@ -244,12 +244,6 @@ func (s *scan) hashDesired() {
 	if s.verdicts == nil {
 		return
 	}
-	for i := range s.objects {
-		if d := s.objects[i].digest; d != "" {
-			// Apart from contentHash's sums, which are raw bytes.
-			s.objects[i].content = "parsed " + d
-		}
-	}
 	var wg sync.WaitGroup
 	workers := max(1, s.opts.Workers)
 	for w := range workers {
@@ -257,8 +251,12 @@ func (s *scan) hashDesired() {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(s.objects); i += workers {
-				if s.objects[i].content == "" {
-					s.objects[i].content = contentHash(s.objects[i].obj.Object)
+				d := &s.objects[i]
+				if d.digest != "" {
+					// Apart from contentHash's sums, which are raw bytes.
+					d.content = "parsed " + d.digest
+				} else {
+					d.content = contentHash(d.obj.Object)
 				}
 			}
 		}()

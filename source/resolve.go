@@ -140,16 +140,18 @@ func localRoot(configDir, dir string, cache *Cache) string {
 // holdsGit says whether folder d holds a .git (a folder, or a file as a
 // worktree's), asking the file system once a run when cache is not nil.
 func (c *Cache) holdsGit(d string) bool {
-	if c != nil {
-		if has, ok := c.gitDirs.Load(d); ok {
-			return has.(bool)
-		}
+	lstat := func() bool {
+		_, err := os.Lstat(filepath.Join(d, ".git"))
+		return err == nil
 	}
-	_, err := os.Lstat(filepath.Join(d, ".git"))
-	if c != nil {
-		c.gitDirs.Store(d, err == nil)
+	if c == nil {
+		return lstat()
 	}
-	return err == nil
+	has, ok := c.gitDirs.Load(d)
+	if !ok {
+		has, _ = c.gitDirs.LoadOrStore(d, lstat())
+	}
+	return has.(bool)
 }
 
 // within reports whether p is dir or below it, lexically.
