@@ -214,7 +214,7 @@ func (b *boundedFS) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, over, err := readAtMost(f, MaxManifestBytes)
+	data, _, over, err := readAtMost(f, MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,13 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -41,6 +45,14 @@ import (
 // from its own: the cache file belongs in a folder only the scanner can
 // write.
 //
+// It also keeps a file index, as Git's index does: for each plain manifest
+// file it served, what a stat said of the file (fileStamp) and the key of
+// the bytes read. A later render stats such a file and, when the stamp is
+// the same, takes its objects without opening it (unchanged). A stamp is
+// kept only for a file whose last change (ctime) was well before it was
+// read (racyMargin), so an edit made in the same clock tick as the read,
+// which a stamp cannot tell from no edit, is never missed.
+//
 // A ParseCache is safe for concurrent use. The zero value is not usable;
 // a nil *ParseCache caches nothing.
 type ParseCache struct {
@@ -48,6 +60,10 @@ type ParseCache struct {
 
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
+	// files is the file index, by the file's absolute path.
+	files map[string]*fileEntry
+	// now is the clock the racy check reads (tests move it on).
+	now func() time.Time
 	// dirty: Save has something to write (an entry added or rejected).
 	dirty bool
 	stats ParseCacheStats
@@ -64,7 +80,37 @@ type ParseCacheStats struct {
 	// Rejected are entries of the cache file that did not decode as this
 	// package writes them; their files were parsed again.
 	Rejected int
+	// Unread are the Hits of files whose stamp was the file index's, so
+	// they were not opened (see ParseCache).
+	Unread int
 }
+
+// fileStamp is what a stat says of a file that changes whenever its
+// bytes do: a write sets the ctime (and the mtime) to the time of the
+// write, and a file replaced by a rename has another inode. Nothing but
+// the kernel sets the ctime, so a tool that puts an old mtime back (touch
+// -d, tar, a checkout that keeps timestamps) still changes the stamp. The
+// device is left out, as Git leaves it out: it can differ between mounts
+// of one volume (a CronJob's pods), and the path, inode and ctime already
+// name the file.
+type fileStamp struct {
+	size, mtime, ctime int64
+	ino                uint64
+}
+
+// fileEntry is one file of the index: its stamp and the key of the bytes
+// it held.
+type fileEntry struct {
+	stamp fileStamp
+	key   cacheKey
+	used  bool
+}
+
+// racyMargin is how long before a file's read its last change must be for
+// its stamp to be kept. File systems keep the ctime to a clock tick (a few
+// milliseconds, 2 s on some), and the kernel's clock for them may lag the
+// one time.Now reads; a second covers both.
+const racyMargin = time.Second
 
 // cacheKey names what an entry was parsed from: the parse (cacheKind) and
 // the sha256 of the bytes.
@@ -99,8 +145,8 @@ type cacheEntry struct {
 // YAMLNodeValue, document.manifests, toManifest, helmManifests) or to the
 // codec can change the objects or lines a file gives: entries of another
 // format are dropped. The build's versions of the parsers' modules are
-// part of the check too (cacheBuild).
-const parseCacheFormat = 1
+// part of the check too (cacheBuild). Format 2 added the file index.
+const parseCacheFormat = 2
 
 // MaxParseCacheBytes is the largest cache file OpenParseCache reads; a
 // larger one is dropped with a warning. The benchmark's 5,000 objects
@@ -111,9 +157,11 @@ const MaxParseCacheBytes = 256 << 20
 type cacheHeader struct {
 	Format int    `json:"format"`
 	Build  string `json:"build"`
-	// Entries is how many lines follow; CRC32C their checksum (Castagnoli,
-	// hex), against a file cut off or damaged on disk.
+	// Entries is how many entry lines follow, then Files how many lines
+	// of the file index; CRC32C is the checksum of all those lines
+	// (Castagnoli, hex), against a file cut off or damaged on disk.
 	Entries int    `json:"entries"`
+	Files   int    `json:"files"`
 	CRC32C  string `json:"crc32c"`
 }
 
@@ -131,7 +179,7 @@ var cacheBuild = BuildIdentity
 // on and parses everything. A file of another format or build is no
 // warning: it is dropped silently, as an upgrade does.
 func OpenParseCache(path string) (*ParseCache, error) {
-	c := &ParseCache{path: path, entries: map[cacheKey]*cacheEntry{}}
+	c := &ParseCache{path: path, entries: map[cacheKey]*cacheEntry{}, files: map[string]*fileEntry{}, now: time.Now}
 	data, err := ReadCacheFile(path, MaxParseCacheBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -140,7 +188,7 @@ func OpenParseCache(path string) (*ParseCache, error) {
 		c.dirty = true
 		return c, fmt.Errorf("parse cache %s: %w", path, err)
 	}
-	entries, stale, err := decodeCacheFile(data)
+	entries, files, stale, err := decodeCacheFile(data)
 	switch {
 	case err != nil:
 		c.dirty = true
@@ -149,7 +197,7 @@ func OpenParseCache(path string) (*ParseCache, error) {
 		c.dirty = true
 		return c, nil
 	}
-	c.entries = entries
+	c.entries, c.files = entries, files
 	return c, nil
 }
 
@@ -165,7 +213,7 @@ func ReadCacheFile(path string, max int64) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Size() > max {
 		return nil, fmt.Errorf("%d bytes is over the limit of %d", fi.Size(), max)
 	}
-	data, over, err := readAtMost(f, max)
+	data, _, over, err := readAtMost(f, max)
 	if err != nil {
 		return nil, err
 	}
@@ -176,40 +224,111 @@ func ReadCacheFile(path string, max int64) ([]byte, error) {
 }
 
 // decodeCacheFile checks a cache file's header, checksum and layout and
-// indexes its entries; their objects are decoded when looked up. stale
-// says the file is of another format or build.
-func decodeCacheFile(data []byte) (entries map[cacheKey]*cacheEntry, stale bool, err error) {
+// indexes its entries and files; the entries' objects are decoded when
+// looked up. stale says the file is of another format or build.
+func decodeCacheFile(data []byte) (entries map[cacheKey]*cacheEntry, files map[string]*fileEntry, stale bool, err error) {
 	head, body, ok := bytes.Cut(data, []byte("\n"))
 	if !ok {
-		return nil, false, errors.New("no header line")
+		return nil, nil, false, errors.New("no header line")
 	}
 	var h cacheHeader
 	if err := json.Unmarshal(head, &h); err != nil {
-		return nil, false, fmt.Errorf("header: %w", err)
+		return nil, nil, false, fmt.Errorf("header: %w", err)
 	}
 	if h.Format != parseCacheFormat || h.Build != cacheBuild() {
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
 	if got := fmt.Sprintf("%08x", crc32.Checksum(body, castagnoli)); got != h.CRC32C {
-		return nil, false, fmt.Errorf("checksum %s, the header says %s: the file is cut off or damaged", got, h.CRC32C)
+		return nil, nil, false, fmt.Errorf("checksum %s, the header says %s: the file is cut off or damaged", got, h.CRC32C)
 	}
-	if n := bytes.Count(body, []byte("\n")); n != h.Entries || len(body) > 0 && body[len(body)-1] != '\n' {
-		return nil, false, fmt.Errorf("%d entries, the header says %d", n, h.Entries)
+	if h.Entries < 0 || h.Files < 0 {
+		return nil, nil, false, errors.New("a negative count in the header")
+	}
+	if n := bytes.Count(body, []byte("\n")); n != h.Entries+h.Files || len(body) > 0 && body[len(body)-1] != '\n' {
+		return nil, nil, false, fmt.Errorf("%d lines, the header says %d entries and %d files", n, h.Entries, h.Files)
 	}
 	entries = make(map[cacheKey]*cacheEntry, h.Entries)
+	files = make(map[string]*fileEntry, h.Files)
 	for i := 0; len(body) > 0; i++ {
 		line, rest, _ := bytes.Cut(body, []byte("\n"))
 		body = rest
+		if i >= h.Entries {
+			p, fe, err := splitFileLine(line)
+			switch {
+			case err != nil:
+				return nil, nil, false, fmt.Errorf("file %d: %w", i-h.Entries+1, err)
+			case entries[fe.key] == nil:
+				return nil, nil, false, fmt.Errorf("file %d: its key is no entry's", i-h.Entries+1)
+			case files[p] != nil:
+				return nil, nil, false, fmt.Errorf("file %d: its path is also an earlier file's", i-h.Entries+1)
+			}
+			files[p] = fe
+			continue
+		}
 		key, objects, err := splitCacheLine(line)
 		if err != nil {
-			return nil, false, fmt.Errorf("entry %d: %w", i+1, err)
+			return nil, nil, false, fmt.Errorf("entry %d: %w", i+1, err)
 		}
 		if entries[key] != nil {
-			return nil, false, fmt.Errorf("entry %d: its key is also an earlier entry's", i+1)
+			return nil, nil, false, fmt.Errorf("entry %d: its key is also an earlier entry's", i+1)
 		}
 		entries[key] = &cacheEntry{objects: objects}
 	}
-	return entries, false, nil
+	return entries, files, false, nil
+}
+
+// A file line of the index is its key, stamp and path, separated by
+// spaces: "y0123...ef size mtime ctime inode "path"", the path quoted as
+// strconv.Quote writes it.
+
+// appendFileLine appends the line of the file p to b.
+func appendFileLine(b []byte, p string, fe *fileEntry) []byte {
+	b = append(b, byte(fe.key.kind))
+	b = hex.AppendEncode(b, fe.key.sum[:])
+	for _, n := range []int64{fe.stamp.size, fe.stamp.mtime, fe.stamp.ctime} {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, n, 10)
+	}
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, fe.stamp.ino, 10)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, p)
+	return append(b, '\n')
+}
+
+// splitFileLine reads a file line (appendFileLine, without its newline).
+func splitFileLine(line []byte) (string, *fileEntry, error) {
+	fields := strings.SplitN(string(line), " ", 6)
+	if len(fields) != 6 || len(fields[0]) != cacheKeyLen {
+		return "", nil, errors.New("not a file line")
+	}
+	fe := &fileEntry{}
+	switch k := cacheKind(fields[0][0]); k {
+	case cacheYAML, cacheJSON:
+		fe.key.kind = k
+	default:
+		return "", nil, fmt.Errorf("kind %q is no file's", fields[0][0])
+	}
+	if n, err := hex.Decode(fe.key.sum[:], []byte(fields[0][1:])); err != nil || n != sha256.Size {
+		return "", nil, errors.New("the key is not a sha256")
+	}
+	for i, n := range []*int64{&fe.stamp.size, &fe.stamp.mtime, &fe.stamp.ctime} {
+		v, err := strconv.ParseInt(fields[1+i], 10, 64)
+		if err != nil {
+			return "", nil, errors.New("a stamp is not a number")
+		}
+		*n = v
+	}
+	ino, err := strconv.ParseUint(fields[4], 10, 64)
+	if err != nil {
+		return "", nil, errors.New("the inode is not a number")
+	}
+	fe.stamp.ino = ino
+	p, err := strconv.Unquote(fields[5])
+	if err != nil || !filepath.IsAbs(p) || !utf8.ValidString(p) {
+		return "", nil, errors.New("the path is not a quoted absolute path")
+	}
+	return p, fe, nil
 }
 
 // A cache line is a JSON array of the key and the objects:
@@ -272,6 +391,17 @@ func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) 
 	if c == nil {
 		return nil, false
 	}
+	if ms, ok := c.served(key, file); ok {
+		return ms, true
+	}
+	c.count(func(s *ParseCacheStats) { s.Parsed++ })
+	return nil, false
+}
+
+// served is lookup without counting a miss: the manifests cached for key,
+// or false when there are none or they do not decode (then the entry is
+// dropped).
+func (c *ParseCache) served(key cacheKey, file string) (ms []Manifest, ok bool) {
 	c.mu.Lock()
 	e := c.entries[key]
 	if e != nil {
@@ -292,8 +422,74 @@ func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) 
 		c.stats.Rejected++
 		c.mu.Unlock()
 	}
-	c.count(func(s *ParseCacheStats) { s.Parsed++ })
 	return nil, false
+}
+
+// unchanged gives the manifests of the plain manifest file at path (file
+// relative to dir, the root it is read through) without opening it, when
+// the file index holds it and a stat of it gives the same stamp; false
+// when the file is to be read. A file the index does not hold is not
+// stat'ed. A symlink is always read.
+func (c *ParseCache) unchanged(dir *os.Root, file, path string) ([]Manifest, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	fe := c.files[path]
+	c.mu.Unlock()
+	if fe == nil {
+		return nil, false
+	}
+	fi, err := dir.Lstat(file)
+	if err != nil {
+		return nil, false
+	}
+	if st, ok := stampOf(fi); !ok || st != fe.stamp {
+		return nil, false
+	}
+	ms, ok := c.served(fe.key, file)
+	if !ok {
+		return nil, false
+	}
+	c.mu.Lock()
+	fe.used = true
+	c.stats.Unread++
+	c.mu.Unlock()
+	return ms, true
+}
+
+// clock is the time now, as the racy check reads it.
+func (c *ParseCache) clock() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	return c.now()
+}
+
+// remember keeps in the file index that the file at path, which fi
+// (the stat of the file read) describes, held the bytes of key, read at
+// or after read. It keeps nothing when the cache holds no entry for key,
+// or when the file changed less than racyMargin before the read: an edit
+// in the same clock tick would give the same stamp.
+func (c *ParseCache) remember(path string, fi fs.FileInfo, key cacheKey, read time.Time) {
+	if c == nil {
+		return
+	}
+	st, ok := stampOf(fi)
+	if !ok || time.Unix(0, st.ctime).After(read.Add(-racyMargin)) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[key] == nil {
+		return
+	}
+	if fe := c.files[path]; fe != nil && fe.stamp == st && fe.key == key {
+		fe.used = true
+		return
+	}
+	c.files[path] = &fileEntry{stamp: st, key: key, used: true}
+	c.dirty = true
 }
 
 // store keeps ms as what key parses to, unless it is not to be kept (see
@@ -355,6 +551,16 @@ func (c *ParseCache) Save() error {
 			c.dirty = true
 		}
 	}
+	paths := make([]string, 0, len(c.files))
+	for p, fe := range c.files {
+		if fe.used && c.entries[fe.key] != nil {
+			paths = append(paths, p)
+		} else {
+			delete(c.files, p)
+			c.dirty = true
+		}
+	}
+	slices.Sort(paths)
 	if !c.dirty {
 		return nil
 	}
@@ -373,7 +579,12 @@ func (c *ParseCache) Save() error {
 		body.Write(c.entries[k].objects)
 		body.WriteString("]\n")
 	}
-	head, err := json.Marshal(cacheHeader{Format: parseCacheFormat, Build: cacheBuild(), Entries: len(keys),
+	var line []byte
+	for _, p := range paths {
+		line = appendFileLine(line[:0], p, c.files[p])
+		body.Write(line)
+	}
+	head, err := json.Marshal(cacheHeader{Format: parseCacheFormat, Build: cacheBuild(), Entries: len(keys), Files: len(paths),
 		CRC32C: fmt.Sprintf("%08x", crc32.Checksum(body.Bytes(), castagnoli))})
 	if err != nil {
 		return fmt.Errorf("save parse cache %s: %w", c.path, err)

@@ -19,9 +19,16 @@ import (
 // around whatever entry a test wants to feed the decoder.
 func writeCacheFile(t *testing.T, path string, file []byte, objects string) {
 	t.Helper()
+	writeCacheFileWith(t, path, file, objects, "")
+}
+
+// writeCacheFileWith is writeCacheFile with fileLines (whole lines) as its
+// file index.
+func writeCacheFileWith(t *testing.T, path string, file []byte, objects, fileLines string) {
+	t.Helper()
 	key := keyOf(cacheYAML, file)
-	body := cacheLinePrefix + string(key.kind) + hex.EncodeToString(key.sum[:]) + cacheKeyEnd + objects + "]\n"
-	head, err := json.Marshal(cacheHeader{Format: parseCacheFormat, Build: cacheBuild(), Entries: 1,
+	body := cacheLinePrefix + string(key.kind) + hex.EncodeToString(key.sum[:]) + cacheKeyEnd + objects + "]\n" + fileLines
+	head, err := json.Marshal(cacheHeader{Format: parseCacheFormat, Build: cacheBuild(), Entries: 1, Files: strings.Count(fileLines, "\n"),
 		CRC32C: fmt.Sprintf("%08x", crc32.Checksum([]byte(body), castagnoli))})
 	if err != nil {
 		t.Fatal(err)

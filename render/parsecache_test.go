@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +27,17 @@ type cachedRender struct {
 
 func renderCached(t *testing.T, opts Options, path string) cachedRender {
 	t.Helper()
+	return renderCachedLater(t, opts, path, 0)
+}
+
+// renderCachedLater is renderCached with the cache's clock later by
+// later: a file written just now reads as one last changed that long
+// before the render (the file index keeps no file changed within
+// racyMargin of its read).
+func renderCachedLater(t *testing.T, opts Options, path string, later time.Duration) cachedRender {
+	t.Helper()
 	c, openErr := OpenParseCache(path)
+	c.now = func() time.Time { return time.Now().Add(later) }
 	opts.Parsed = c
 	ms, err := Manifests(t.Context(), opts)
 	if err := c.Save(); err != nil {
@@ -260,7 +271,7 @@ func TestParseCacheUnreadableFileIsAWarning(t *testing.T) {
 		}},
 		{"a folder", "", func(p string) error { return os.Mkdir(p, 0o700) }},
 		{"another format", "-", func(p string) error {
-			return os.WriteFile(p, bytes.Replace(saved, []byte(`"format":1`), []byte(`"format":0`), 1), 0o600)
+			return os.WriteFile(p, bytes.Replace(saved, []byte(`"format":2`), []byte(`"format":1`), 1), 0o600)
 		}},
 	}
 	for _, c := range cases {
@@ -434,7 +445,7 @@ func FuzzParseCache(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, file := range []string{"f.yaml", "f.json"} {
-			want, wantErrs := parseFile(nil, file, data)
+			want, wantErrs, _ := parseFile(nil, file, data)
 			path := filepath.Join(t.TempDir(), "manifests.jsonl")
 			var stats ParseCacheStats
 			var named []string // the first round's Digests
@@ -443,7 +454,7 @@ func FuzzParseCache(f *testing.F) {
 				if err != nil {
 					t.Fatalf("%s round %d: open: %v", file, round, err)
 				}
-				got, gotErrs := parseFile(c, file, data)
+				got, gotErrs, _ := parseFile(c, file, data)
 				// The same bytes name their objects alike, parsed or
 				// read back, and each object apart.
 				if round == 0 {
@@ -540,8 +551,8 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, _ := parseFile(c, "a.yaml", two)
-	readBack, _ := parseFile(c, "elsewhere/b.yaml", two)
+	parsed, _, _ := parseFile(c, "a.yaml", two)
+	readBack, _, _ := parseFile(c, "elsewhere/b.yaml", two)
 	if c.Stats().Hits != 1 {
 		t.Fatalf("the second file was not read back from the cache: %+v", c.Stats())
 	}
@@ -552,7 +563,7 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	if got := digests(readBack); !slices.Equal(got, d) {
 		t.Errorf("the same bytes in another file, read back: Digests %q, parsed %q", got, d)
 	}
-	changed, _ := parseFile(c, "a.yaml", bytes.Replace(two, []byte("k: v"), []byte("k: w"), 1))
+	changed, _, _ := parseFile(c, "a.yaml", bytes.Replace(two, []byte("k: v"), []byte("k: w"), 1))
 	for i, got := range digests(changed) {
 		if got == d[i] {
 			t.Errorf("object %d: Digest %q after a byte of its file changed", i, got)
@@ -582,7 +593,7 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 
 func mustParse(t *testing.T, c *ParseCache, file string, data []byte) []Manifest {
 	t.Helper()
-	ms, errs := parseFile(c, file, data)
+	ms, errs, _ := parseFile(c, file, data)
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", file, errs)
 	}

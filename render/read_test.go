@@ -28,7 +28,7 @@ func TestReadAtMostStopsPastTheLimit(t *testing.T) {
 		content := bytes.Repeat([]byte("x"), tt.size)
 		check := func(t *testing.T, f *os.File) {
 			t.Helper()
-			data, over, err := readAtMost(f, max)
+			data, _, over, err := readAtMost(f, max)
 			switch {
 			case err != nil:
 				t.Fatal(err)

@@ -99,21 +99,41 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			dir = d
 		}
 	}
+	// The file index of the parse cache knows a file by its absolute path.
+	abs := ""
+	if opts.Parsed != nil {
+		if a, err := filepath.Abs(opts.Dir); err == nil {
+			abs = a
+		}
+	}
 	var out []Manifest
 	for _, file := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		at := ""
+		if abs != "" {
+			at = filepath.Join(abs, filepath.FromSlash(file))
+			if ms, ok := opts.Parsed.unchanged(dir, file, at); ok {
+				out = append(out, ms...)
+				continue
+			}
+		}
 		// Through the root: a symlink that leaves it is an error.
-		data, err := readLimited(dir, file, MaxManifestBytes)
+		read := opts.Parsed.clock()
+		data, fi, err := readLimited(dir, file, MaxManifestBytes)
 		if err != nil && dir != src.root {
-			data, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+			data, fi, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+			fi = nil // not the file at its path: a symlink's target
 		}
 		if err != nil {
 			errs = append(errs, &FileError{File: file, Err: err})
 			continue
 		}
-		ms, docErrs := parseFile(opts.Parsed, file, data)
+		ms, docErrs, key := parseFile(opts.Parsed, file, data)
+		if len(docErrs) == 0 && fi != nil && at != "" {
+			opts.Parsed.remember(at, fi, key, read)
+		}
 		out = append(out, ms...)
 		for _, e := range docErrs {
 			errs = append(errs, e)
@@ -124,17 +144,17 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 
 // parseFile reads the manifests of one file's bytes, from cache when it
 // holds them, and keeps them there when they parsed without an error.
-// The errors are sorted by line and name the file.
-func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*FileError) {
+// The errors are sorted by line and name the file. key is the cache's key
+// of the bytes (zero without a cache).
+func parseFile(cache *ParseCache, file string, data []byte) (_ []Manifest, _ []*FileError, key cacheKey) {
 	kind := cacheYAML
 	if strings.HasSuffix(file, ".json") {
 		kind = cacheJSON
 	}
-	var key cacheKey
 	if cache != nil {
 		key = keyOf(kind, data)
 		if ms, ok := cache.lookup(key, file); ok {
-			return ms, nil
+			return ms, nil, key
 		}
 	}
 	var docs []document
@@ -153,13 +173,13 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 	cache.name(key, out)
 	if len(docErrs) == 0 {
 		cache.store(key, out)
-		return out, nil
+		return out, nil, key
 	}
 	slices.SortStableFunc(docErrs, func(a, b *FileError) int { return a.Line - b.Line })
 	for _, e := range docErrs {
 		e.File = file
 	}
-	return out, docErrs
+	return out, docErrs, key
 }
 
 // readLimited reads the file p of root, failing when it holds more than max
@@ -168,35 +188,36 @@ func parseFile(cache *ParseCache, file string, data []byte) ([]Manifest, []*File
 // The file is opened with O_NONBLOCK, which does nothing to a regular file
 // (open(2)) but spares the four fcntl calls the os package otherwise makes
 // around its attempt to poll it.
-func readLimited(root *os.Root, p string, max int64) ([]byte, error) {
+func readLimited(root *os.Root, p string, max int64) ([]byte, fs.FileInfo, error) {
 	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	data, over, err := readAtMost(f, max)
+	data, fi, over, err := readAtMost(f, max)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if over {
-		return nil, fmt.Errorf("over the limit of %d bytes for a manifest file", max)
+		return nil, nil, fmt.Errorf("over the limit of %d bytes for a manifest file", max)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
 // readAtMost reads f to its end, or to one byte past max: over says f held
 // more than max bytes. It reads into a buffer of the size f has (fstat)
 // and one byte more, so a file that has not grown takes two reads, the
-// second finding its end, and no copying.
-func readAtMost(f *os.File, max int64) (data []byte, over bool, err error) {
+// second finding its end, and no copying. fi is that fstat, taken before
+// the reads (nil when it failed).
+func readAtMost(f *os.File, max int64) (data []byte, fi fs.FileInfo, over bool, err error) {
 	size := int64(512)
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = fi.Size() + 1
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		fi, size = st, st.Size()+1
 	}
 	data = make([]byte, 0, min(size, max+1))
 	for {
 		if int64(len(data)) > max {
-			return data, true, nil
+			return data, fi, true, nil
 		}
 		if len(data) == cap(data) {
 			data = slices.Grow(data, 1)
@@ -206,9 +227,9 @@ func readAtMost(f *os.File, max int64) (data []byte, over bool, err error) {
 		data = data[:len(data)+n]
 		switch {
 		case err == io.EOF:
-			return data, int64(len(data)) > max, nil
+			return data, fi, int64(len(data)) > max, nil
 		case err != nil:
-			return data, false, err
+			return data, fi, false, err
 		}
 	}
 }
