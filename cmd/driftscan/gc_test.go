@@ -4,38 +4,53 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
 
 // TestTheCollectorPacesTheHeapAboveAFloor: with neither GOGC nor GOMEMLIMIT
-// set, the binary collects only at a memory limit that is at least
-// heapFloor and follows the live heap (1.5 times it) after each
-// collection, so a large estate's scan is not held at the floor.
+// set, the binary's heap goal is heapFloor while little is live, and
+// follows the live heap (1.5 times it) once that is larger, so a large
+// estate's scan is not held at the floor. No memory limit is set.
 func TestTheCollectorPacesTheHeapAboveAFloor(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	restore := gcSettings(t)
+	debug.SetMemoryLimit(math.MaxInt64)
 	stop := paceGC()
 	defer restore()
 	defer stop()
-	if got := debug.SetMemoryLimit(-1); got != heapFloor {
-		t.Fatalf("memory limit = %d, want the floor %d", got, int64(heapFloor))
+	// goalAfterGC collects until the goal the pacing set is in [lo, hi]
+	// (the finalizer goroutine sets it after each collection).
+	goalAfterGC := func(lo, hi uint64) uint64 {
+		t.Helper()
+		var goal uint64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+			s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+			metrics.Read(s)
+			if goal = s[0].Value.Uint64(); goal >= lo && goal <= hi {
+				break
+			}
+		}
+		return goal
+	}
+	if goal := goalAfterGC(heapFloor*9/10, heapFloor*11/10); goal < heapFloor*9/10 || goal > heapFloor*11/10 {
+		t.Errorf("heap goal %d MiB with little live, want about the floor, %d MiB", goal>>20, heapFloor>>20)
 	}
 	live := make([]byte, 96<<20) // above the floor, whatever else is live
 	for i := range live {
 		live[i] = 1
 	}
-	const want = 96 << 20 * 3 / 2
-	deadline := time.Now().Add(10 * time.Second)
-	for debug.SetMemoryLimit(-1) < want && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond) // the finalizer goroutine moves the limit
-	}
-	if got := debug.SetMemoryLimit(-1); got < want {
-		t.Errorf("memory limit = %d with 96 MiB live, want at least %d", got, want)
+	if goal := goalAfterGC(96<<20*3/2, 96<<20*2); goal < 96<<20*3/2 || goal > 96<<20*2 {
+		t.Errorf("heap goal %d MiB with 96 MiB live, want 1.5 times the live heap", goal>>20)
 	}
 	runtime.KeepAlive(live)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memory limit = %d, want none", got)
+	}
 }
 
 // TestGOGCOrGOMEMLIMITInTheEnvironmentStand: the user's settings are left
