@@ -202,6 +202,12 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
+	if opts.CacheDir != "" {
+		var err error
+		if c.typer.cache, err = openSchemaCache(opts.CacheDir); err != nil {
+			opts.Logger.Warn("the OpenAPI schemas in the scan cache are not used: every document is fetched", "err", err)
+		}
+	}
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
@@ -232,6 +238,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.manifestsCached}
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
+		}
+		if err := c.typer.cache.save(); err != nil {
+			opts.Logger.Warn("the OpenAPI schemas are not kept in the scan cache: the next scan fetches every document", "err", err)
 		}
 	}
 	s.auditReport()

@@ -43,6 +43,9 @@ type typer struct {
 	pathsOnce sync.Once
 	paths     map[string]openapi.GroupVersion
 	pathsErr  error
+	// cache keeps the schemas read for the next scan (nil: none); set
+	// before the first fetch.
+	cache *schemaCache
 }
 
 // schemaFetch is the reading of one group/version's component schemas;
@@ -90,7 +93,7 @@ func (t *typer) fetchOf(gv schema.GroupVersion, background bool) *schemaFetch {
 	if !ok {
 		read := func() {
 			defer close(f.done)
-			f.schemas, f.err = componentSchemas(t.openapiPaths, gv)
+			f.schemas, f.err = componentSchemas(t.openapiPaths, gv, t.cache)
 		}
 		if background {
 			go read()
@@ -156,8 +159,10 @@ var errUnpublished = errors.New("no OpenAPI v3 schema published")
 // returns its component schemas, as openapi3.Root's GVSpec would. Only the
 // components are decoded: the document's paths, most of its size, are
 // skipped over, so loading the core group's schema does not build (and
-// leave to the collector) every operation of every core resource.
-func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv schema.GroupVersion) (map[string]*spec.Schema, error) {
+// leave to the collector) every operation of every core resource. The
+// schemas of a document whose address names its hash are taken from cache
+// when it has them, and kept there.
+func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv schema.GroupVersion, cache *schemaCache) (map[string]*spec.Schema, error) {
 	paths, err := index()
 	if err != nil {
 		return nil, err
@@ -166,19 +171,40 @@ func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv 
 	if !ok {
 		return nil, errUnpublished
 	}
+	url := p.ServerRelativeURL()
+	if !strings.Contains(url, "hash=") {
+		cache = nil
+	}
+	if raw, ok := cache.get(url); ok {
+		var schemas map[string]*spec.Schema
+		if err := json.Unmarshal(raw, &schemas); err == nil && schemas != nil {
+			cache.keep(url, raw)
+			return schemas, nil
+		}
+	}
 	data, err := p.Schema(runtime.ContentTypeJSON)
 	if err != nil {
 		return nil, err
 	}
 	var doc struct {
 		Components struct {
-			Schemas map[string]*spec.Schema `json:"schemas"`
+			Schemas json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
-	return doc.Components.Schemas, nil
+	if len(doc.Components.Schemas) == 0 {
+		return nil, nil
+	}
+	var schemas map[string]*spec.Schema
+	if err := json.Unmarshal(doc.Components.Schemas, &schemas); err != nil {
+		return nil, err
+	}
+	if schemas != nil {
+		cache.keep(url, doc.Components.Schemas)
+	}
+	return schemas, nil
 }
 
 // toTyped types obj with the server schema, or by deduction when the server
