@@ -17,7 +17,8 @@ import (
 // The scan reads its own LISTs as a stream instead: each item of a page is
 // read from the response body as it arrives, its identity decoded, and only
 // the items some app declares are decoded whole. Neither the body nor the
-// decoded page is ever held, only the declared objects.
+// decoded page is ever held, only the declared objects (and the reader's
+// buffer: 64 KiB, or one item when an item is larger; pagereader.go).
 
 // itemHead is what the scan decodes of every listed object to decide
 // whether to keep it.
@@ -117,90 +118,114 @@ func (c *api) streamPages(ctx context.Context, gvr schema.GroupVersionResource, 
 // readPage reads one LIST response, handing each item to fn as it is
 // read, and returns the page's continue token. An error from fn stops it.
 func readPage(r io.Reader, gvk schema.GroupVersionKind, fn func(*listItem) error) (string, error) {
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
+	p := newPageReader(r)
+	if err := p.expect('{'); err != nil {
 		return "", err
 	}
 	// The list's own kind and apiVersion name its items' when they do not
 	// (a typed list); until they are read, the kind listed stands for them.
 	apiVersion, kind := gvk.GroupVersion().String(), gvk.Kind
 	cont := ""
-	var raw json.RawMessage // reused: each item's bytes live until the next
-	for dec.More() {
-		tok, err := dec.Token()
+	for first := true; ; first = false {
+		c, err := p.peek()
 		if err != nil {
 			return "", err
 		}
-		key, _ := tok.(string)
+		if c == '}' {
+			p.pos++
+			return cont, nil
+		}
+		if !first {
+			if err := p.expect(','); err != nil {
+				return "", err
+			}
+		}
+		raw, err := p.value()
+		if err != nil {
+			return "", err
+		}
+		var key string
+		if err := json.Unmarshal(raw, &key); err != nil {
+			return "", fmt.Errorf("a key of the LIST response: %w", err)
+		}
+		if err := p.expect(':'); err != nil {
+			return "", err
+		}
+		if key == "items" {
+			if err := readItems(p, apiVersion, kind, fn); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if raw, err = p.value(); err != nil {
+			return "", err
+		}
 		switch key {
 		case "apiVersion":
-			if err := dec.Decode(&apiVersion); err != nil {
-				return "", err
-			}
+			err = json.Unmarshal(raw, &apiVersion)
 		case "kind":
 			var listKind string
-			if err := dec.Decode(&listKind); err != nil {
-				return "", err
-			}
-			if k, ok := strings.CutSuffix(listKind, "List"); ok && k != "" {
-				kind = k
+			if err = json.Unmarshal(raw, &listKind); err == nil {
+				if k, ok := strings.CutSuffix(listKind, "List"); ok && k != "" {
+					kind = k
+				}
 			}
 		case "metadata":
 			var m struct {
 				Continue string `json:"continue"`
 			}
-			if err := dec.Decode(&m); err != nil {
-				return "", err
-			}
+			err = json.Unmarshal(raw, &m)
 			cont = m.Continue
-		case "items":
-			tok, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			if tok == nil {
-				continue // "items": null
-			}
-			if d, ok := tok.(json.Delim); !ok || d != '[' {
-				return "", fmt.Errorf("items: want an array, got %v", tok)
-			}
-			for dec.More() {
-				if err := dec.Decode(&raw); err != nil {
-					return "", err
-				}
-				it := listItem{raw: raw}
-				if err := readHead(raw, &it.head); err != nil {
-					return "", err
-				}
-				if it.head.Kind == "" && it.head.APIVersion == "" {
-					it.head.Kind, it.head.APIVersion = kind, apiVersion
-				}
-				if err := fn(&it); err != nil {
-					return "", err
-				}
-			}
-			if err := expectDelim(dec, ']'); err != nil {
-				return "", err
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return "", err
-			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s of the LIST response: %w", key, err)
 		}
 	}
-	return cont, expectDelim(dec, '}')
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
+// readItems reads a page's items array (or null), handing each item to fn.
+func readItems(p *pageReader, apiVersion, kind string, fn func(*listItem) error) error {
+	c, err := p.peek()
 	if err != nil {
 		return err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q in the LIST response, got %v", want, tok)
+	if c == 'n' {
+		_, err := p.value() // "items": null
+		return err
 	}
-	return nil
+	if c != '[' {
+		return fmt.Errorf("items: want an array, got %q", c)
+	}
+	p.pos++
+	for first := true; ; first = false {
+		c, err := p.peek()
+		if err != nil {
+			return err
+		}
+		if c == ']' {
+			p.pos++
+			return nil
+		}
+		if !first {
+			if err := p.expect(','); err != nil {
+				return err
+			}
+		}
+		raw, err := p.value()
+		if err != nil {
+			return err
+		}
+		it := listItem{raw: raw}
+		if err := readHead(raw, &it.head); err != nil {
+			return err
+		}
+		if it.head.Kind == "" && it.head.APIVersion == "" {
+			it.head.Kind, it.head.APIVersion = kind, apiVersion
+		}
+		if err := fn(&it); err != nil {
+			return err
+		}
+	}
 }
 
 // keyOfHead is keyOf for an item not yet decoded.
