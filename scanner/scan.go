@@ -359,6 +359,11 @@ func (s *scan) render(ctx context.Context) error {
 		s.opts.Logger.Warn("the parsed manifests are not kept in the scan cache: the next scan parses every manifest", "err", err)
 	}
 	s.manifestsCached = parsed.Stats().Hits
+	total := 0
+	for _, res := range results {
+		total += len(res.manifests)
+	}
+	s.objects = make([]desired, 0, total)
 	for i, app := range s.cfg.Apps {
 		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
 		if err != nil {
@@ -370,6 +375,9 @@ func (s *scan) render(ctx context.Context) error {
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
 			Source:  report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path},
 			Pending: res.pending}
+		if len(res.manifests) > 0 {
+			ra.Objects = make([]report.Object, 0, len(res.manifests))
+		}
 		if res.err != nil {
 			// A renderer's error may quote a URL from the source.
 			ra.Error = redact.Text(fmt.Sprintf("app %s: %v", app.Name, res.err))
@@ -382,6 +390,9 @@ func (s *scan) render(ctx context.Context) error {
 		}
 		for j, mf := range res.manifests {
 			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j])
+		}
+		if objs := &s.r.Apps[len(s.r.Apps)-1].Objects; len(*objs) == 0 {
+			*objs = nil // as without the room made above: no objects
 		}
 	}
 	return nil
