@@ -129,19 +129,19 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 	}
 }
 
-// loadSchemas reads the OpenAPI v3 schema of every group/version the apps
-// declare, one request each, before anything is listed.
+// loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
+// one request per group/version, before anything is listed.
 func (s *scan) loadSchemas() error {
-	var gvs []schema.GroupVersion
-	seen := map[schema.GroupVersion]bool{}
+	var kinds []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
 	for _, d := range s.objects {
-		gv := d.obj.GroupVersionKind().GroupVersion()
-		if !seen[gv] {
-			seen[gv] = true
-			gvs = append(gvs, gv)
+		gvk := d.obj.GroupVersionKind()
+		if !seen[gvk] {
+			seen[gvk] = true
+			kinds = append(kinds, gvk)
 		}
 	}
-	return s.c.typer.load(gvs)
+	return s.c.typer.load(kinds)
 }
 
 // compare lists the cluster (read) and diffs every desired object with its

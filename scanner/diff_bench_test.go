@@ -39,7 +39,7 @@ spec:
 	desired.SetNamespace(ns)
 	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
 	typer := newTyper(env.Client.Discovery().OpenAPIV3())
-	if err := typer.load([]schema.GroupVersion{gv}); err != nil {
+	if err := typer.load([]schema.GroupVersionKind{gv.WithKind("Deployment")}); err != nil {
 		b.Fatal(err)
 	}
 	inSync := env.Apply(b, "argocd-controller", "", desired)

@@ -1,9 +1,11 @@
 package scanner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +33,10 @@ type typer struct {
 	// unpublished are group/versions the server has no schema for.
 	unpublished map[schema.GroupVersion]bool
 	loaded      map[schema.GroupVersion]bool
+	// loadedKinds are the kinds whose schemas (and all they refer to) are
+	// in schemas; decodedFrom is the bytes each schema was decoded from.
+	loadedKinds map[schema.GroupVersionKind]bool
+	decodedFrom map[string][]byte
 	conv        managedfields.TypeConverter
 	deduced     managedfields.TypeConverter
 	// kinds indexes schemas by kind, for their published defaults.
@@ -48,12 +54,12 @@ type typer struct {
 	cache *schemaCache
 }
 
-// schemaFetch is the reading of one group/version's component schemas;
-// done is closed when schemas and err are set.
+// schemaFetch is the reading of one group/version's component schemas,
+// by name, not decoded; done is closed when components and err are set.
 type schemaFetch struct {
-	done    chan struct{}
-	schemas map[string]*spec.Schema
-	err     error
+	done       chan struct{}
+	components map[string]json.RawMessage
+	err        error
 }
 
 func newTyper(client openapi.Client) *typer {
@@ -63,6 +69,8 @@ func newTyper(client openapi.Client) *typer {
 		failed:      map[schema.GroupVersion]error{},
 		unpublished: map[schema.GroupVersion]bool{},
 		loaded:      map[schema.GroupVersion]bool{},
+		loadedKinds: map[schema.GroupVersionKind]bool{},
+		decodedFrom: map[string][]byte{},
 		deduced:     managedfields.NewDeducedTypeConverter(),
 		fetches:     map[schema.GroupVersion]*schemaFetch{},
 	}
@@ -76,10 +84,10 @@ func (t *typer) prefetch(gv schema.GroupVersion) { t.fetchOf(gv, true) }
 
 // fetch returns the component schemas of gv, reading them unless a prefetch
 // has or is.
-func (t *typer) fetch(gv schema.GroupVersion) (map[string]*spec.Schema, error) {
+func (t *typer) fetch(gv schema.GroupVersion) (map[string]json.RawMessage, error) {
 	f := t.fetchOf(gv, false)
 	<-f.done
-	return f.schemas, f.err
+	return f.components, f.err
 }
 
 func (t *typer) fetchOf(gv schema.GroupVersion, background bool) *schemaFetch {
@@ -93,7 +101,7 @@ func (t *typer) fetchOf(gv schema.GroupVersion, background bool) *schemaFetch {
 	if !ok {
 		read := func() {
 			defer close(f.done)
-			f.schemas, f.err = componentSchemas(t.openapiPaths, gv, t.cache)
+			f.components, f.err = componentSchemas(t.openapiPaths, gv, t.cache)
 		}
 		if background {
 			go read()
@@ -110,19 +118,33 @@ func (t *typer) openapiPaths() (map[string]openapi.GroupVersion, error) {
 	return t.paths, t.pathsErr
 }
 
-// load fetches the schemas of the group/versions not loaded yet (one request
-// each) and rebuilds the converter. A group/version the server publishes no
-// schema for is remembered as unpublished: its objects are typed by
-// deduction (toTyped). One whose schema the server has but could not be read
-// is remembered as failed: its objects are errors, not guesses.
-func (t *typer) load(gvs []schema.GroupVersion) error {
+// load reads the schemas of kinds not loaded yet (one request per
+// group/version, unless the cache or a prefetch has it) and rebuilds the
+// converter. Of a group/version's document only the schemas of the kinds
+// asked for, and those they refer to, are decoded (neededSchemas): of the
+// core group's 258 schemas, ConfigMap and Service need 17. A group/version
+// the server publishes no schema for is remembered as unpublished: its
+// objects are typed by deduction (toTyped). One whose schema the server
+// has but could not be read is remembered as failed: its objects are
+// errors, not guesses.
+func (t *typer) load(kinds []schema.GroupVersionKind) error {
+	byGV := map[schema.GroupVersion][]string{}
+	for _, k := range kinds {
+		if !t.loadedKinds[k] && !slices.Contains(byGV[k.GroupVersion()], k.Kind) {
+			byGV[k.GroupVersion()] = append(byGV[k.GroupVersion()], k.Kind)
+		}
+	}
+	gvs := make([]schema.GroupVersion, 0, len(byGV))
+	for gv := range byGV {
+		gvs = append(gvs, gv)
+	}
 	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
 	changed := false
 	for _, gv := range gvs {
-		if t.loaded[gv] || t.unpublished[gv] {
+		if t.unpublished[gv] || t.failed[gv] != nil {
 			continue
 		}
-		schemas, err := t.fetch(gv)
+		components, err := t.fetch(gv)
 		switch {
 		case errors.Is(err, errUnpublished):
 			// The server publishes no schema for it (yet): type by deduction.
@@ -132,8 +154,23 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 			t.failed[gv] = fmt.Errorf("read the OpenAPI v3 schema of %s: %w", gv, err)
 			continue
 		}
-		for name, s := range schemas {
-			t.schemas[name] = s
+		for _, name := range neededSchemas(components, gv, byGV[gv]) {
+			raw := components[name]
+			if bytes.Equal(t.decodedFrom[name], raw) {
+				continue // decoded from another group/version's document
+			}
+			s := &spec.Schema{}
+			if err := json.Unmarshal(raw, s); err != nil {
+				t.failed[gv] = fmt.Errorf("read the OpenAPI v3 schema of %s: %s: %w", gv, name, err)
+				break
+			}
+			t.schemas[name], t.decodedFrom[name] = s, raw
+		}
+		if t.failed[gv] != nil {
+			continue
+		}
+		for _, k := range byGV[gv] {
+			t.loadedKinds[gv.WithKind(k)] = true
 		}
 		t.loaded[gv] = true
 		changed = true
@@ -150,19 +187,110 @@ func (t *typer) load(gvs []schema.GroupVersion) error {
 	return nil
 }
 
+// gvkExtension names the kinds a schema describes.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
+// neededSchemas names the component schemas that type the kinds of gv: the
+// schema of each kind (whose gvkExtension names it) and every schema those
+// refer to, through any number of references. It names every component
+// when it cannot tell by the text alone: a kind none of the schemas names,
+// or a reference written other than as "#/components/schemas/NAME". A
+// reference to a schema the document does not hold is left to the
+// converter, as it always was.
+func neededSchemas(components map[string]json.RawMessage, gv schema.GroupVersion, kinds []string) []string {
+	all := func() []string {
+		names := make([]string, 0, len(components))
+		for name := range components {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	var todo []string
+	found := map[string]bool{}
+	for name, raw := range components {
+		if !bytes.Contains(raw, []byte(gvkExtension)) {
+			continue
+		}
+		var ext struct {
+			GVK []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
+		}
+		if json.Unmarshal(raw, &ext) != nil {
+			continue
+		}
+		for _, g := range ext.GVK {
+			if g.Group == gv.Group && g.Version == gv.Version && slices.Contains(kinds, g.Kind) {
+				todo = append(todo, name)
+				found[g.Kind] = true
+			}
+		}
+	}
+	if len(found) != len(kinds) {
+		return all()
+	}
+	seen := map[string]bool{}
+	for len(todo) > 0 {
+		name := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		raw, ok := components[name]
+		if seen[name] || !ok {
+			continue
+		}
+		seen[name] = true
+		refs, ok := schemaRefs(raw)
+		if !ok {
+			return all()
+		}
+		todo = append(todo, refs...)
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// schemaRefs are the names raw refers to ("$ref": "#/components/schemas/
+// NAME"); false unless each "$ref" key in raw is such a reference with a
+// name that has no escapes.
+func schemaRefs(raw []byte) ([]string, bool) {
+	const prefix = `"#/components/schemas/`
+	var refs []string
+	for rest := raw; ; {
+		i := bytes.Index(rest, []byte(prefix))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(prefix):]
+		end := bytes.IndexByte(rest, '"')
+		if end < 0 {
+			return nil, false
+		}
+		name := rest[:end]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return nil, false
+		}
+		refs = append(refs, string(name))
+		rest = rest[end:]
+	}
+	if bytes.Count(raw, []byte(`"$ref"`)) != len(refs) {
+		return nil, false
+	}
+	return refs, true
+}
+
 // errUnpublished: the server publishes no OpenAPI v3 document for a
 // group/version.
 var errUnpublished = errors.New("no OpenAPI v3 schema published")
 
 // componentSchemas reads the OpenAPI v3 document of gv (one request; index
-// is the server's index of them) and
-// returns its component schemas, as openapi3.Root's GVSpec would. Only the
-// components are decoded: the document's paths, most of its size, are
-// skipped over, so loading the core group's schema does not build (and
-// leave to the collector) every operation of every core resource. The
-// schemas of a document whose address names its hash are taken from cache
-// when it has them, and kept there.
-func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv schema.GroupVersion, cache *schemaCache) (map[string]*spec.Schema, error) {
+// is the server's index of them) and returns its component schemas by
+// name, not decoded (load decodes those it needs). The document's paths,
+// most of its size, are skipped over. The schemas of a document whose
+// address names its hash are taken from cache when it has them, and kept
+// there.
+func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv schema.GroupVersion, cache *schemaCache) (map[string]json.RawMessage, error) {
 	paths, err := index()
 	if err != nil {
 		return nil, err
@@ -175,12 +303,9 @@ func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv 
 	if !strings.Contains(url, "hash=") {
 		cache = nil
 	}
-	if raw, ok := cache.get(url); ok {
-		var schemas map[string]*spec.Schema
-		if err := json.Unmarshal(raw, &schemas); err == nil && schemas != nil {
-			cache.keep(url, raw)
-			return schemas, nil
-		}
+	if components, ok := cache.get(url); ok {
+		cache.keep(url, components)
+		return components, nil
 	}
 	data, err := p.Schema(runtime.ContentTypeJSON)
 	if err != nil {
@@ -188,23 +313,16 @@ func componentSchemas(index func() (map[string]openapi.GroupVersion, error), gv 
 	}
 	var doc struct {
 		Components struct {
-			Schemas json.RawMessage `json:"schemas"`
+			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
-	if len(doc.Components.Schemas) == 0 {
-		return nil, nil
-	}
-	var schemas map[string]*spec.Schema
-	if err := json.Unmarshal(doc.Components.Schemas, &schemas); err != nil {
-		return nil, err
-	}
-	if schemas != nil {
+	if doc.Components.Schemas != nil {
 		cache.keep(url, doc.Components.Schemas)
 	}
-	return schemas, nil
+	return doc.Components.Schemas, nil
 }
 
 // toTyped types obj with the server schema, or by deduction when the server

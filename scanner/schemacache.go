@@ -26,10 +26,10 @@ import (
 // type objects wrongly, as they can make it skip them.
 type schemaCache struct {
 	path, build string
-	old         map[string]json.RawMessage
+	old         map[string]map[string]json.RawMessage
 
 	mu      sync.Mutex
-	kept    map[string]json.RawMessage
+	kept    map[string]map[string]json.RawMessage
 	changed bool
 }
 
@@ -43,12 +43,12 @@ const schemaFileName = "openapi.json"
 // keep 0.8 MB of schemas.
 const schemaFileMax = 256 << 20
 
-// schemaFile is the cache file: each document's components.schemas, as
-// the server wrote them, by the document's address.
+// schemaFile is the cache file: each document's components.schemas (each
+// schema as the server wrote it, by name), by the document's address.
 type schemaFile struct {
-	Format int                        `json:"format"`
-	Build  string                     `json:"build"`
-	Docs   map[string]json.RawMessage `json:"docs"`
+	Format int                                   `json:"format"`
+	Build  string                                `json:"build"`
+	Docs   map[string]map[string]json.RawMessage `json:"docs"`
 }
 
 // openSchemaCache reads the cache in dir. A missing file is an empty
@@ -57,7 +57,7 @@ type schemaFile struct {
 // document and writes the file anew).
 func openSchemaCache(dir string) (*schemaCache, error) {
 	c := &schemaCache{path: filepath.Join(dir, schemaFileName), build: render.BuildIdentity(),
-		old: map[string]json.RawMessage{}, kept: map[string]json.RawMessage{}, changed: true}
+		old: map[string]map[string]json.RawMessage{}, kept: map[string]map[string]json.RawMessage{}, changed: true}
 	data, err := render.ReadCacheFile(c.path, schemaFileMax)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
@@ -74,14 +74,14 @@ func openSchemaCache(dir string) (*schemaCache, error) {
 	}
 	c.old, c.changed = file.Docs, false
 	if c.old == nil {
-		c.old = map[string]json.RawMessage{}
+		c.old = map[string]map[string]json.RawMessage{}
 	}
 	return c, nil
 }
 
 // get returns the schemas kept for the document at url. A nil cache has
 // none.
-func (c *schemaCache) get(url string) (json.RawMessage, bool) {
+func (c *schemaCache) get(url string) (map[string]json.RawMessage, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -90,7 +90,7 @@ func (c *schemaCache) get(url string) (json.RawMessage, bool) {
 }
 
 // keep keeps the schemas of the document at url for the next scan.
-func (c *schemaCache) keep(url string, raw json.RawMessage) {
+func (c *schemaCache) keep(url string, components map[string]json.RawMessage) {
 	if c == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (c *schemaCache) keep(url string, raw json.RawMessage) {
 	if _, ok := c.old[url]; !ok {
 		c.changed = true
 	}
-	c.kept[url] = raw
+	c.kept[url] = components
 }
 
 // save writes the documents this scan kept, and only those, unless they

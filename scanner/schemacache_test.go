@@ -7,13 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
@@ -215,4 +219,129 @@ func schemaURL(t *testing.T, key string) string {
 		return ""
 	}
 	return p.ServerRelativeURL()
+}
+
+// TestAKindIsTypedWithTheSchemasItNeedsAsWithAllOfThem: on the real API
+// server's documents, a converter built from the schemas neededSchemas
+// names for a few kinds types their objects exactly as one built from
+// every schema of the documents does (same fields, lists keyed alike), and
+// names far fewer schemas.
+func TestAKindIsTypedWithTheSchemasItNeedsAsWithAllOfThem(t *testing.T) {
+	env.Need(t)
+	objects := map[schema.GroupVersionKind]string{
+		{Version: "v1", Kind: "ConfigMap"}:                 `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","labels":{"a":"b"},"managedFields":[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]},"data":{"k":"v"}}`,
+		{Version: "v1", Kind: "Service"}:                   `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80,"protocol":"TCP","targetPort":8080},{"port":443,"protocol":"TCP"}],"selector":{"app":"web"}}}`,
+		{Group: "apps", Version: "v1", Kind: "Deployment"}: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx","ports":[{"containerPort":80,"protocol":"TCP"}],"env":[{"name":"A","value":"1"}],"volumeMounts":[{"name":"v","mountPath":"/v"}]}],"volumes":[{"name":"v","configMap":{"name":"c"}}],"tolerations":[{"key":"k","operator":"Exists"}]}}}}`,
+	}
+	needed := newTyper(env.Client.Discovery().OpenAPIV3())
+	var kinds []schema.GroupVersionKind
+	for gvk := range objects {
+		kinds = append(kinds, gvk)
+	}
+	if err := needed.load(kinds); err != nil {
+		t.Fatal(err)
+	}
+	// All of the documents' schemas, as before neededSchemas.
+	all := map[string]*spec.Schema{}
+	total := 0
+	for _, gv := range []schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}} {
+		components, err := needed.fetch(gv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(components)
+		for name, raw := range components {
+			s := &spec.Schema{}
+			if err := json.Unmarshal(raw, s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			all[name] = s
+		}
+	}
+	if len(needed.schemas) == 0 || len(needed.schemas) > total/2 {
+		t.Errorf("%d schemas decoded of %d: want the kinds' own, far fewer", len(needed.schemas), total)
+	}
+	full, err := managedfields.NewTypeConverter(all, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gvk, text := range objects {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(text), &obj); err != nil {
+			t.Fatal(err)
+		}
+		got, err := needed.toTyped(obj, gvk.GroupVersion())
+		if err != nil {
+			t.Fatalf("%s with the schemas it needs: %v", gvk.Kind, err)
+		}
+		want, err := full.ObjectToTyped(unstructuredOf(obj), typed.AllowDuplicates)
+		if err != nil {
+			t.Fatalf("%s with every schema: %v", gvk.Kind, err)
+		}
+		gotSet, err := got.ToFieldSet()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSet, err := want.ToFieldSet()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gotSet.Equals(wantSet) {
+			t.Errorf("%s typed with the schemas it needs has fields\n%s\nwith every schema\n%s", gvk.Kind, gotSet, wantSet)
+		}
+	}
+}
+
+// TestNeededSchemasFallsBackToAll: a document neededSchemas cannot read by
+// its text alone (a kind no schema names, a reference written with
+// escapes, a reference-like text in a description) has all its schemas
+// decoded, as is one whose reference is of another form; references are
+// followed through any depth, and one to a schema
+// the document lacks is left out.
+func TestNeededSchemasFallsBackToAll(t *testing.T) {
+	gv := schema.GroupVersion{Group: "g.example.com", Version: "v1"}
+	kind := `"x-kubernetes-group-version-kind":[{"group":"g.example.com","version":"v1","kind":"Thing"}]`
+	ref := func(name string) string { return `{"allOf":[{"$ref":"#/components/schemas/` + name + `"}]}` }
+	docs := map[string]struct {
+		components map[string]string
+		want       []string
+	}{
+		"references followed": {map[string]string{
+			"Thing":  `{"type":"object","properties":{"spec":` + ref("Spec") + `,"gone":` + ref("Missing") + `},` + kind + `}`,
+			"Spec":   `{"type":"object","properties":{"deep":` + ref("Deep") + `}}`,
+			"Deep":   `{"type":"string"}`,
+			"Unused": `{"type":"string"}`,
+		}, []string{"Deep", "Spec", "Thing"}},
+		"a kind no schema names": {map[string]string{
+			"Other": `{"type":"object",` + strings.Replace(kind, "Thing", "Other", 1) + `}`,
+			"Spec":  `{"type":"string"}`,
+		}, []string{"Other", "Spec"}},
+		"an escaped reference": {map[string]string{
+			"Thing": `{"properties":{"spec":{"$ref":"#\/components\/schemas\/Spec"}},` + kind + `}`,
+			"Spec":  `{"type":"string"}`,
+			"Else":  `{"type":"string"}`,
+		}, []string{"Else", "Spec", "Thing"}},
+		"a reference of another form": {map[string]string{
+			"Thing": `{"properties":{"spec":{"$ref":"#/definitions/Spec"}},` + kind + `}`,
+			"Spec":  `{"type":"string"}`,
+			"Else":  `{"type":"string"}`,
+		}, []string{"Else", "Spec", "Thing"}},
+		"a reference in a description": {map[string]string{
+			"Thing": `{"description":"see \"#/components/schemas/Spec\"",` + kind + `}`,
+			"Spec":  `{"type":"string"}`,
+			"Else":  `{"type":"string"}`,
+		}, []string{"Else", "Spec", "Thing"}},
+	}
+	for name, doc := range docs {
+		components := map[string]json.RawMessage{}
+		for n, text := range doc.components {
+			if !json.Valid([]byte(text)) {
+				t.Fatalf("%s: %s is no JSON", name, n)
+			}
+			components[n] = json.RawMessage(text)
+		}
+		if got := neededSchemas(components, gv, []string{"Thing"}); !slices.Equal(got, doc.want) {
+			t.Errorf("%s: %v, want %v", name, got, doc.want)
+		}
+	}
 }
