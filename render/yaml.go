@@ -123,8 +123,9 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		read := opts.Parsed.clock()
 		data, fi, err := readLimited(dir, file, MaxManifestBytes)
 		if err != nil && dir != src.root {
-			data, fi, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
-			fi = nil // not the file at its path: a symlink's target
+			// Not the file at its path but a symlink's target: no stamp.
+			data, _, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+			fi = nil
 		}
 		if err != nil {
 			errs = append(errs, &FileError{File: file, Err: err})
