@@ -1,0 +1,94 @@
+package scanner
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// verdictFileSeeds are cache files as the scan writes them and not.
+var verdictFileSeeds = []string{
+	`{"format":1,"build":"b","server":"https://127.0.0.1:6443 v1.37.2","verdicts":[{"k":"ConfigMap","ns":"shop","n":"web","git":"e160","uid":"fbb6","rv":"242","at":1796176180},{"g":"apps","k":"Deployment","ns":"shop","n":"web","git":"87","uid":"c2","rv":"241","owner":"team-web","dismissed":{"defaulted":4,"builtin":1},"ctx":"ab","at":1796176181}]}`,
+	` { "format" : 1 , "verdicts" : [ { "k" : "A\u00e9\"\\" , "dismissed" : { "webh\u006fok" : 2 } } ] , "other" : [1, {"x": null}] } `,
+	`{"format":1,"verdicts":null}`,
+	`{"format":null,"build":null,"verdicts":[{"k":null,"at":null,"dismissed":null}]}`,
+	`{"format":"1"}`,
+	`{"format":1.5}`,
+	`{"verdicts":[{"at":"x"}]}`,
+	`{"verdicts":[null]}`,
+	`{"verdicts":{}}`,
+	`{"verdicts":[{"dismissed":{"a":1.0}}]}`,
+	`{"verdicts":[{"dismissed":[]}]}`,
+	`{"format":1,"verdicts":[{"k":"ConfigMap"`,
+	`{"format":1} {}`,
+	`[]`,
+	``,
+}
+
+// TestTheVerdictFileReadsAsJSONDoes: whatever decodeVerdictFile reads, the
+// JSON reader it replaced reads the same, and a file either refuses, the
+// other does too, but for the few forms no scan writes (a verdict that is
+// null).
+func TestTheVerdictFileReadsAsJSONDoes(t *testing.T) {
+	for i, seed := range verdictFileSeeds {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkVerdictFile(t, []byte(seed), true) })
+	}
+}
+
+func checkVerdictFile(t *testing.T, data []byte, refusalsAlike bool) {
+	t.Helper()
+	got, err := decodeVerdictFile(data)
+	var want verdictFile
+	wantErr := verdictJSON.Unmarshal(data, &want)
+	switch {
+	case err == nil && wantErr != nil:
+		t.Fatalf("%q: read %+v, the JSON reader refused: %v", data, got, wantErr)
+	case err == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("%q: read %+v, the JSON reader %+v", data, got, want)
+	case err != nil && wantErr == nil && refusalsAlike && !reflect.DeepEqual(want.Verdicts, []verdict{{}}):
+		t.Fatalf("%q: refused (%v), the JSON reader read %+v", data, err, want)
+	}
+}
+
+// TestTheVerdictFileReadsWhatSaveWrites: a file save wrote reads back as
+// the verdicts kept.
+func TestTheVerdictFileReadsWhatSaveWrites(t *testing.T) {
+	dir := t.TempDir()
+	v, err := openVerdicts(dir, "server v1", nowForTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := []verdict{
+		{Kind: "ConfigMap", Namespace: "shop", Name: "web\t\"quoted\" é", Git: "g1", UID: "u1", ResourceVersion: "1"},
+		{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Git: "g2", UID: "u2", ResourceVersion: "2", Owner: "team",
+			Dismissed: report.Dismissed{"defaulted": 3, "webhook": 1}, Context: "c"},
+	}
+	for _, e := range kept {
+		v.record(e)
+	}
+	if err := v.save(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openVerdicts(dir, "server v1", nowForTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range kept {
+		e.At = nowForTest.Unix()
+		if got, ok := again.old[e.key()]; !ok || !reflect.DeepEqual(got, e) {
+			t.Errorf("read back %+v, want %+v", got, e)
+		}
+	}
+}
+
+func FuzzVerdictFile(f *testing.F) {
+	for _, seed := range verdictFileSeeds {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkVerdictFile(t, data, false) })
+}
+
+var nowForTest = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
