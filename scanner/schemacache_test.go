@@ -29,28 +29,9 @@ import (
 // once a CRD's schema changes (its list of tags becomes a map keyed by
 // name), the next scan fetches the new document and types with it.
 func TestTheSchemaCacheFollowsTheServersDocuments(t *testing.T) {
-	dir := t.TempDir()
 	crd := func(tagsList string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: dials.schemas.example.com}
-spec:
-  group: schemas.example.com
-  scope: Namespaced
-  names: {plural: dials, singular: dial, kind: Dial, listKind: DialList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              tags:
+		installCRD(t, "schemas.example.com", "Dial", "dials", `              tags:
                 type: array
 `+tagsList+`                items:
                   type: object
@@ -58,10 +39,7 @@ spec:
                   properties:
                     name: {type: string}
                     value: {type: string}
-`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		env.InstallCRDs(t, "platform", filepath.Join(dir, "crd.yaml"))
+`)
 	}
 	const docPath = "/openapi/v3/apis/schemas.example.com/v1"
 	crd("")
@@ -69,15 +47,7 @@ spec:
 	before := schemaURL(t, "apis/schemas.example.com/v1")
 
 	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "dial")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "apiVersion: schemas.example.com/v1\nkind: Dial\nmetadata: {name: d}\nspec:\n  tags: [{name: a, value: \"1\"}]\n"
-	if err := os.WriteFile(filepath.Join(src, "dial.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	applyDir(t, src, ns)
+	src := appliedApp(t, ns, "dial", "apiVersion: schemas.example.com/v1\nkind: Dial\nmetadata: {name: d}\nspec:\n  tags: [{name: a, value: \"1\"}]\n")
 	dial := schema.GroupVersionKind{Group: "schemas.example.com", Version: "v1", Kind: "Dial"}
 	env.Patch(t, "kubectl-edit", dial, ns, "d", types.MergePatchType, `{"spec":{"tags":[{"name":"a","value":"1"},{"name":"b","value":"2"}]}}`)
 	cfg := scanConfig(ns, config.App{Name: "dial", Source: config.Source{Path: src}})
@@ -344,4 +314,49 @@ func TestNeededSchemasFallsBackToAll(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, got, doc.want)
 		}
 	}
+}
+
+// installCRD installs (or changes) through env.InstallCRDs the namespaced
+// CRD of kind in group, version v1, whose spec has the properties given
+// (YAML, indented for spec.properties).
+func installCRD(t *testing.T, group, kind, plural, specProperties string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "crd.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: `+plural+`.`+group+`}
+spec:
+  group: `+group+`
+  scope: Namespaced
+  names: {plural: `+plural+`, singular: `+strings.ToLower(kind)+`, kind: `+kind+`, listKind: `+kind+`List}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+`+specProperties), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.InstallCRDs(t, "platform", path)
+}
+
+// appliedApp writes an app folder named name holding the one manifest
+// given, applies it into ns as the GitOps applier, and returns the folder.
+func appliedApp(t *testing.T, ns, name, manifest string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, name+".yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyDir(t, src, ns)
+	return src
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/calricon/driftscan/report"
@@ -56,9 +57,13 @@ type verdictDecoder struct {
 	err  error
 }
 
+// verdictStringKeys are the keys of a verdict's strings, in the order
+// verdicts reads them into.
+var verdictStringKeys = [...]string{"g", "k", "ns", "n", "git", "uid", "rv", "owner", "ctx"}
+
 // verdictKeys are the keys of the file's objects, as verdictFile and
 // verdict name them.
-var verdictKeys = []string{"format", "build", "server", "verdicts", "g", "k", "ns", "n", "git", "uid", "rv", "owner", "ctx", "at", "dismissed"}
+var verdictKeys = append([]string{"format", "build", "server", "verdicts", "at", "dismissed"}, verdictStringKeys[:]...)
 
 // key is the field of verdictKeys that key (its bytes between the quotes)
 // names, as encoding/json matches keys to fields: unescaped, and in any
@@ -133,34 +138,17 @@ func (d *verdictDecoder) verdicts(v int) ([]verdict, error) {
 		var e verdict
 		var err error
 		ok := true
+		strs := [...]*string{&e.Group, &e.Kind, &e.Namespace, &e.Name, &e.Git, &e.UID, &e.ResourceVersion, &e.Owner, &e.Context}
 		end := eachField(d.raw, i, func(key []byte, v int) (int, bool) {
-			var s *string
-			switch d.key(key) {
-			case "g":
-				s = &e.Group
-			case "k":
-				s = &e.Kind
-			case "ns":
-				s = &e.Namespace
-			case "n":
-				s = &e.Name
-			case "git":
-				s = &e.Git
-			case "uid":
-				s = &e.UID
-			case "rv":
-				s = &e.ResourceVersion
-			case "owner":
-				s = &e.Owner
-			case "ctx":
-				s = &e.Context
+			switch k := d.key(key); k {
 			case "at":
 				e.At, err = d.int(v)
 			case "dismissed":
 				e.Dismissed, err = d.dismissed(v)
-			}
-			if s != nil {
-				*s, err = d.str(v)
+			default:
+				if j := slices.Index(verdictStringKeys[:], k); j >= 0 {
+					*strs[j], err = d.str(v)
+				}
 			}
 			return skipValue(d.raw, v), err == nil
 		}, &ok)

@@ -201,46 +201,16 @@ func copyDir(t *testing.T, src, dst string) {
 // of its OpenAPI v3 document, whose hash changes with the CRD's schema; so
 // after the CRD changes, its objects are compared again.
 func TestACRDWhoseSchemaChangesIsComparedAgain(t *testing.T) {
-	dir := t.TempDir()
 	crd := func(fields string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gauges.verdicts.example.com}
-spec:
-  group: verdicts.example.com
-  scope: Namespaced
-  names: {plural: gauges, singular: gauge, kind: Gauge, listKind: GaugeList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-`+fields), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		env.InstallCRDs(t, "platform", filepath.Join(dir, "crd.yaml"))
+		installCRD(t, "verdicts.example.com", "Gauge", "gauges", fields)
 	}
 	crd("              level: {type: integer}\n")
 	env.RefreshMapper()
-	before := gaugeSchemaURL(t)
+	before := schemaURL(t, "apis/verdicts.example.com/v1")
 
 	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "gauge")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "apiVersion: verdicts.example.com/v1\nkind: Gauge\nmetadata: {name: g}\nspec: {level: 3}\n"
-	if err := os.WriteFile(filepath.Join(src, "gauge.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	applyDir(t, src, ns)
+	src := appliedApp(t, ns, "gauge", "apiVersion: verdicts.example.com/v1\nkind: Gauge\nmetadata: {name: g}\nspec: {level: 3}\n")
 	cfg := scanConfig(ns, config.App{Name: "gauge", Source: config.Source{Path: src}})
 	cache := t.TempDir()
 	cachedScan(t, cfg, cache)
@@ -250,7 +220,7 @@ spec:
 
 	crd("              level: {type: integer}\n              unit: {type: string}\n")
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return gaugeSchemaURL(t) != before, nil
+		return schemaURL(t, "apis/verdicts.example.com/v1") != before, nil
 	})
 	if err != nil {
 		t.Fatalf("the API server never published the Gauge's new schema (still %s)", before)
@@ -260,19 +230,4 @@ spec:
 		t.Errorf("the Gauge was reused %d times after its CRD's schema changed, want 0", got)
 	}
 	sameAsUncached(t, cfg, after)
-}
-
-// gaugeSchemaURL is the address of verdicts.example.com/v1's OpenAPI v3
-// document, as the API server's index names it now.
-func gaugeSchemaURL(t *testing.T) string {
-	t.Helper()
-	paths, err := env.Client.Discovery().OpenAPIV3().Paths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, ok := paths["apis/verdicts.example.com/v1"]
-	if !ok {
-		return ""
-	}
-	return p.ServerRelativeURL()
 }
