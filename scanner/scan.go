@@ -190,6 +190,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
+	files := openCacheFiles(opts.CacheDir, opts.Logger) // while the scan connects
 	c, err := connect(ctx, opts.RESTConfig, opts.PageSize, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -202,12 +203,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	if opts.CacheDir != "" {
-		var err error
-		if c.typer.cache, err = openSchemaCache(opts.CacheDir); err != nil {
-			opts.Logger.Warn("the OpenAPI schemas in the scan cache are not used: every document is fetched", "err", err)
-		}
-	}
+	s.parsed, c.typer.cache = files()
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}
@@ -262,6 +258,10 @@ type scan struct {
 	declared    map[objectKey]int // object -> its index in objects
 	audit       *audit.Index      // nil without an audit log
 	namespaces  namespaces        // read before anything is listed
+	// parsed holds the manifests parsed by the last scan with this
+	// CacheDir, read back rather than parsed again when a file's bytes
+	// are unchanged (nil without a cache).
+	parsed *render.ParseCache
 
 	// What is no drift: the counts by reason, what reconcilers write on
 	// each app's objects (by app, in report order), and what differs
@@ -300,15 +300,7 @@ func (s *scan) render(ctx context.Context) error {
 		err       error
 	}
 	results := make([]rendered, len(s.cfg.Apps))
-	// The manifests parsed by the last scan with this CacheDir, read back
-	// rather than parsed again when a file's bytes are unchanged.
-	var parsed *render.ParseCache
-	if s.opts.CacheDir != "" {
-		var err error
-		if parsed, err = render.OpenParseCache(filepath.Join(s.opts.CacheDir, "manifests.json")); err != nil {
-			s.opts.Logger.Warn("the parsed manifests in the scan cache are not used: every manifest is parsed", "err", err)
-		}
-	}
+	parsed := s.parsed
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -454,4 +446,34 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
 	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, key: key, mapping: mapping, twin: twin, digest: mf.Digest})
+}
+
+// openCacheFiles reads the scan cache's parsed manifests and OpenAPI
+// schemas in dir in the background (they do not depend on the cluster, so
+// they are read while the scan connects); the function it returns waits
+// for them (nil, nil without a cache). A file that cannot be used is a
+// warning: the scan parses or fetches everything instead.
+func openCacheFiles(dir string, log *slog.Logger) func() (*render.ParseCache, *schemaCache) {
+	if dir == "" {
+		return func() (*render.ParseCache, *schemaCache) { return nil, nil }
+	}
+	var (
+		parsed  *render.ParseCache
+		schemas *schemaCache
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		var err error
+		if parsed, err = render.OpenParseCache(filepath.Join(dir, "manifests.json")); err != nil {
+			log.Warn("the parsed manifests in the scan cache are not used: every manifest is parsed", "err", err)
+		}
+		if schemas, err = openSchemaCache(dir); err != nil {
+			log.Warn("the OpenAPI schemas in the scan cache are not used: every document is fetched", "err", err)
+		}
+	}()
+	return func() (*render.ParseCache, *schemaCache) {
+		<-done
+		return parsed, schemas
+	}
 }
