@@ -99,13 +99,26 @@ func TestParseCacheFileIndex(t *testing.T) {
 
 	t.Run("a file changed just before its read is read every time", func(t *testing.T) {
 		dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.json")
-		writeFile(t, filepath.Join(dir, "a.yaml"), cmA)
+		file := filepath.Join(dir, "a.yaml")
+		writeFile(t, file, cmA)
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := stampOf(fi)
+		// Each render reads the file half a second after its change.
+		justAfter := func() time.Time { return time.Unix(0, st.ctime).Add(500 * time.Millisecond) }
 		for run := range 3 {
-			// The real clock: the file changed within racyMargin.
-			got := renderCached(t, Options{Dir: dir}, cache)
+			got := renderCachedAt(t, Options{Dir: dir}, cache, justAfter)
 			if got.stats.Unread != 0 {
-				t.Fatalf("render %d: %+v: a file changed %s ago was taken on its stamp", run+1, got.stats, racyMargin)
+				t.Fatalf("render %d: %+v: a file changed half a second before its read was taken on its stamp", run+1, got.stats)
 			}
+		}
+		// Two seconds after, it is kept, and the next render takes it.
+		justOver := func() time.Time { return time.Unix(0, st.ctime).Add(2 * time.Second) }
+		renderCachedAt(t, Options{Dir: dir}, cache, justOver)
+		if got := renderCachedAt(t, Options{Dir: dir}, cache, justOver); got.stats.Unread != 1 {
+			t.Errorf("%+v: a file changed two seconds before its read was not taken on its stamp", got.stats)
 		}
 	})
 

@@ -25,19 +25,28 @@ type cachedRender struct {
 	openErr error
 }
 
+// Its clock stands at 1970, so every file reads as changed after the
+// render began: the file index keeps none, whatever the machine's speed
+// (renderCachedLater keeps them).
 func renderCached(t *testing.T, opts Options, path string) cachedRender {
 	t.Helper()
-	return renderCachedLater(t, opts, path, 0)
+	return renderCachedAt(t, opts, path, func() time.Time { return time.Unix(0, 0) })
 }
 
-// renderCachedLater is renderCached with the cache's clock later by
-// later: a file written just now reads as one last changed that long
-// before the render (the file index keeps no file changed within
+// renderCachedLater is renderCached with the cache's clock later than the
+// real one by later: a file written just now reads as one last changed
+// that long before the render (the file index keeps no file changed within
 // racyMargin of its read).
 func renderCachedLater(t *testing.T, opts Options, path string, later time.Duration) cachedRender {
 	t.Helper()
+	return renderCachedAt(t, opts, path, func() time.Time { return time.Now().Add(later) })
+}
+
+// renderCachedAt is renderCached with the cache's clock now.
+func renderCachedAt(t *testing.T, opts Options, path string, now func() time.Time) cachedRender {
+	t.Helper()
 	c, openErr := OpenParseCache(path)
-	c.now = func() time.Time { return time.Now().Add(later) }
+	c.now = now
 	opts.Parsed = c
 	ms, err := Manifests(t.Context(), opts)
 	if err := c.Save(); err != nil {
