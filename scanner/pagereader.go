@@ -35,17 +35,15 @@ func newPageReader(r io.Reader) *pageReader {
 }
 
 // fill reads at least atLeast more bytes into buf (fewer at the end of
-// the input), first dropping those before keep (moving the rest to the
-// front); it returns how far the bytes moved, and false when there was
-// nothing more to read.
-func (p *pageReader) fill(keep, atLeast int) (moved int, ok bool) {
+// the input), first dropping the bytes already read (those before pos,
+// which becomes 0); false when there was nothing more to read.
+func (p *pageReader) fill(atLeast int) bool {
 	if p.eof || p.err != nil {
-		return 0, false
+		return false
 	}
-	if keep > 0 {
-		n := copy(p.buf, p.buf[keep:])
-		p.buf = p.buf[:n]
-		p.pos -= keep
+	if p.pos > 0 {
+		n := copy(p.buf, p.buf[p.pos:])
+		p.buf, p.pos = p.buf[:n], 0
 	}
 	if room := cap(p.buf) - len(p.buf); room < pageChunk/2 || room < atLeast {
 		grown := make([]byte, len(p.buf), max(2*cap(p.buf), len(p.buf)+atLeast+pageChunk/2))
@@ -60,13 +58,13 @@ func (p *pageReader) fill(keep, atLeast int) (moved int, ok bool) {
 		switch {
 		case err == io.EOF:
 			p.eof = true
-			return keep, read > 0
+			return read > 0
 		case err != nil:
 			p.err = err
-			return keep, read > 0
+			return read > 0
 		}
 	}
-	return keep, true
+	return true
 }
 
 // failed is the error for input that ended early: the reader's own, or
@@ -89,7 +87,7 @@ func (p *pageReader) peek() (byte, error) {
 				return c, nil
 			}
 		}
-		if _, ok := p.fill(p.pos, 1); !ok {
+		if !p.fill(1) {
 			return 0, p.failed()
 		}
 	}
@@ -114,12 +112,12 @@ func (p *pageReader) value() ([]byte, error) {
 	if _, err := p.peek(); err != nil {
 		return nil, err
 	}
-	start := p.pos
 	for {
-		end, err := scanJSON(p.buf, start, 0, p.eof || p.err != nil)
+		end, err := scanJSON(p.buf, p.pos, 0, p.eof || p.err != nil)
 		if err == nil {
+			v := p.buf[p.pos:end]
 			p.pos = end
-			return p.buf[start:end], nil
+			return v, nil
 		}
 		if err != errShort {
 			return nil, err
@@ -128,11 +126,9 @@ func (p *pageReader) value() ([]byte, error) {
 		// each fill at least doubles what is held of it: a body that
 		// comes a byte at a time costs a few passes over a value, not one
 		// per byte.
-		moved, ok := p.fill(start, max(len(p.buf)-start, 512))
-		if !ok {
+		if !p.fill(max(len(p.buf)-p.pos, 512)) {
 			return nil, p.failed()
 		}
-		start -= moved
 	}
 }
 

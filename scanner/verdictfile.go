@@ -1,18 +1,19 @@
 package scanner
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/calricon/driftscan/report"
 )
 
 // decodeVerdictFile reads verdicts.json as json.Unmarshal into a
-// verdictFile would (exact keys; unknown keys skipped), at a fraction of
+// verdictFile would (keys matched as it matches them, unknown keys
+// skipped), at a fraction of
 // its cost: the file's syntax is checked in one pass (scanJSON), and then
 // every string without an escape is taken as a piece of one copy of the
 // file instead of a string of its own. jsoniter took 0.045 of a warm
@@ -69,20 +70,35 @@ var verdictKeys = append([]string{"format", "build", "server", "verdicts", "at",
 // names, as encoding/json matches keys to fields: unescaped, and in any
 // case (bytes.EqualFold); "" for none.
 func (d *verdictDecoder) key(key []byte) string {
-	if bytes.IndexByte(key, '\\') >= 0 {
-		start := cap(d.raw) - cap(key) - 1 // its opening quote
-		var s string
-		if json.Unmarshal(d.raw[start:start+len(key)+2], &s) != nil {
-			return ""
-		}
-		key = []byte(s)
+	text, err := d.keyText(key)
+	if err != nil {
+		return ""
 	}
 	for _, k := range verdictKeys {
-		if bytes.EqualFold(key, []byte(k)) {
+		if strings.EqualFold(text, k) {
 			return k
 		}
 	}
 	return ""
+}
+
+// keyText is the text of key, the bytes eachField gives between a key's
+// quotes (a slice of raw), unescaped.
+func (d *verdictDecoder) keyText(key []byte) (string, error) {
+	return d.str(cap(d.raw) - cap(key) - 1) // its opening quote
+}
+
+// container says whether the value at v is null, when it is not one that
+// opens with delim (an array or an object); any other value is an error
+// naming what it should have been.
+func (d *verdictDecoder) container(v int, delim byte, what string) (null bool, err error) {
+	switch d.raw[v] {
+	case 'n':
+		return true, nil
+	case delim:
+		return false, nil
+	}
+	return false, errors.New(what)
 }
 
 // str reads the string (or null) at v.
@@ -120,12 +136,8 @@ func (d *verdictDecoder) int(v int) (int64, error) {
 
 // verdicts reads the array (or null) of verdicts at v.
 func (d *verdictDecoder) verdicts(v int) ([]verdict, error) {
-	switch d.raw[v] {
-	case 'n':
-		return nil, nil
-	case '[':
-	default:
-		return nil, errors.New("verdicts is no array")
+	if null, err := d.container(v, '[', "verdicts is no array"); null || err != nil {
+		return nil, err
 	}
 	out := []verdict{}
 	for i := skipSpace(d.raw, v+1); d.raw[i] != ']'; {
@@ -163,20 +175,15 @@ func (d *verdictDecoder) verdicts(v int) ([]verdict, error) {
 
 // dismissed reads the counts by reason (or null) at v.
 func (d *verdictDecoder) dismissed(v int) (report.Dismissed, error) {
-	switch d.raw[v] {
-	case 'n':
-		return nil, nil
-	case '{':
-	default:
-		return nil, errors.New("dismissed is no object")
+	if null, err := d.container(v, '{', "dismissed is no object"); null || err != nil {
+		return nil, err
 	}
 	out := report.Dismissed{}
 	var err error
 	ok := true
 	eachField(d.raw, v, func(key []byte, v int) (int, bool) {
-		// key lies in raw, just after its opening quote.
 		var reason string
-		if reason, err = d.str(cap(d.raw) - cap(key) - 1); err != nil {
+		if reason, err = d.keyText(key); err != nil {
 			return 0, false
 		}
 		var n int64
