@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path"
 	"path/filepath"
 	"slices"
@@ -13,12 +12,13 @@ import (
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/redact"
-	"helm.sh/helm/v4/pkg/action"
-	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	release "helm.sh/helm/v4/pkg/release/v1"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"helm.sh/helm/v4/pkg/strvals"
 )
 
@@ -77,7 +77,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
-	rel, err := helmRelease(ctx, ch, src, opts)
+	manifest, err := helmTemplate(ctx, ch, src, opts)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
@@ -86,22 +86,25 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
-	return helmManifests(cache, rel.Manifest)
+	return helmManifests(cache, manifest)
 }
 
-// helmRelease runs a client-only install of ch.
-func helmRelease(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts Options) (*release.Release, error) {
+// helmTemplate renders ch as `helm template --include-crds` does (Helm's
+// client-only install: action.Install.RunWithContext and renderResources),
+// with the SDK's chart, engine and manifest-sorting packages alone. The
+// action package would link Helm's cluster client, registry, storage drivers
+// and kubectl into every scan, and their package initialisers cost every run
+// tens of milliseconds before a request is made.
+//
+// The manifest is Helm's: each CRD under crds/, then every other document in
+// install order, each after "---\n# Source: <chart>/<path>". Hooks and
+// NOTES.txt are left out.
+func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts Options) (string, error) {
 	if t := ch.Metadata.Type; t != "" && t != "application" {
-		return nil, fmt.Errorf("%s charts are not installable", t)
+		return "", fmt.Errorf("%s charts are not installable", t)
 	}
-	acc, err := ci.NewAccessor(ch)
-	if err != nil {
-		return nil, err
-	}
-	if deps := acc.MetaDependencies(); len(deps) > 0 {
-		if err := action.CheckDependencies(ch, deps); err != nil {
-			return nil, fmt.Errorf("%w (vendor them with `helm dependency build`)", err)
-		}
+	if err := vendoredDependencies(ch); err != nil {
+		return "", err
 	}
 	src := opts.Helm
 	if src == nil {
@@ -109,39 +112,80 @@ func helmRelease(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts Op
 	}
 	vals, err := helmValues(root, src, opts.ExtraValues)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-
-	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
-	install.DryRunStrategy = action.DryRunClient
-	install.Replace = true
-	install.IncludeCRDs = true
-	install.ReleaseName = src.ReleaseName
-	if install.ReleaseName == "" {
-		install.ReleaseName = filepath.Base(opts.Dir)
+	name := src.ReleaseName
+	if name == "" {
+		name = filepath.Base(opts.Dir)
 	}
-	install.Namespace = opts.Namespace
-	if install.Namespace == "" {
-		install.Namespace = "default"
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return "", fmt.Errorf("release name check failed: release name %q: %w", name, err)
 	}
+	namespace := opts.Namespace
+	if namespace == "" {
+		namespace = "default"
+	}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return "", fmt.Errorf("chart dependencies processing failed: %w", err)
+	}
+	caps := common.DefaultCapabilities.Copy()
 	if opts.KubeVersion != "" {
 		kv, err := common.ParseKubeVersion(opts.KubeVersion)
 		if err != nil {
-			return nil, fmt.Errorf("kube version %q: %w", opts.KubeVersion, err)
+			return "", fmt.Errorf("kube version %q: %w", opts.KubeVersion, err)
 		}
-		install.KubeVersion = kv
+		caps.KubeVersion = *kv
 	}
-	install.APIVersions = common.VersionSet(opts.APIVersions)
-
-	r, err := install.RunWithContext(ctx, ch, vals)
+	caps.APIVersions = append(caps.APIVersions, opts.APIVersions...)
+	release := common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
+	values, err := util.ToRenderValuesWithSchemaValidation(ch, vals, release, caps, false)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	rel, ok := r.(*release.Release)
-	if !ok {
-		return nil, fmt.Errorf("helm returned a release of type %T", r)
+	if want := ch.Metadata.KubeVersion; want != "" && !chartutil.IsCompatibleRange(want, caps.KubeVersion.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", want, caps.KubeVersion.Version)
 	}
-	return rel, nil
+	var e engine.Engine
+	files, err := e.RenderWithContext(ctx, ch, values)
+	if err != nil {
+		return "", err
+	}
+	for f := range files {
+		if strings.HasSuffix(f, "NOTES.txt") {
+			delete(files, f)
+		}
+	}
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, crd := range ch.CRDObjects() {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return b.String(), nil
+}
+
+// vendoredDependencies is an error naming each dependency in Chart.yaml
+// that is not under charts/, as Helm's action.CheckDependencies is.
+func vendoredDependencies(ch *chart.Chart) error {
+	have := map[string]bool{}
+	for _, d := range ch.Dependencies() {
+		have[d.Name()] = true
+	}
+	var missing []string
+	for _, d := range ch.Metadata.Dependencies {
+		if !have[d.Name] {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("found in Chart.yaml, but missing in charts/ directory: %s (vendor them with `helm dependency build`)", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // helmValues merges the values files and set values of src, as `helm
