@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	adviseHugePages()
 	paceGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+// adviseHugePages does nothing: huge pages for the heap are asked for on
+// Linux only (hugepages_linux.go).
+func adviseHugePages() {}
