@@ -29,12 +29,16 @@ import (
 // is about 146).
 
 // heapFloor is the heap goal below which the collector does not run.
-// The binary's own code and data are about 80 MiB of a scan's RSS. On the
-// bench's 5,000 objects this took the scan from 1.27 to 1.06 CPU seconds
-// (medians of 6 runs, load 1.4-4.4) at the same peak RSS as GOGC=50
-// (131-133 MiB, kubectl diff's 132-137); at 20,000 objects, where the
-// live heap is well above the floor, it paces as GOGC=50 does.
-const heapFloor = 40 << 20
+// The binary's own code and data are about 45 MiB of a scan's RSS. With
+// the heap in 4 KiB pages a higher floor cost as much in page faults as
+// it saved in collections (64 MiB: 0.77 against 0.81 CPU s). In huge
+// pages (hugepages_linux.go) it does not: on the bench's 5,000 objects a
+// floor of 64 MiB took a warm scan from 0.445 to 0.385 CPU s and 0.535 to
+// 0.465 s wall (medians of 12 interleaved runs) at 127 MiB peak RSS
+// against 112 (96 MiB: 0.365 CPU s at 140 MiB, too near kubectl diff's
+// 146). At 20,000 objects, where the live heap is well above the floor,
+// it paces as GOGC=50 does.
+const heapFloor = 64 << 20
 
 // goalPercent is how far above the live heap the goal is set: GOGC=50.
 const goalPercent = 50
