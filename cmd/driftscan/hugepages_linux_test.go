@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -13,11 +14,21 @@ import (
 // TestTheHeapGrowsIntoHugePages: where the system's transparent huge pages
 // are "madvise", a range of the heap is marked for them (the kernel's
 // smaps shows the hg flag over all of it), and what the scan allocates
-// next lands in that range. The collector is off, as it would be in no
-// hurry to run before a scan's first allocations: the range must be freed
-// by hugePageHeap itself.
+// next lands in that range. It runs in a child process, whose heap is as
+// fresh as a scan's at its start (in this one, earlier tests leave free
+// pages below the range that are handed out first). The collector is off,
+// as it would be in no hurry to run before a scan's first allocations: the
+// range must be freed by hugePageHeap itself.
 func TestTheHeapGrowsIntoHugePages(t *testing.T) {
-	t.Setenv("GODEBUG", "")
+	if os.Getenv(runAlone) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTheHeapGrowsIntoHugePages$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), runAlone+"=1", "GODEBUG=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestTheHeapGrowsIntoHugePages") {
+			t.Fatalf("the child: %v\n%s", err, out)
+		}
+		return
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	start, end := hugePageHeap("always [madvise] never\n")
 	if end-start != hugeHeapReserve {

@@ -26,6 +26,11 @@ func TestMain(m *testing.M) {
 		// A test started this binary as the command itself (tty_test.go).
 		main()
 	}
+	if os.Getenv(runAlone) == "1" {
+		// A test started this binary to run one test of its own in a fresh
+		// process, with no control plane (hugepages_linux_test.go).
+		os.Exit(m.Run())
+	}
 	// The scans' caches (--cache-dir's default) go to a folder of the
 	// tests' own, not the user's.
 	cache, err := os.MkdirTemp("", "driftscan-cmd-cache-")

@@ -21,6 +21,11 @@ import (
 // person would see.
 const runAsDriftscan = "DRIFTSCAN_TEST_RUN_MAIN"
 
+// runAlone set to "1" makes the test binary run the tests -test.run names
+// without starting a control plane: a test that needs a fresh process
+// starts one this way.
+const runAlone = "DRIFTSCAN_TEST_RUN_ALONE"
+
 // openPTY opens a pseudo-terminal cols columns wide with the kernel's
 // /dev/ptmx (see pty(7)) and returns its two ends. Only the standard
 // library's syscall package and golang.org/x/sys, already a dependency, are
