@@ -23,8 +23,8 @@ import (
 // since Go 1.21.1 (golang/go#61718: long-running servers whose freed
 // memory the kernel collapsed back into huge pages grew). A scan is short.
 // So before it allocates, driftscan has the runtime map hugeHeapReserve
-// bytes of heap in one piece (one allocation that is never touched),
-// marks that range, and frees it; the runtime hands out the lowest free
+// bytes of heap (allocations that are never touched), marks them, and
+// frees them; the runtime hands out the lowest free
 // pages first, so the scan's heap grows into the marked range. Untouched,
 // the range costs address space only.
 //
@@ -40,24 +40,44 @@ import (
 // object scan's peak heap. Beyond it the heap grows in small pages.
 const hugeHeapReserve = 256 << 20
 
+// hugeHeapChunk is the size of each allocation that maps the reserve. One
+// allocation of the whole reserve would do, but the runtime zeroes an
+// allocation that begins in heap it has used before (mheap.allocNeedsZero),
+// and at start-up the package initialisers' collections leave free pages
+// at the top of the heap: the whole reserve was then written, in small
+// pages, before it was marked (one run in a few, 266 MiB of anonymous
+// RSS). In chunks only the one chunk that straddles used and new heap is
+// zeroed, and the rest is never touched.
+const hugeHeapChunk = 4 << 20
+
 // thpSetting is where Linux says when a process gets transparent huge
 // pages: "always [madvise] never", the one in brackets chosen.
 const thpSetting = "/sys/kernel/mm/transparent_hugepage/enabled"
 
-// hugePageHeap marks a heap range for huge pages when setting (the text of
-// thpSetting) chooses madvise and GODEBUG does not disable them, and
-// returns the range marked (0, 0 when none).
-func hugePageHeap(setting string) (start, end uintptr) {
+// heapRange is a range of the heap, [start, end).
+type heapRange struct{ start, end uintptr }
+
+// hugePageHeap marks hugeHeapReserve bytes of heap for huge pages when
+// setting (the text of thpSetting) chooses madvise and GODEBUG does not
+// disable them, and returns the ranges marked (none otherwise).
+func hugePageHeap(setting string) []heapRange {
 	if !strings.Contains(setting, "[madvise]") || strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
-		return 0, 0
+		return nil
 	}
-	reserve := make([]byte, hugeHeapReserve)
-	if unix.Madvise(reserve, unix.MADV_HUGEPAGE) == nil {
-		start = uintptr(unsafe.Pointer(unsafe.SliceData(reserve)))
-		end = start + hugeHeapReserve
+	chunks := make([][]byte, hugeHeapReserve/hugeHeapChunk)
+	for i := range chunks {
+		chunks[i] = make([]byte, hugeHeapChunk)
+	}
+	var marked []heapRange
+	for _, c := range chunks {
+		if unix.Madvise(c, unix.MADV_HUGEPAGE) != nil {
+			break
+		}
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(c)))
+		marked = append(marked, heapRange{start, start + hugeHeapChunk})
 	}
 	runtime.GC()
-	return start, end
+	return marked
 }
 
 // adviseHugePages is hugePageHeap with the system's setting.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -12,13 +13,15 @@ import (
 )
 
 // TestTheHeapGrowsIntoHugePages: where the system's transparent huge pages
-// are "madvise", a range of the heap is marked for them (the kernel's
-// smaps shows the hg flag over all of it), and what the scan allocates
-// next lands in that range. It runs in a child process, whose heap is as
-// fresh as a scan's at its start (in this one, earlier tests leave free
-// pages below the range that are handed out first). The collector is off,
-// as it would be in no hurry to run before a scan's first allocations: the
-// range must be freed by hugePageHeap itself.
+// are "madvise", hugeHeapReserve bytes of heap are marked for them (the
+// kernel's smaps shows the hg flag over all of them), none of it is
+// written before the scan uses it, and what the scan allocates next lands
+// in it. It runs in a child process, whose heap is as fresh as a scan's at
+// its start (in this one, earlier tests leave free pages below the range
+// that are handed out first), but for what start-up may leave: heap used
+// and freed at the top. The collector is off, as it would be
+// in no hurry to run before a scan's first allocations: the range must be
+// freed by hugePageHeap itself.
 func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	if os.Getenv(runAlone) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTheHeapGrowsIntoHugePages$", "-test.count=1", "-test.v")
@@ -29,13 +32,34 @@ func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 		}
 		return
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	start, end := hugePageHeap("always [madvise] never\n")
-	if end-start != hugeHeapReserve {
-		t.Fatalf("marked [%#x, %#x), want %d MiB", start, end, hugeHeapReserve>>20)
+	// What start-up leaves: heap at the top used (written, so resident)
+	// and freed. An allocation that begins there is zeroed whole.
+	const freed = 32 << 20
+	garbage := make([]byte, freed)
+	for i := range garbage {
+		garbage[i] = 1
 	}
-	if marked := hugePageBytes(t, start, end); marked != end-start {
-		t.Errorf("smaps marks %d of the range's %d bytes for huge pages (VmFlags hg)", marked, end-start)
+	runtime.KeepAlive(garbage)
+	garbage = nil
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+
+	ranges := hugePageHeap("always [madvise] never\n")
+	var total uintptr
+	for _, r := range ranges {
+		total += r.end - r.start
+	}
+	if total != hugeHeapReserve {
+		t.Fatalf("marked %d MiB in %d ranges, want %d MiB", total>>20, len(ranges), hugeHeapReserve>>20)
+	}
+	marked, resident := hugePageMappings(t, ranges)
+	if marked != total {
+		t.Errorf("smaps marks %d of the ranges' %d bytes for huge pages (VmFlags hg)", marked, total)
+	}
+	// The chunk that straddles the freed heap and new heap is zeroed, and
+	// nothing else.
+	if resident > freed+16<<20 {
+		t.Errorf("%d MiB of the marked heap is resident before the scan allocates, more than the %d MiB freed at the top: it was written (zeroed) before it was marked", resident>>20, freed>>20)
 	}
 
 	// A scan's heap: many small objects, kept.
@@ -44,12 +68,16 @@ func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	for range cap(keep) {
 		b := make([]byte, 8<<10)
 		keep = append(keep, b)
-		if p := uintptr(unsafe.Pointer(&b[0])); p >= start && p < end {
-			inside++
+		p := uintptr(unsafe.Pointer(&b[0]))
+		for _, r := range ranges {
+			if p >= r.start && p < r.end {
+				inside++
+				break
+			}
 		}
 	}
 	if inside < len(keep)*9/10 {
-		t.Errorf("%d of %d allocations after the marking are in the marked range", inside, len(keep))
+		t.Errorf("%d of %d allocations after the marking are in the marked ranges", inside, len(keep))
 	}
 }
 
@@ -64,28 +92,44 @@ func TestHugePagesAreLeftToTheSystemOrToGODEBUG(t *testing.T) {
 		{"", ""},
 	} {
 		t.Setenv("GODEBUG", tc.godebug)
-		if start, end := hugePageHeap(tc.setting); start != 0 || end != 0 {
-			t.Errorf("setting %q, GODEBUG %q: marked [%#x, %#x)", tc.setting, tc.godebug, start, end)
+		if ranges := hugePageHeap(tc.setting); len(ranges) != 0 {
+			t.Errorf("setting %q, GODEBUG %q: marked %d ranges", tc.setting, tc.godebug, len(ranges))
 		}
 	}
 }
 
-// hugePageBytes is how many bytes of [start, end) lie in mappings that
-// /proc/self/smaps shows with the hg (MADV_HUGEPAGE) flag.
-func hugePageBytes(t *testing.T, start, end uintptr) uintptr {
+// hugePageMappings reads /proc/self/smaps: marked is how many bytes of
+// ranges lie in mappings with the hg (MADV_HUGEPAGE) flag, and resident
+// the RSS of those mappings (which hold nothing but the marked heap).
+func hugePageMappings(t *testing.T, ranges []heapRange) (marked, resident uintptr) {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var lo, hi, marked uintptr
+	var lo, hi, rss uintptr
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
+		if kb, ok := strings.CutPrefix(line, "Rss:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			rss = uintptr(n) << 10
+			continue
+		}
 		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok {
-			if lo < end && hi > start && strings.Contains(" "+flags+" ", " hg ") {
-				marked += min(hi, end) - max(lo, start)
+			if !strings.Contains(" "+flags+" ", " hg ") {
+				continue
+			}
+			overlap := uintptr(0)
+			for _, r := range ranges {
+				if lo < r.end && hi > r.start {
+					overlap += min(hi, r.end) - max(lo, r.start)
+				}
+			}
+			if overlap > 0 {
+				marked += overlap
+				resident += rss
 			}
 			continue
 		}
@@ -103,5 +147,5 @@ func hugePageBytes(t *testing.T, start, end uintptr) uintptr {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return marked
+	return marked, resident
 }
