@@ -297,44 +297,19 @@ func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingW
 	return out, nil
 }
 
-// namespaceList is the LIST of the namespaces, sent before it is needed
-// (listNamespaces): its items' labels by name, or why it failed.
-type namespaceList struct {
-	labels map[string]map[string]string
-	err    error
-}
-
-// listNamespaces sends the LIST of the namespaces at once and returns a
-// function that waits for it. Nothing of it depends on Git's objects, so
-// a scan sends it while its apps render rather than before its other
-// LISTs, which wait for it.
-func (c *api) listNamespaces(ctx context.Context) func() namespaceList {
-	done := make(chan namespaceList, 1)
-	go func() {
-		items, err := c.list(ctx, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "")
-		l := namespaceList{err: err}
-		if err == nil {
-			l.labels = make(map[string]map[string]string, len(items))
-			for _, ns := range items {
-				l.labels[ns.GetName()] = ns.GetLabels()
-			}
-		}
-		done <- l
-	}()
-	return sync.OnceValue(func() namespaceList { return <-done })
-}
-
-// namespaceLabels returns the labels of the namespaces, by name: those of
-// the LIST (listed), or, when listing them failed (forbidden), of each of
-// names got one by one; failed holds why a namespace that exists could
-// not be read.
-func (c *api) namespaceLabels(ctx context.Context, list namespaceList, names []string) (labels map[string]map[string]string, failed map[string]error, listed bool) {
-	if list.err == nil {
-		return list.labels, map[string]error{}, true
-	}
+// namespaceLabels returns the labels of the namespaces, by name, listing
+// them once (listed), or getting each of names when listing is forbidden;
+// failed holds why a namespace that exists could not be read.
+func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error, listed bool) {
 	labels, failed = map[string]map[string]string{}, map[string]error{}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	listErr := list.err
+	items, listErr := c.list(ctx, gvr, "")
+	if listErr == nil {
+		for _, ns := range items {
+			labels[ns.GetName()] = ns.GetLabels()
+		}
+		return labels, failed, true
+	}
 	for _, n := range names {
 		ns, err := c.dynamic.Resource(gvr).Get(ctx, n, metav1.GetOptions{})
 		switch {

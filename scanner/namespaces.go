@@ -16,10 +16,9 @@ type namespaces struct {
 	inCluster int
 }
 
-// readNamespaces takes the LIST of the namespaces (sent while the apps
-// rendered, Scan) or gets the declared ones when listing them is
-// forbidden, before the scan lists anything else, so it knows which share
-// of the cluster its apps cover.
+// readNamespaces lists the namespaces (or gets the declared ones when
+// listing them is forbidden) before the scan lists anything else, so it
+// knows which share of the cluster its apps cover.
 func (s *scan) readNamespaces(ctx context.Context) namespaces {
 	ns := namespaces{declared: map[string]bool{}, inCluster: -1}
 	for _, d := range s.objects {
@@ -32,11 +31,7 @@ func (s *scan) readNamespaces(ctx context.Context) namespaces {
 		names = append(names, n)
 	}
 	var listed bool
-	list := s.namespaceList
-	if list == nil {
-		list = s.c.listNamespaces(ctx)
-	}
-	ns.labels, ns.failed, listed = s.c.namespaceLabels(ctx, list(), names)
+	ns.labels, ns.failed, listed = s.c.namespaceLabels(ctx, names)
 	if listed {
 		ns.inCluster = len(ns.labels)
 	}

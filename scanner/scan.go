@@ -203,7 +203,6 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	s.namespaceList = c.listNamespaces(ctx)
 	s.parsed, c.typer.cache = files()
 	if err := s.render(ctx); err != nil {
 		return nil, err
@@ -259,9 +258,6 @@ type scan struct {
 	declared    map[objectKey]int // object -> its index in objects
 	audit       *audit.Index      // nil without an audit log
 	namespaces  namespaces        // read before anything is listed
-	// namespaceList waits for the LIST of the namespaces, sent when the
-	// scan connected (nil: readNamespaces sends it).
-	namespaceList func() namespaceList
 	// parsed holds the manifests parsed by the last scan with this
 	// CacheDir, read back rather than parsed again when a file's bytes
 	// are unchanged (nil without a cache).
