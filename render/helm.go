@@ -136,7 +136,10 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 		}
 		caps.KubeVersion = *kv
 	}
-	caps.APIVersions = append(caps.APIVersions, opts.APIVersions...)
+	// Copy shares its APIVersions with DefaultCapabilities, whose spare
+	// capacity an append would write into from every chart rendering at
+	// once: a new slice.
+	caps.APIVersions = slices.Concat(caps.APIVersions, opts.APIVersions)
 	release := common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
 	values, err := util.ToRenderValuesWithSchemaValidation(ch, vals, release, caps, false)
 	if err != nil {
