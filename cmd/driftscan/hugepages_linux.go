@@ -13,9 +13,9 @@ import (
 // compares, and the heap grows to its peak within a second. On Linux
 // every 4 KiB page of that growth is a page fault the kernel zeroes, and
 // on a virtual machine each costs several microseconds: on the bench's
-// 5,000 objects a warm scan took 16,800 faults and spent a tenth of its
-// CPU in them (runtime.memclrNoHeapPointers under mcentral.grow). With
-// 2 MiB pages the kernel takes one fault for 512 of them.
+// 5,000 objects a warm scan took 16,800 faults and spent about a seventh
+// of its CPU in them (runtime.memclrNoHeapPointers under mcentral.grow).
+// With 2 MiB pages the kernel takes one fault for 512 of them.
 //
 // Where transparent huge pages are "madvise" (Debian's and Ubuntu's
 // default) a process gets them only for the memory it marks with
@@ -24,9 +24,9 @@ import (
 // memory the kernel collapsed back into huge pages grew). A scan is short.
 // So before it allocates, driftscan has the runtime map hugeHeapReserve
 // bytes of heap (allocations that are never touched), marks them, and
-// frees them; the runtime hands out the lowest free
-// pages first, so the scan's heap grows into the marked range. Untouched,
-// the range costs address space only.
+// frees them; the runtime hands out the lowest free pages first, so the
+// scan's heap grows into the marked range. Untouched, the range costs
+// address space only.
 //
 // Where the setting is "always" the kernel does this already, and where
 // it is "never" it would not help; GODEBUG=disablethp=1, the runtime's
