@@ -30,7 +30,9 @@ import (
 //
 // Where the setting is "always" the kernel does this already, and where
 // it is "never" it would not help; GODEBUG=disablethp=1, the runtime's
-// own switch against huge pages, turns this off too.
+// own switch against huge pages, turns this off too. So does strict
+// overcommit accounting (vm.overcommit_memory 2), which would charge the
+// untouched range as if it were used.
 //
 // On the bench's 5,000 objects (medians of 8 interleaved warm scans):
 // 16,800 page faults to 2,900, 0.845 to 0.54 CPU s, 0.665 to 0.47 s wall,
@@ -54,14 +56,19 @@ const hugeHeapChunk = 4 << 20
 // pages: "always [madvise] never", the one in brackets chosen.
 const thpSetting = "/sys/kernel/mm/transparent_hugepage/enabled"
 
+// overcommitSetting is how Linux accounts for memory a process maps: "2"
+// charges every mapped byte against a limit, touched or not.
+const overcommitSetting = "/proc/sys/vm/overcommit_memory"
+
 // heapRange is a range of the heap, [start, end).
 type heapRange struct{ start, end uintptr }
 
 // hugePageHeap marks hugeHeapReserve bytes of heap for huge pages when
-// setting (the text of thpSetting) chooses madvise and GODEBUG does not
-// disable them, and returns the ranges marked (none otherwise).
-func hugePageHeap(setting string) []heapRange {
-	if !strings.Contains(setting, "[madvise]") || strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
+// setting (the text of thpSetting) chooses madvise, overcommit (the text
+// of overcommitSetting) is not strict and GODEBUG does not disable huge
+// pages, and returns the ranges marked (none otherwise).
+func hugePageHeap(setting, overcommit string) []heapRange {
+	if !strings.Contains(setting, "[madvise]") || strings.TrimSpace(overcommit) == "2" || strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
 		return nil
 	}
 	chunks := make([][]byte, hugeHeapReserve/hugeHeapChunk)
@@ -80,11 +87,15 @@ func hugePageHeap(setting string) []heapRange {
 	return marked
 }
 
-// adviseHugePages is hugePageHeap with the system's setting.
+// adviseHugePages is hugePageHeap with the system's settings.
 func adviseHugePages() {
 	setting, err := os.ReadFile(thpSetting)
 	if err != nil {
 		return
 	}
-	hugePageHeap(string(setting))
+	overcommit, err := os.ReadFile(overcommitSetting)
+	if err != nil {
+		return
+	}
+	hugePageHeap(string(setting), string(overcommit))
 }

@@ -44,7 +44,7 @@ func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	runtime.GC()
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 
-	ranges := hugePageHeap("always [madvise] never\n")
+	ranges := hugePageHeap("always [madvise] never\n", "0\n")
 	var total uintptr
 	for _, r := range ranges {
 		total += r.end - r.start
@@ -82,18 +82,20 @@ func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 }
 
 // TestHugePagesAreLeftToTheSystemOrToGODEBUG: nothing is marked where the
-// kernel gives huge pages to all (always) or to none (never), or where
+// kernel gives huge pages to all (always) or to none (never), where it
+// charges mapped memory strictly (overcommit 2), or where
 // GODEBUG=disablethp=1 says the runtime must not use them.
 func TestHugePagesAreLeftToTheSystemOrToGODEBUG(t *testing.T) {
-	for _, tc := range []struct{ setting, godebug string }{
-		{"[always] madvise never\n", ""},
-		{"always madvise [never]\n", ""},
-		{"always [madvise] never\n", "madvdontneed=1,disablethp=1"},
-		{"", ""},
+	for _, tc := range []struct{ setting, overcommit, godebug string }{
+		{"[always] madvise never\n", "0\n", ""},
+		{"always madvise [never]\n", "0\n", ""},
+		{"always [madvise] never\n", "2\n", ""},
+		{"always [madvise] never\n", "0\n", "madvdontneed=1,disablethp=1"},
+		{"", "0\n", ""},
 	} {
 		t.Setenv("GODEBUG", tc.godebug)
-		if ranges := hugePageHeap(tc.setting); len(ranges) != 0 {
-			t.Errorf("setting %q, GODEBUG %q: marked %d ranges", tc.setting, tc.godebug, len(ranges))
+		if ranges := hugePageHeap(tc.setting, tc.overcommit); len(ranges) != 0 {
+			t.Errorf("setting %q, overcommit %q, GODEBUG %q: marked %d ranges", tc.setting, tc.overcommit, tc.godebug, len(ranges))
 		}
 	}
 }
