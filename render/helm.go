@@ -136,9 +136,10 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 		}
 		caps.KubeVersion = *kv
 	}
-	// Copy shares its APIVersions with DefaultCapabilities, whose spare
-	// capacity an append would write into from every chart rendering at
-	// once: a new slice.
+	// Copy shares its APIVersions with DefaultCapabilities. Helm builds
+	// that slice at its exact length, so an append copies it; were it built
+	// with room to spare, an append would write into the global from every
+	// chart rendering at once. A new slice does not depend on which.
 	caps.APIVersions = slices.Concat(caps.APIVersions, opts.APIVersions)
 	release := common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
 	values, err := util.ToRenderValuesWithSchemaValidation(ch, vals, release, caps, false)
