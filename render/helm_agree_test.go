@@ -3,12 +3,14 @@ package render
 import (
 	"bytes"
 	"context"
-	"os/exec"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 	"github.com/google/go-cmp/cmp"
 )
@@ -162,18 +164,9 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 		t.Fatalf("the real helm binary: %v", err)
 	}
 	helm := filepath.Join(assets, "helm")
-	with := func(files map[string]string, changes map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range files {
-			out[k] = v
-		}
-		for k, v := range changes {
-			if v == "" {
-				delete(out, k)
-				continue
-			}
-			out[k] = v
-		}
+	with := func(files, changes map[string]string) map[string]string {
+		out := maps.Clone(files)
+		maps.Copy(out, changes)
 		return out
 	}
 	tests := []struct {
@@ -244,13 +237,18 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			opts.Dir = dir
 			got, renderErr := Manifests(context.Background(), opts)
 
-			cmd := exec.Command(helm, append([]string{"template", "--include-crds", "--no-hooks", "--repository-config", "/dev/null", "--registry-config", "/dev/null"}, tt.args[0], ".")...)
-			cmd.Args = append(cmd.Args, tt.args[1:]...)
+			// The real helm, bounded as every child of the tests is: a chart
+			// that sent it into a loop would not hold the machine.
+			args := append([]string{"template", "--include-crds", "--no-hooks", "--repository-config", "/dev/null", "--registry-config", "/dev/null", tt.args[0], "."}, tt.args[1:]...)
+			cmd := bounded.Command(bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}, helm, args...)
 			cmd.Dir = dir
-			cmd.Env = []string{"HOME=" + t.TempDir(), "HELM_CACHE_HOME=" + t.TempDir(), "HELM_CONFIG_HOME=" + t.TempDir(), "HELM_DATA_HOME=" + t.TempDir()}
+			cmd.Env = append(cmd.Env, "HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, helmErr := cmd.Output()
+			if code := cmd.ProcessState.ExitCode(); code == 124 || code == 137 {
+				t.Fatalf("helm template did not finish within its bound (exit %d): %s", code, stderr.String())
+			}
 			if tt.fails {
 				if helmErr == nil {
 					t.Fatalf("helm template rendered a chart this case expects it to refuse:\n%s", out)
