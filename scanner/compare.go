@@ -82,7 +82,7 @@ func (s *scan) gitScalers() map[objectKey][]classify.Scaler {
 	out := map[objectKey][]classify.Scaler{}
 	for _, sk := range scalerKinds {
 		for _, d := range s.objects {
-			if d.obj.GroupVersionKind().GroupKind() == sk.gvk.GroupKind() {
+			if d.mapping.GroupVersionKind.GroupKind() == sk.gvk.GroupKind() {
 				addScaler(out, sk.gvk.Kind, d.obj, sk.ref)
 			}
 		}
@@ -135,7 +135,7 @@ func (s *scan) loadSchemas() error {
 	var kinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, d := range s.objects {
-		gvk := d.obj.GroupVersionKind()
+		gvk := d.mapping.GroupVersionKind
 		if !seen[gvk] {
 			seen[gvk] = true
 			kinds = append(kinds, gvk)
@@ -302,7 +302,7 @@ func (s *scan) compareOne(d desired, f foundObject, cc classifyContext) {
 
 func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *report.Object) error {
 	l := f.live
-	gvk := d.obj.GroupVersionKind()
+	gvk := d.mapping.GroupVersionKind
 	if k := s.opts.OwnerLabel; k != "" {
 		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {
 			ro.Owner = l.GetAnnotations()[k]

@@ -126,8 +126,10 @@ type desired struct {
 	app    int
 	object int
 	// obj is Git's object until it is compared; key names it for good.
-	obj     *unstructured.Unstructured
-	key     objectKey
+	obj *unstructured.Unstructured
+	key objectKey
+	// mapping is the REST mapping of obj's group, version and kind; its
+	// GroupVersionKind is obj's, parsed once.
 	mapping *meta.RESTMapping
 	// twin is the object from a chart's second render, nil when rendered
 	// once; unstable holds the fields that differ between the two.
@@ -431,7 +433,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	if twin != nil {
 		twin.SetNamespace(obj.GetNamespace())
 	}
-	key := keyOf(obj)
+	key := objectKey{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}
 	if di, dup := s.declared[key]; dup {
 		other := s.r.Apps[s.objects[di].app].Name
 		ro.Status = report.StatusError

@@ -133,7 +133,7 @@ func (s *scan) unstable(d desired) *fieldpath.Set {
 	if reflect.DeepEqual(a, b) {
 		return nil
 	}
-	gv := d.obj.GroupVersionKind().GroupVersion()
+	gv := d.mapping.GroupVersionKind.GroupVersion()
 	ta, err := s.c.typer.toTyped(a, gv)
 	if err != nil {
 		return nil

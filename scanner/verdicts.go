@@ -273,7 +273,7 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 		return "", nil
 	}
 	d := &s.objects[di]
-	gvk := d.obj.GroupVersionKind()
+	gvk := d.mapping.GroupVersionKind
 	git = gitHash(d.content, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
 	e, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if !ok {

@@ -43,7 +43,7 @@ func (s *scan) warnUnpublished() {
 	count := map[key]int{}
 	var keys []key
 	for _, d := range s.objects {
-		gv := d.obj.GroupVersionKind().GroupVersion()
+		gv := d.mapping.GroupVersionKind.GroupVersion()
 		if !s.c.typer.unpublished[gv] {
 			continue
 		}
