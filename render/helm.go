@@ -265,7 +265,7 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 		var key cacheKey
 		if cache != nil {
 			key = keyOf(cacheHelm, c.Data)
-			if ms, ok := cache.lookup(key, file); ok {
+			if ms, ok := cache.lookup(key, file, false); ok {
 				out = append(out, ms...)
 				continue
 			}

@@ -384,14 +384,15 @@ func keyOf(kind cacheKind, data []byte) cacheKey {
 }
 
 // lookup returns the manifests cached for key, with File set to file and
-// named (name); ok is false when there are none (then the caller parses,
-// and calls name and store).
+// named (name), undecoded but for their heads when lazy (Options.Lazy);
+// ok is false when there are none (then the caller parses, and calls name
+// and store).
 // Every lookup decodes afresh: the caller owns the objects it gets.
-func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) {
+func (c *ParseCache) lookup(key cacheKey, file string, lazy bool) (ms []Manifest, ok bool) {
 	if c == nil {
 		return nil, false
 	}
-	if ms, ok := c.served(key, file); ok {
+	if ms, ok := c.served(key, file, lazy); ok {
 		return ms, true
 	}
 	c.count(func(s *ParseCacheStats) { s.Parsed++ })
@@ -401,7 +402,7 @@ func (c *ParseCache) lookup(key cacheKey, file string) (ms []Manifest, ok bool) 
 // served is lookup without counting a miss: the manifests cached for key,
 // or false when there are none or they do not decode (then the entry is
 // dropped).
-func (c *ParseCache) served(key cacheKey, file string) (ms []Manifest, ok bool) {
+func (c *ParseCache) served(key cacheKey, file string, lazy bool) (ms []Manifest, ok bool) {
 	c.mu.Lock()
 	e := c.entries[key]
 	if e != nil {
@@ -409,7 +410,7 @@ func (c *ParseCache) served(key cacheKey, file string) (ms []Manifest, ok bool) 
 	}
 	c.mu.Unlock()
 	if e != nil {
-		if ms, err := decodeObjects(e.objects, file); err == nil {
+		if ms, err := decodeObjects(e.objects, file, lazy); err == nil {
 			c.count(func(s *ParseCacheStats) { s.Hits++ })
 			c.name(key, ms)
 			return ms, true
@@ -429,8 +430,8 @@ func (c *ParseCache) served(key cacheKey, file string) (ms []Manifest, ok bool) 
 // relative to dir, the root it is read through) without opening it, when
 // the file index holds it and a stat of it gives the same stamp; false
 // when the file is to be read. A file the index does not hold is not
-// stat'ed. A symlink is always read.
-func (c *ParseCache) unchanged(dir *os.Root, file, path string) ([]Manifest, bool) {
+// stat'ed. A symlink is always read. lazy is lookup's.
+func (c *ParseCache) unchanged(dir *os.Root, file, path string, lazy bool) ([]Manifest, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -447,7 +448,7 @@ func (c *ParseCache) unchanged(dir *os.Root, file, path string) ([]Manifest, boo
 	if st, ok := stampOf(fi); !ok || st != fe.stamp {
 		return nil, false
 	}
-	ms, ok := c.served(fe.key, file)
+	ms, ok := c.served(fe.key, file, lazy)
 	if !ok {
 		return nil, false
 	}

@@ -42,7 +42,10 @@ func writeCacheFileWith(t *testing.T, path string, file []byte, objects, fileLin
 // file that is not what this package writes (too deep, a number of a
 // thousand digits or in another form, the wrong shape, an object the
 // parser would refuse, a Secret) is not trusted: the file is parsed
-// again and renders as it is in Git, within bounds.
+// again and renders as it is in Git, within bounds. A lazy render
+// (Options.Lazy), which decodes only an object's head, checks the rest as
+// closely: it refuses the same entries, wherever in the object the fault
+// is.
 func TestParseCacheRejectsHostileEntries(t *testing.T) {
 	if !bounded.InChild(t, bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}) {
 		return
@@ -63,6 +66,15 @@ func TestParseCacheRejectsHostileEntries(t *testing.T) {
 		"an integer with a plus":         obj("+7"),
 		"a number that is no number":     obj("1-2"),
 		"a key twice":                    obj(`{"a":1,"a":2}`),
+		"a key twice deep in a list":     obj(`{"a":[{"b":{"c":1,"c":2}}]}`),
+		"a key twice, once escaped":      obj(`{"a":1,"\u0061":2}`),
+		"a key twice after sixteen":      obj(`{` + sixteenKeys + `,"k3":0}`),
+		"a key twice in metadata":        `[[1,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cached","name":"x"}}]]`,
+		"apiVersion twice":               `[[1,{"apiVersion":"v1","kind":"ConfigMap","apiVersion":"v2","metadata":{"name":"cached"}}]]`,
+		"an escape that is none":         obj(`"\x"`),
+		"half a surrogate pair":          obj(`"\ud800"`),
+		"a raw control character":        obj("\"a\tb\""),
+		"a literal cut short":            obj(`tru`),
 		"invalid UTF-8":                  obj("\"\xff\""),
 		"an object that is a list":       `[[1,["apiVersion","v1"]]]`,
 		"entries that are not an array":  `{"a":1}`,
@@ -77,32 +89,47 @@ func TestParseCacheRejectsHostileEntries(t *testing.T) {
 		"a truncated value":              `[[1,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"`,
 	}
 	for name, objects := range cases {
-		t.Run(name, func(t *testing.T) {
-			dir, path := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
-			if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), file, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			writeCacheFile(t, path, file, objects)
-			start := time.Now()
-			got := renderCached(t, Options{Dir: dir}, path)
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("took %s", took)
-			}
-			if got.openErr != nil {
-				t.Fatalf("open: %v", got.openErr)
-			}
-			if got.err != nil || len(got.ms) != 1 || got.ms[0].Object.GetName() != "git" {
-				t.Fatalf("rendered %v, %v; want Git's object", renderSummary(got.ms), got.err)
-			}
-			if want := (ParseCacheStats{Parsed: 1, Rejected: 1}); got.stats != want {
-				t.Errorf("%+v, want %+v", got.stats, want)
-			}
-			if again := renderCached(t, Options{Dir: dir}, path); again.stats != (ParseCacheStats{Hits: 1}) || again.ms[0].Object.GetName() != "git" {
-				t.Errorf("after Save: %+v, %v; want Git's object from the replaced entry", again.stats, renderSummary(again.ms))
-			}
-		})
+		for _, lazy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lazy=%t", name, lazy), func(t *testing.T) {
+				dir, path := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+				if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), file, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				writeCacheFile(t, path, file, objects)
+				start := time.Now()
+				got := renderCached(t, Options{Dir: dir, Lazy: lazy}, path)
+				if took := time.Since(start); took > 10*time.Second {
+					t.Errorf("took %s", took)
+				}
+				if got.openErr != nil {
+					t.Fatalf("open: %v", got.openErr)
+				}
+				if got.err != nil || len(got.ms) != 1 || got.ms[0].Head().GetName() != "git" {
+					t.Fatalf("rendered %v, %v; want Git's object", renderSummary(got.ms), got.err)
+				}
+				if want := (ParseCacheStats{Parsed: 1, Rejected: 1}); got.stats != want {
+					t.Errorf("%+v, want %+v", got.stats, want)
+				}
+				if again := renderCached(t, Options{Dir: dir, Lazy: lazy}, path); again.stats != (ParseCacheStats{Hits: 1}) || again.ms[0].Head().GetName() != "git" {
+					t.Errorf("after Save: %+v, %v; want Git's object from the replaced entry", again.stats, renderSummary(again.ms))
+				}
+			})
+		}
 	}
 }
+
+// sixteenKeys are the members "k0":0 to "k15":0 of an object: as many as
+// a lazy render compares one by one before it keeps keys in a map.
+var sixteenKeys = func() string {
+	var b strings.Builder
+	for i := range 16 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	return b.String()
+}()
 
 // TestParseCacheReadsItsOwnEntry: writeCacheFile's layout is the one Save
 // writes, so the rejections above are the decoder's and not the layout's.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // cachedRender is one render of dir with the cache file at path: opened,
@@ -141,7 +142,78 @@ func TestParseCacheGivesWhatTheParserGives(t *testing.T) {
 		if second.stats != wantStats {
 			t.Errorf("second render: %+v, want %+v", second.stats, wantStats)
 		}
+		// Lazily: what the cache gives comes undecoded but for its head,
+		// and decodes into what the parser gave.
+		lazy := renderCached(t, Options{Dir: dir, Lazy: true}, cache)
+		for _, m := range lazy.ms {
+			if wantStats.Hits == 1 && m.Object != nil {
+				t.Errorf("lazy render from the cache: %s decoded whole before Load", m.Head().GetName())
+			}
+			for k := range m.Head().Object {
+				if m.Object == nil && k != "apiVersion" && k != "kind" && k != "metadata" {
+					t.Errorf("lazy render: the head of %s holds %q", m.Head().GetName(), k)
+				}
+			}
+		}
+		sameManifests(t, "lazy cache, loaded", want, loaded(t, lazy.ms), wantErr, lazy.err)
 	})
+}
+
+// loaded Loads each manifest and gives it as a render that was not lazy
+// gives it.
+func loaded(t *testing.T, ms []Manifest) []Manifest {
+	t.Helper()
+	if ms == nil {
+		return nil
+	}
+	out := make([]Manifest, len(ms))
+	for i, m := range ms {
+		obj, err := m.Load()
+		if err != nil {
+			t.Fatalf("Load %s line %d: %v", m.File, m.Line, err)
+		}
+		out[i] = Manifest{Object: obj, File: m.File, Line: m.Line, Digest: m.Digest}
+	}
+	return out
+}
+
+// TestALazyManifestKeepsWhatItsHeadWasGiven: what a caller sets in the
+// head of an undecoded object (the scanner sets a namespace) is in the
+// object Load gives, which is the head itself, decoded once: every copy
+// of the manifest gives that one object.
+func TestALazyManifestKeepsWhatItsHeadWasGiven(t *testing.T) {
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+	data := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {app: web}}\nspec:\n  replicas: 3\n  template: {spec: {containers: [{name: app, image: \"nginx:1.25\", args: [\"a\\tb\", \"\\u00e9\"]}]}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Manifests(t.Context(), Options{Dir: dir})
+	if err != nil || len(want) != 1 {
+		t.Fatalf("%v, %v", renderSummary(want), err)
+	}
+	renderCached(t, Options{Dir: dir}, cache)
+	lazy := renderCached(t, Options{Dir: dir, Lazy: true}, cache)
+	if lazy.err != nil || len(lazy.ms) != 1 || lazy.stats.Hits != 1 || lazy.ms[0].Object != nil {
+		t.Fatalf("%+v %v %v: want the Deployment from the cache, undecoded", lazy.stats, renderSummary(lazy.ms), lazy.err)
+	}
+	m, copied := lazy.ms[0], lazy.ms[0]
+	head := m.Head()
+	if _, found, _ := unstructured.NestedFieldNoCopy(head.Object, "spec", "replicas"); found {
+		t.Fatal("the head holds the spec")
+	}
+	head.SetNamespace("team-a")
+	obj, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := copied.Load()
+	if err != nil || again != obj || obj != head {
+		t.Errorf("Load gave %p, then %p from a copy (%v); the head is %p: want one object", obj, again, err, head)
+	}
+	want[0].Object.SetNamespace("team-a")
+	if !reflect.DeepEqual(want[0].Object, obj) {
+		t.Errorf("loaded object differs from the parser's with the namespace set (-parser +loaded):\n%s", cmp.Diff(want[0].Object, obj))
+	}
 }
 
 // TestParseCacheKeepsNumberTypes: the values JSON cannot tell apart (5.0
@@ -454,7 +526,7 @@ func FuzzParseCache(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, file := range []string{"f.yaml", "f.json"} {
-			want, wantErrs, _ := parseFile(nil, file, data)
+			want, wantErrs, _ := parseFile(nil, file, data, false)
 			path := filepath.Join(t.TempDir(), "manifests.jsonl")
 			var stats ParseCacheStats
 			var named []string // the first round's Digests
@@ -463,7 +535,7 @@ func FuzzParseCache(f *testing.F) {
 				if err != nil {
 					t.Fatalf("%s round %d: open: %v", file, round, err)
 				}
-				got, gotErrs, _ := parseFile(c, file, data)
+				got, gotErrs, _ := parseFile(c, file, data, false)
 				// The same bytes name their objects alike, parsed or
 				// read back, and each object apart.
 				if round == 0 {
@@ -560,8 +632,8 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, _, _ := parseFile(c, "a.yaml", two)
-	readBack, _, _ := parseFile(c, "elsewhere/b.yaml", two)
+	parsed, _, _ := parseFile(c, "a.yaml", two, false)
+	readBack, _, _ := parseFile(c, "elsewhere/b.yaml", two, false)
 	if c.Stats().Hits != 1 {
 		t.Fatalf("the second file was not read back from the cache: %+v", c.Stats())
 	}
@@ -572,7 +644,7 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	if got := digests(readBack); !slices.Equal(got, d) {
 		t.Errorf("the same bytes in another file, read back: Digests %q, parsed %q", got, d)
 	}
-	changed, _, _ := parseFile(c, "a.yaml", bytes.Replace(two, []byte("k: v"), []byte("k: w"), 1))
+	changed, _, _ := parseFile(c, "a.yaml", bytes.Replace(two, []byte("k: v"), []byte("k: w"), 1), false)
 	for i, got := range digests(changed) {
 		if got == d[i] {
 			t.Errorf("object %d: Digest %q after a byte of its file changed", i, got)
@@ -602,7 +674,7 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 
 func mustParse(t *testing.T, c *ParseCache, file string, data []byte) []Manifest {
 	t.Helper()
-	ms, errs, _ := parseFile(c, file, data)
+	ms, errs, _ := parseFile(c, file, data, false)
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", file, errs)
 	}

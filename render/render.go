@@ -34,6 +34,36 @@ type Manifest struct {
 	// the object itself. "" without a cache, and for what a kustomization
 	// builds.
 	Digest string
+	// head and rest stand for Object while it is nil: the parse cache
+	// gave the object undecoded (Options.Lazy). See Head and Load.
+	head *unstructured.Unstructured
+	rest *undecoded
+}
+
+// Head returns the object's apiVersion, kind and metadata: Object, or,
+// while Object is nil (Options.Lazy), an object that holds only those
+// three. What is changed in its metadata, Load keeps.
+func (m Manifest) Head() *unstructured.Unstructured {
+	if m.Object != nil {
+		return m.Object
+	}
+	return m.head
+}
+
+// Load returns the whole object: Object, or, when the parse cache gave it
+// undecoded (Options.Lazy), Head with the rest of the object decoded into
+// it (once; every copy of m then gives that object). The cache checked
+// every byte of the object when it read the head, so an error here is a
+// defect; it says that the object's bytes in the cache do not decode.
+func (m Manifest) Load() (*unstructured.Unstructured, error) {
+	if m.Object != nil || m.rest == nil {
+		return m.Object, nil
+	}
+	m.rest.once.Do(func() { m.rest.err = m.rest.decodeInto(m.head) })
+	if m.rest.err != nil {
+		return nil, fmt.Errorf("%s line %d: the scan cache's copy does not decode: %w", m.File, m.Line, m.rest.err)
+	}
+	return m.head, nil
 }
 
 // Options say how to render one source folder.
@@ -79,6 +109,12 @@ type Options struct {
 	// given values from Secrets (Helm.Secret) and kustomizations do not use
 	// it. Nil parses everything.
 	Parsed *ParseCache
+	// Lazy lets the manifests of plain files read from Parsed come
+	// undecoded: Object nil, Head their apiVersion, kind and metadata,
+	// and Load the whole object, decoded when it is first asked for. A
+	// warm scan compares few of the objects it renders (the verdict cache
+	// says the rest are in sync) and so decodes few.
+	Lazy bool
 }
 
 // Manifests renders a source folder into manifests. Errors that concern one

@@ -27,14 +27,15 @@ type renderedObject struct {
 func renderSummary(ms []Manifest) []renderedObject {
 	out := make([]renderedObject, 0, len(ms))
 	for _, m := range ms {
-		name := m.Object.GetName()
+		h := m.Head()
+		name := h.GetName()
 		if name == "" {
-			name = m.Object.GetGenerateName()
+			name = h.GetGenerateName()
 		}
-		if ns := m.Object.GetNamespace(); ns != "" {
+		if ns := h.GetNamespace(); ns != "" {
 			name = ns + "/" + name
 		}
-		out = append(out, renderedObject{File: m.File, Line: m.Line, ID: m.Object.GetAPIVersion() + " " + m.Object.GetKind() + " " + name})
+		out = append(out, renderedObject{File: m.File, Line: m.Line, ID: h.GetAPIVersion() + " " + h.GetKind() + " " + name})
 	}
 	return out
 }

@@ -114,7 +114,7 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		at := ""
 		if abs != "" {
 			at = filepath.Join(abs, filepath.FromSlash(file))
-			if ms, ok := opts.Parsed.unchanged(dir, file, at); ok {
+			if ms, ok := opts.Parsed.unchanged(dir, file, at, opts.Lazy); ok {
 				out = append(out, ms...)
 				continue
 			}
@@ -131,7 +131,7 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			errs = append(errs, &FileError{File: file, Err: err})
 			continue
 		}
-		ms, docErrs, key := parseFile(opts.Parsed, file, data)
+		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
 		if len(docErrs) == 0 && fi != nil && at != "" {
 			opts.Parsed.remember(at, fi, key, read)
 		}
@@ -146,15 +146,15 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 // parseFile reads the manifests of one file's bytes, from cache when it
 // holds them, and keeps them there when they parsed without an error.
 // The errors are sorted by line and name the file. key is the cache's key
-// of the bytes (zero without a cache).
-func parseFile(cache *ParseCache, file string, data []byte) (_ []Manifest, _ []*FileError, key cacheKey) {
+// of the bytes (zero without a cache). lazy is ParseCache.lookup's.
+func parseFile(cache *ParseCache, file string, data []byte, lazy bool) (_ []Manifest, _ []*FileError, key cacheKey) {
 	kind := cacheYAML
 	if strings.HasSuffix(file, ".json") {
 		kind = cacheJSON
 	}
 	if cache != nil {
 		key = keyOf(kind, data)
-		if ms, ok := cache.lookup(key, file); ok {
+		if ms, ok := cache.lookup(key, file, lazy); ok {
 			return ms, nil, key
 		}
 	}

@@ -37,7 +37,7 @@ func (s *scan) readAudit(ctx context.Context) func() *audit.Index {
 	}
 	keep := map[audit.ObjectRef]bool{}
 	for _, d := range s.objects {
-		keep[audit.ObjectRef{Group: d.mapping.Resource.Group, Resource: d.mapping.Resource.Resource, Namespace: d.obj.GetNamespace(), Name: d.obj.GetName()}] = true
+		keep[audit.ObjectRef{Group: d.mapping.Resource.Group, Resource: d.mapping.Resource.Resource, Namespace: d.key.ns, Name: d.key.name}] = true
 	}
 	opts := audit.DefaultOptions()
 	opts.Paths, opts.Stdin = paths, s.opts.AuditStdin

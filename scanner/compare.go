@@ -81,9 +81,15 @@ func addScaler(out map[objectKey][]classify.Scaler, kind string, u *unstructured
 func (s *scan) gitScalers() map[objectKey][]classify.Scaler {
 	out := map[objectKey][]classify.Scaler{}
 	for _, sk := range scalerKinds {
-		for _, d := range s.objects {
-			if d.mapping.GroupVersionKind.GroupKind() == sk.gvk.GroupKind() {
-				addScaler(out, sk.gvk.Kind, d.obj, sk.ref)
+		for i := range s.objects {
+			d := &s.objects[i]
+			if d.mapping.GroupVersionKind.GroupKind() != sk.gvk.GroupKind() {
+				continue
+			}
+			// An autoscaler that does not decode is reported when it is
+			// compared.
+			if obj, err := d.git(); err == nil {
+				addScaler(out, sk.gvk.Kind, obj, sk.ref)
 			}
 		}
 	}
@@ -295,6 +301,10 @@ func (s *scan) compareFound(d desired, f foundObject) {
 // compareOne diffs d with the live object f that a page held.
 func (s *scan) compareOne(d desired, f foundObject, cc classifyContext) {
 	ro := &s.r.Apps[d.app].Objects[d.object]
+	if _, err := d.git(); err != nil {
+		ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
+		return
+	}
 	if err := s.compareObject(d, f, cc, ro); err != nil {
 		ro.Status, ro.Error = report.StatusError, fmt.Sprintf("%s: %v", ro.Ref(), err)
 	}

@@ -60,7 +60,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		if byGVR[gvr] == nil {
 			byGVR[gvr] = map[string]bool{}
 		}
-		byGVR[gvr][d.obj.GetNamespace()] = true
+		byGVR[gvr][d.key.ns] = true
 	}
 	var keys []listKey
 	for gvr, nss := range byGVR {

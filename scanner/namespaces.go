@@ -22,7 +22,7 @@ type namespaces struct {
 func (s *scan) readNamespaces(ctx context.Context) namespaces {
 	ns := namespaces{declared: map[string]bool{}, inCluster: -1}
 	for _, d := range s.objects {
-		if n := d.obj.GetNamespace(); n != "" {
+		if n := d.key.ns; n != "" {
 			ns.declared[n] = true
 		}
 	}

@@ -126,8 +126,11 @@ type desired struct {
 	app    int
 	object int
 	// obj is Git's object until it is compared; key names it for good.
-	obj *unstructured.Unstructured
-	key objectKey
+	// obj is nil from the start when the parse cache gave the object
+	// undecoded (render.Options.Lazy): load decodes it (see git).
+	obj  *unstructured.Unstructured
+	load func() (*unstructured.Unstructured, error)
+	key  objectKey
 	// mapping is the REST mapping of obj's group, version and kind; its
 	// GroupVersionKind is obj's, parsed once.
 	mapping *meta.RESTMapping
@@ -325,11 +328,15 @@ func (s *scan) render(ctx context.Context) error {
 			}
 			var res rendered
 			if err == nil {
+				// Objects come undecoded from the parse cache (decoded when
+				// compared) unless the app's applier rewrites them all or its
+				// pending sync compares them all.
+				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions,
-					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed}
+					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
-					s.c.typer.prefetch(mf.Object.GroupVersionKind().GroupVersion())
+					s.c.typer.prefetch(mf.Head().GroupVersionKind().GroupVersion())
 				}
 				if err == nil {
 					res.release = helmRelease(ropts)
@@ -393,7 +400,7 @@ func (s *scan) render(ctx context.Context) error {
 }
 
 func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
-	obj := mf.Object
+	obj := mf.Head() // the whole object, unless the parse cache gave it undecoded
 	gvk := obj.GroupVersionKind()
 	ro := report.Object{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), File: mf.File, Line: mf.Line}
 	ra := &s.r.Apps[ai]
@@ -447,7 +454,24 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	s.objects = append(s.objects, desired{app: ai, object: len(ra.Objects) - 1, obj: obj, key: key, mapping: mapping, twin: twin, digest: mf.Digest})
+	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest}
+	if mf.Object == nil {
+		d.load = mf.Load // it decodes into obj, whose namespace is set above
+	}
+	s.objects = append(s.objects, d)
+}
+
+// git returns Git's object of d, decoding it first when the parse cache
+// gave only its head (render.Options.Lazy).
+func (d *desired) git() (*unstructured.Unstructured, error) {
+	if d.obj == nil && d.load != nil {
+		obj, err := d.load()
+		if err != nil {
+			return nil, err
+		}
+		d.obj, d.load = obj, nil
+	}
+	return d.obj, nil
 }
 
 // openCacheFiles reads the scan cache's parsed manifests and OpenAPI

@@ -254,8 +254,8 @@ func (s *scan) hashDesired() {
 				if d.digest != "" {
 					// Apart from contentHash's sums, which are raw bytes.
 					d.content = "parsed " + d.digest
-				} else {
-					d.content = contentHash(d.obj.Object)
+				} else if obj, err := d.git(); err == nil {
+					d.content = contentHash(obj.Object)
 				}
 			}
 		}()

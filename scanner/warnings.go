@@ -24,7 +24,7 @@ func (s *scan) warn(w report.Warning) {
 func (s *scan) warnAppsIn(ns string, code report.WarningCode, message string) {
 	apps := map[int]bool{}
 	for _, d := range s.objects {
-		if d.obj.GetNamespace() == ns {
+		if d.key.ns == ns {
 			apps[d.app] = true
 		}
 	}
