@@ -144,6 +144,46 @@ func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
 	}
 }
 
+// TestWhatTheCacheGivesUndecodedIsDecodedWhenItMatters: a warm scan
+// reads unchanged manifests from the parse cache with only their heads
+// decoded (render.Options.Lazy). Git's objects are decoded when they are
+// compared and when they are autoscalers: an HPA that only Git declares
+// (not applied yet) still explains the Deployment's replicas, and the
+// Deployment's finding still says what Git says, as without the cache.
+func TestWhatTheCacheGivesUndecodedIsDecodedWhenItMatters(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	src := filepath.Join(t.TempDir(), "web")
+	copyDir(t, fixture("apps", "web"), src)
+	applyDir(t, src, ns)
+	hpa := "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web-hpa}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  minReplicas: 3\n  maxReplicas: 60\n"
+	if err := os.WriteFile(filepath.Join(src, "hpa.yaml"), []byte(hpa), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
+	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	dir := t.TempDir()
+
+	cachedScan(t, cfg, dir)
+	warm := cachedScan(t, cfg, dir)
+	if got := warm.Stats.Cache.Manifests; got != 4 {
+		t.Fatalf("the warm scan read %d manifests from the cache, want the 4 that are no Secret", got)
+	}
+	want := []row{{Object: "Deployment/web", Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager", Git: "3", Live: "45"}}
+	if diff := cmp.Diff(want, rows(warm)); diff != "" {
+		t.Fatalf("warm scan findings (-want +got):\n%s", diff)
+	}
+	var hint string
+	for _, o := range warm.Apps[0].Objects {
+		if o.Kind == "Deployment" && len(o.Findings) == 1 {
+			hint = o.Findings[0].Hint
+		}
+	}
+	if !strings.Contains(hint, "HorizontalPodAutoscaler web-hpa owns spec.replicas") {
+		t.Errorf("warm scan: the replicas' hint %q does not name the HPA Git declares", hint)
+	}
+	sameAsUncached(t, cfg, warm)
+}
+
 // TestABrokenCacheIsRebuiltAndTheScanGoesOn: a cache file that is no cache
 // (cut off, overwritten) is said in the log, by its path, and everything is
 // compared; the scan writes a good one in its place.
