@@ -513,7 +513,8 @@ func TestParseCacheServesHelmOutput(t *testing.T) {
 
 // FuzzParseCache: for any bytes, as a YAML file and as a JSON file, the
 // parser's manifests and errors are what a cache gives, fresh and after a
-// Save and a reopen, and the cache never rejects an entry it wrote.
+// Save and a reopen, and lazily (Options.Lazy) once loaded; the cache
+// never rejects an entry it wrote.
 func FuzzParseCache(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: 1.0, b: -0.0, c: 1e21, d: [], e: {}, f: ~}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
@@ -560,6 +561,17 @@ func FuzzParseCache(f *testing.F) {
 			}
 			if stats.Rejected != 0 || stats.Hits+stats.Parsed != 1 {
 				t.Errorf("%s: %+v, want the entry the cache wrote read back or never written", file, stats)
+			}
+			c, err := OpenParseCache(path)
+			if err != nil {
+				t.Fatalf("%s lazily: open: %v", file, err)
+			}
+			lazy, lazyErrs, _ := parseFile(c, file, data, true)
+			if got := withoutDigests(loaded(t, lazy)); !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s lazily: manifests differ once loaded (-parser +cache):\n%s", file, cmp.Diff(want, got))
+			}
+			if fmt.Sprint(wantErrs) != fmt.Sprint(lazyErrs) || c.Stats().Rejected != 0 {
+				t.Fatalf("%s lazily: errors %v, the parser's %v; %+v", file, lazyErrs, wantErrs, c.Stats())
 			}
 			if stats.Hits == 0 && wantErrs == nil && !hasSecret(want) && len(want) > 0 {
 				if _, ok := encodeObjects(want); ok {
