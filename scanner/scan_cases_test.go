@@ -184,7 +184,15 @@ func TestKustomizeOverlayAndHelmChartRenderAndScan(t *testing.T) {
 		t.Fatalf("findings right after sync:\n%s", dump(got))
 	}
 	if r.Summary.Objects < 4 || r.Summary.Errors != 0 {
-		t.Fatalf("summary = %+v, errors %v", r.Summary, r.Errors)
+		var objectErrors []string
+		for _, a := range r.Apps {
+			for _, o := range a.Objects {
+				if o.Error != "" {
+					objectErrors = append(objectErrors, a.Name+": "+o.Error)
+				}
+			}
+		}
+		t.Fatalf("summary = %+v, errors %v, object errors %q", r.Summary, r.Errors, objectErrors)
 	}
 	env.Scale(t, "kubectl", cluster.Deployment, ns, "prod-web", 1)
 	r = runScan(t, scanConfig(ns, apps...))
