@@ -253,18 +253,9 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 		d.i++
 		m := map[string]any{}
 		for more := !d.take('}'); more; more = !d.take('}') {
-			if len(m) > 0 && !d.take(',') {
-				return nil, errCacheEntry
-			}
-			if d.next() != '"' {
-				return nil, errCacheEntry
-			}
-			k, err := d.key()
+			k, err := d.member(len(m) == 0)
 			if err != nil {
 				return nil, err
-			}
-			if !d.take(':') {
-				return nil, errCacheEntry
 			}
 			v, err := d.value(depth + 1)
 			if err != nil {
@@ -312,18 +303,9 @@ func (d *cacheDecoder) head() (map[string]any, error) {
 	d.i++ // the '{' objects found
 	m := map[string]any{}
 	for n := 0; d.next() != '}'; n++ {
-		if n > 0 && !d.take(',') {
-			return nil, errCacheEntry
-		}
-		if d.next() != '"' {
-			return nil, errCacheEntry
-		}
-		k, err := d.key()
+		k, err := d.member(n == 0)
 		if err != nil {
 			return nil, err
-		}
-		if !d.take(':') {
-			return nil, errCacheEntry
 		}
 		switch k {
 		case "apiVersion", "kind", "metadata":
@@ -475,6 +457,25 @@ func (u *undecoded) decodeInto(head *unstructured.Unstructured) error {
 	}
 	u.data = nil
 	return nil
+}
+
+// member reads an object member's key and the colon after it, and the
+// comma before it unless it is the object's first.
+func (d *cacheDecoder) member(first bool) (string, error) {
+	if !first && !d.take(',') {
+		return "", errCacheEntry
+	}
+	if d.next() != '"' {
+		return "", errCacheEntry
+	}
+	k, err := d.key()
+	if err != nil {
+		return "", err
+	}
+	if !d.take(':') {
+		return "", errCacheEntry
+	}
+	return k, nil
 }
 
 // literal reads the literal lit at d.i.
