@@ -189,7 +189,7 @@ func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *live
 				s.compareFound(s.objects[f.index], f)
 				// The desired object is not needed any more: the report
 				// object holds what was found.
-				s.objects[f.index].obj = nil
+				s.objects[f.index].obj, s.objects[f.index].load = nil, nil
 				if n := int(compared.Add(1)); listed.Load() && n%50 == 0 {
 					s.progress("compare", n, len(s.objects))
 				}

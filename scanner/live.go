@@ -193,7 +193,7 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 		case v != nil && len(v.Dismissed) == 0:
 			s.useVerdict(s.objects[di], *v)
 			// Nothing reads Git's object any more (gitScalers did).
-			s.objects[di].obj, s.objects[di].twin = nil, nil
+			s.objects[di].obj, s.objects[di].load, s.objects[di].twin = nil, nil, nil
 			return &foundObject{index: di, settled: true}, nil, nil
 		case v != nil:
 			// Whether it holds depends on the classification context,
