@@ -692,3 +692,24 @@ func mustParse(t *testing.T, c *ParseCache, file string, data []byte) []Manifest
 	}
 	return ms
 }
+
+// TestALazyObjectThatDoesNotDecodeSaysWhere: should the rest of an object
+// not decode after its head did (the cache checks every byte at the head,
+// so this is a defect), Load says which file and line, every time.
+func TestALazyObjectThatDoesNotDecodeSaysWhere(t *testing.T) {
+	ms, err := decodeObjects([]byte(`[[3,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v"}}]]`), "cm.yaml", true)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("%v, %v", renderSummary(ms), err)
+	}
+	m := ms[0]
+	m.rest.data = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v","k":"w"}}`)
+	for range 2 {
+		obj, err := m.Load()
+		if obj != nil || err == nil || !strings.Contains(err.Error(), "cm.yaml line 3") || !strings.Contains(err.Error(), "does not decode") {
+			t.Errorf("Load = %v, %v; want an error naming cm.yaml line 3", obj, err)
+		}
+	}
+	if _, found := m.Head().Object["data"]; found {
+		t.Error("a failed Load left part of the object in the head")
+	}
+}
