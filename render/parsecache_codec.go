@@ -302,6 +302,7 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 func (d *cacheDecoder) head() (map[string]any, error) {
 	d.i++ // the '{' objects found
 	m := map[string]any{}
+	var skipped objectKeys // the other keys: each must be there once too
 	for n := 0; d.next() != '}'; n++ {
 		k, err := d.member(n == 0)
 		if err != nil {
@@ -318,6 +319,9 @@ func (d *cacheDecoder) head() (map[string]any, error) {
 			}
 			m[k] = v
 		default:
+			if skipped.seen([]byte(k)) {
+				return nil, errCacheEntry
+			}
 			if err := d.skip(1); err != nil {
 				return nil, err
 			}

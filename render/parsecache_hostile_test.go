@@ -71,6 +71,7 @@ func TestParseCacheRejectsHostileEntries(t *testing.T) {
 		"a key twice after sixteen":      obj(`{` + sixteenKeys + `,"k3":0}`),
 		"a key twice in metadata":        `[[1,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cached","name":"x"}}]]`,
 		"apiVersion twice":               `[[1,{"apiVersion":"v1","kind":"ConfigMap","apiVersion":"v2","metadata":{"name":"cached"}}]]`,
+		"spec twice":                     `[[1,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cached"},"spec":1,"spec":2}]]`,
 		"an escape that is none":         obj(`"\x"`),
 		"half a surrogate pair":          obj(`"\ud800"`),
 		"a raw control character":        obj("\"a\tb\""),
