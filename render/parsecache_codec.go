@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -193,8 +194,8 @@ func (d *cacheDecoder) objects(file string) ([]Manifest, error) {
 		return nil, errCacheEntry
 	}
 	var ms []Manifest
-	for more := !d.take(']'); more; more = !d.take(']') {
-		if len(ms) > 0 && !d.take(',') {
+	for first := true; !d.take(']'); first = false {
+		if !first && !d.take(',') {
 			return nil, errCacheEntry
 		}
 		if !d.take('[') {
@@ -247,34 +248,15 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 		}
 		return cacheString(b, escaped)
 	case '{':
-		if depth >= maxCacheDepth {
-			return nil, errCacheEntry
-		}
-		d.i++
-		m := map[string]any{}
-		for more := !d.take('}'); more; more = !d.take('}') {
-			k, err := d.member(len(m) == 0)
-			if err != nil {
-				return nil, err
-			}
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			if _, twice := m[k]; twice {
-				return nil, errCacheEntry
-			}
-			m[k] = v
-		}
-		return m, nil
+		return d.object(depth, nil)
 	case '[':
 		if depth >= maxCacheDepth {
 			return nil, errCacheEntry
 		}
 		d.i++
 		s := []any{}
-		for more := !d.take(']'); more; more = !d.take(']') {
-			if len(s) > 0 && !d.take(',') {
+		for first := true; !d.take(']'); first = false {
+			if !first && !d.take(',') {
 				return nil, errCacheEntry
 			}
 			v, err := d.value(depth + 1)
@@ -296,39 +278,69 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 	return nil, errCacheEntry
 }
 
-// head reads the object at d.i, decoding its apiVersion, kind and
-// metadata (a map of those alone) and skipping the rest, which it checks
-// as value would read it: Manifest.Load decodes that.
-func (d *cacheDecoder) head() (map[string]any, error) {
-	d.i++ // the '{' objects found
-	m := map[string]any{}
-	var skipped objectKeys // the other keys: each must be there once too
-	for n := 0; d.next() != '}'; n++ {
-		k, err := d.member(n == 0)
+// object reads the object at d.i, at depth as value counts it: the
+// members keep says yes to decoded into a map, the others checked as value
+// would read them and skipped. keep nil keeps every member, and the map is
+// never nil; otherwise it is nil when no member was kept. A key twice is
+// refused, kept or not.
+func (d *cacheDecoder) object(depth int, keep func(key []byte) bool) (map[string]any, error) {
+	if depth >= maxCacheDepth {
+		return nil, errCacheEntry
+	}
+	d.i++ // the '{'
+	var m map[string]any
+	if keep == nil {
+		m = map[string]any{}
+	}
+	var skipped objectKeys // the keys not kept (m holds the others)
+	for first := true; !d.take('}'); first = false {
+		if !first && !d.take(',') || d.next() != '"' {
+			return nil, errCacheEntry
+		}
+		k, err := d.skipString()
 		if err != nil {
 			return nil, err
 		}
-		switch k {
-		case "apiVersion", "kind", "metadata":
-			v, err := d.value(1)
-			if err != nil {
-				return nil, err
-			}
-			if _, twice := m[k]; twice {
-				return nil, errCacheEntry
-			}
-			m[k] = v
-		default:
-			if skipped.seen([]byte(k)) {
-				return nil, errCacheEntry
-			}
-			if err := d.skip(1); err != nil {
-				return nil, err
-			}
+		if !d.take(':') {
+			return nil, errCacheEntry
 		}
+		if keep != nil && !keep(k) {
+			if skipped.seen(k) {
+				return nil, errCacheEntry
+			}
+			if err := d.skip(depth + 1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		key := internKey(k)
+		if _, twice := m[key]; twice {
+			return nil, errCacheEntry
+		}
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		m[key] = v
 	}
-	d.i++
 	return m, nil
+}
+
+// The members of an object's head (Manifest.Head), and the rest.
+func headKey(k []byte) bool {
+	return string(k) == "apiVersion" || string(k) == "kind" || string(k) == "metadata"
+}
+func restKey(k []byte) bool { return !headKey(k) }
+func noKey([]byte) bool     { return false }
+
+// head reads the object at d.i, decoding its apiVersion, kind and
+// metadata (a map of those alone) and checking the rest as it skips it:
+// Manifest.Load decodes that.
+func (d *cacheDecoder) head() (map[string]any, error) {
+	return d.object(0, headKey)
 }
 
 // skip reads the value at d.i, at depth as value counts it, and checks it
@@ -338,40 +350,22 @@ func (d *cacheDecoder) skip(depth int) error {
 	case '"':
 		_, err := d.skipString()
 		return err
-	case '{', '[':
+	case '{':
+		_, err := d.object(depth, noKey)
+		return err
+	case '[':
 		if depth >= maxCacheDepth {
 			return errCacheEntry
 		}
-		end := byte('}')
-		if c == '[' {
-			end = ']'
-		}
 		d.i++
-		keys := objectKeys{few: [16][]byte{}}
-		for n := 0; d.next() != end; n++ {
-			if n > 0 && !d.take(',') {
+		for first := true; !d.take(']'); first = false {
+			if !first && !d.take(',') {
 				return errCacheEntry
-			}
-			if c == '{' {
-				if d.next() != '"' {
-					return errCacheEntry
-				}
-				k, err := d.skipString()
-				if err != nil {
-					return err
-				}
-				if keys.seen(k) {
-					return errCacheEntry // a key twice, as value refuses
-				}
-				if !d.take(':') {
-					return errCacheEntry
-				}
 			}
 			if err := d.skip(depth + 1); err != nil {
 				return err
 			}
 		}
-		d.i++
 		return nil
 	case 't':
 		return d.literal("true")
@@ -400,9 +394,9 @@ func (d *cacheDecoder) skipString() ([]byte, error) {
 	return b, nil
 }
 
-// objectKeys are the keys of one object skip has read so far: the first
-// few compared one by one (most objects have few keys), any more in a map,
-// so an object of a million keys costs no more than a million lookups.
+// objectKeys are the keys of one object read so far: the first few
+// compared one by one (most objects have few keys), any more in a map, so
+// an object of a million keys costs no more than a million lookups.
 type objectKeys struct {
 	few  [16][]byte
 	n    int
@@ -442,44 +436,20 @@ type undecoded struct {
 	err  error
 }
 
-// decodeInto decodes the object and adds to head what head does not hold.
+// decodeInto decodes the members of the object that head does not hold
+// into head.
 func (u *undecoded) decodeInto(head *unstructured.Unstructured) error {
 	d := cacheDecoder{data: u.data}
-	v, err := d.value(0)
+	rest, err := d.object(0, restKey)
 	if err == nil && (d.next() != 0 || d.i != len(d.data)) {
 		err = errCacheEntry
 	}
 	if err != nil {
 		return err
 	}
-	for k, e := range v.(map[string]any) {
-		switch k {
-		case "apiVersion", "kind", "metadata":
-		default:
-			head.Object[k] = e
-		}
-	}
+	maps.Copy(head.Object, rest)
 	u.data = nil
 	return nil
-}
-
-// member reads an object member's key and the colon after it, and the
-// comma before it unless it is the object's first.
-func (d *cacheDecoder) member(first bool) (string, error) {
-	if !first && !d.take(',') {
-		return "", errCacheEntry
-	}
-	if d.next() != '"' {
-		return "", errCacheEntry
-	}
-	k, err := d.key()
-	if err != nil {
-		return "", err
-	}
-	if !d.take(':') {
-		return "", errCacheEntry
-	}
-	return k, nil
 }
 
 // literal reads the literal lit at d.i.
@@ -510,19 +480,13 @@ func (d *cacheDecoder) stringBytes() (b []byte, escaped bool, err error) {
 	return nil, false, errCacheEntry
 }
 
-// key reads an object's key. The keys of Kubernetes objects repeat from
-// object to object; those in cacheKeys are not allocated again.
-func (d *cacheDecoder) key() (string, error) {
-	b, escaped, err := d.stringBytes()
-	if err != nil {
-		return "", err
+// internKey is the key whose text is k. The keys of Kubernetes objects
+// repeat from object to object; those in cacheKeys are not allocated again.
+func internKey(k []byte) string {
+	if s, ok := cacheKeys[string(k)]; ok {
+		return s
 	}
-	if !escaped {
-		if k, ok := cacheKeys[string(b)]; ok {
-			return k, nil
-		}
-	}
-	return cacheString(b, escaped)
+	return string(k)
 }
 
 // cacheString is the string whose JSON text, between the quotes, is b.
