@@ -140,3 +140,44 @@ func (f *floorRunner) summary(b *bed, runs []floorRun) *Floor {
 	}
 	return fl
 }
+
+// CPUBound is the least wall time this machine's cores allow a run: its
+// own CPU seconds and the control plane's during it, over the cores. On a
+// machine whose control plane shares the scan's cores, every run is
+// bound by it as well as by the LIST floor, and the floor program itself
+// is too (it decrypts and inflates what the API server spends CPU to
+// send): a run near its bound is waiting on no one, and only less CPU,
+// the scan's or the API server's, makes it faster. Housekeeping of the
+// control plane during the run is included: it takes the same cores.
+type CPUBound struct {
+	Seconds float64 `json:"seconds"`
+	// Over is the run's wall time over Seconds.
+	Over float64 `json:"over"`
+	// FloorSeconds and FloorOver are the same of the floor timed in turn
+	// with the run.
+	FloorSeconds float64 `json:"floorSeconds"`
+	FloorOver    float64 `json:"floorOver"`
+}
+
+// cpuBound is t's CPUBound and fl's, on cpus cores; nil without the
+// control plane's cost of both.
+func cpuBound(t Tool, fl *Floor, cpus int) *CPUBound {
+	if t.Server == nil || fl == nil || fl.Server == nil || cpus < 1 {
+		return nil
+	}
+	b := &CPUBound{
+		Seconds:      (t.CPUSeconds + t.Server.CPUSeconds()) / float64(cpus),
+		FloorSeconds: (fl.CPUSeconds + fl.Server.CPUSeconds()) / float64(cpus),
+	}
+	b.Over, b.FloorOver = ratio(t.WallSeconds, b.Seconds), ratio(fl.WallSeconds, b.FloorSeconds)
+	return b
+}
+
+// boundText says where a run stands against its CPU bound and the floor
+// against its own, for the tables' lines.
+func boundText(b *CPUBound, cpus int) string {
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf("; CPU bound %.2fs (its CPU and the control plane's over %d cores), %.2fx it; the floor %.2fx its own (%.2fs)", b.Seconds, cpus, b.Over, b.FloorOver, b.FloorSeconds)
+}

@@ -41,6 +41,8 @@ type Result struct {
 	// Floor is the LIST floor of the main estate, timed in turn with
 	// driftscan.
 	Floor *Floor `json:"floor,omitempty"`
+	// Bound is driftscan's and the floor's CPU bound (CPUBound).
+	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// Warm is driftscan with the scan cache a scheduled scan finds; every
 	// other driftscan timing is of a scan with --no-cache.
 	Warm *Warm `json:"warm,omitempty"`
@@ -93,6 +95,8 @@ type ScalePoint struct {
 	// in turn with the scan; OverFloor is WallSeconds over it.
 	FloorWallSeconds float64 `json:"floorWallSeconds,omitempty"`
 	OverFloor        float64 `json:"overFloor,omitempty"`
+	// Bound is the scan's and the floor's CPU bound (CPUBound).
+	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// Warm is the same size with the scan cache.
 	Warm *Warm `json:"warm,omitempty"`
 	// Server and FloorServer are what the scan and the floor cost the

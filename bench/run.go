@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +111,7 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan, res.Floor = ds, fl
+	res.Bound = cpuBound(ds, fl, runtime.NumCPU())
 	say("timing driftscan scan with the scan cache (one run fills it, %d run(s) use it, in turn with the floor)...", o.Runs)
 	if res.Warm, err = timeWarm(ctx, l, driftscan, b, outDir, o.Runs, floor, rep); err != nil {
 		return err

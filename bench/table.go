@@ -61,10 +61,10 @@ func (r *Result) print(w io.Writer) {
 		if f.Server != nil {
 			fmt.Fprintf(w, ", control plane %.2f CPU s", f.Server.CPUSeconds())
 		}
-		fmt.Fprintf(w, "; driftscan takes %.2fx the floor\n", ratio(d.WallSeconds, f.WallSeconds))
+		fmt.Fprintf(w, "; driftscan takes %.2fx the floor%s\n", ratio(d.WallSeconds, f.WallSeconds), boundText(r.Bound, r.Machine.CPUs))
 	}
 	if wm := r.Warm; wm != nil {
-		writeWarm(w, wm)
+		writeWarm(w, wm, r.Machine.CPUs)
 	}
 	if d.Server != nil {
 		fmt.Fprintf(w, "control plane CPU includes its own housekeeping: %.3f CPU s per second at rest (%.2f s during driftscan's run)\n", r.ControlPlaneIdleCPU, d.Server.IdleCPUSeconds)
@@ -124,20 +124,24 @@ func (r *Result) print(w io.Writer) {
 	if len(r.Scaling) > 0 {
 		fmt.Fprintln(w, "\nScaling (driftscan alone, a fresh control plane per size):")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tCPU s\tfloor s\tx floor\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
+		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tCPU s\tfloor s\tx floor\tCPU bound s\tx bound\tfloor x its bound\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
 		for _, p := range r.Scaling {
 			cpu := "-"
 			if p.Server != nil {
 				cpu = fmt.Sprintf("%.2f", p.Server.CPUSeconds())
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.CPUSeconds,
-				p.FloorWallSeconds, p.OverFloor, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
+			bound, over, floorOver := "-", "-", "-"
+			if b := p.Bound; b != nil {
+				bound, over, floorOver = fmt.Sprintf("%.2f", b.Seconds), fmt.Sprintf("%.2f", b.Over), fmt.Sprintf("%.2f", b.FloorOver)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.CPUSeconds,
+				p.FloorWallSeconds, p.OverFloor, bound, over, floorOver, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
 		}
 		_ = tw.Flush()
 		for _, p := range r.Scaling {
 			if p.Warm != nil && p.Objects != r.Objects {
 				fmt.Fprintf(w, "  %d objects: ", p.Objects)
-				writeWarm(w, p.Warm)
+				writeWarm(w, p.Warm, r.Machine.CPUs)
 			}
 		}
 	}
@@ -230,11 +234,11 @@ func listText(ls []ListRequest) string {
 }
 
 // writeWarm is one line on the scans with the scan cache.
-func writeWarm(w io.Writer, wm *Warm) {
+func writeWarm(w io.Writer, wm *Warm, cpus int) {
 	fmt.Fprintf(w, "with the scan cache (docs/cache.md): filling it %.2fs (%.2f CPU s); then %.2fs wall (%.2f CPU s), %d objects in sync without a compare, %.0f MiB max RSS",
 		wm.Fill.WallSeconds, wm.Fill.CPUSeconds, wm.Warm.WallSeconds, wm.Warm.CPUSeconds, wm.InSync, wm.Warm.MaxRSSMiB)
 	if wm.Floor != nil {
-		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor", wm.Floor.WallSeconds, wm.OverFloor)
+		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor%s", wm.Floor.WallSeconds, wm.OverFloor, boundText(wm.Bound, cpus))
 	}
 	fmt.Fprintln(w)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/calricon/driftscan/report"
@@ -23,6 +24,8 @@ type Warm struct {
 	Warm      Tool    `json:"warm"`
 	Floor     *Floor  `json:"floor,omitempty"`
 	OverFloor float64 `json:"overFloor,omitempty"`
+	// Bound is the warm run's and its floor's CPU bound (CPUBound).
+	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// InSync counts the objects the warm run found in sync without a
 	// compare (its report's stats.cache.inSync).
 	InSync int `json:"inSync"`
@@ -52,6 +55,7 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 	}
 	if fl != nil {
 		out.OverFloor = ratio(warm.WallSeconds, fl.WallSeconds)
+		out.Bound = cpuBound(warm, fl, runtime.NumCPU())
 	}
 	return out, nil
 }
