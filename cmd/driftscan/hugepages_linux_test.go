@@ -19,9 +19,9 @@ import (
 // in it. It runs in a child process, whose heap is as fresh as a scan's at
 // its start (in this one, earlier tests leave free pages below the range
 // that are handed out first), but for what start-up may leave: heap used
-// and freed at the top. The collector is off, as it would be
-// in no hurry to run before a scan's first allocations: the range must be
-// freed by hugePageHeap itself.
+// and freed at the top. After the marking the collector is off, as it
+// would be in no hurry to run before a scan's first allocations: the range
+// must be freed by hugePageHeap itself.
 func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	if os.Getenv(runAlone) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTheHeapGrowsIntoHugePages$", "-test.count=1", "-test.v")
@@ -42,9 +42,23 @@ func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	runtime.KeepAlive(garbage)
 	garbage = nil
 	runtime.GC()
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 
+	// Marking costs one collection, not one each time the heap doubles
+	// while the reserve is mapped, and leaves the collector as it was.
+	var gcs debug.GCStats
+	debug.ReadGCStats(&gcs)
+	percent := debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
 	ranges := hugePageHeap("always [madvise] never\n", "0\n")
+	collections := gcs.NumGC
+	debug.ReadGCStats(&gcs)
+	if n := gcs.NumGC - collections; n != 1 {
+		t.Errorf("marking the heap took %d collections, want 1", n)
+	}
+	if p := debug.SetGCPercent(-1); p != percent {
+		t.Errorf("after marking the GC percent is %d, want %d as before", p, percent)
+	}
+	defer debug.SetGCPercent(percent)
 	var total uintptr
 	for _, r := range ranges {
 		total += r.end - r.start
