@@ -95,42 +95,49 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 	for _, d := range s.objects {
 		gvks[d.mapping.Resource] = d.mapping.GroupVersionKind
 	}
-	list := func(k listKey, ns string) error {
-		pageSize := s.c.pageSize
-		if neverClusterWide[k.gvr.GroupResource()] && (pageSize == 0 || pageSize > secretPageSize) {
-			pageSize = secretPageSize
+	s.saveListPlan(keys, gvks)
+	handle := func(it *listItem) error {
+		found, extra, err := s.keep(it, appIndex)
+		if err != nil {
+			return err
 		}
-		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, pageSize, func(it *listItem) error {
-			found, extra, err := s.keep(it, appIndex)
-			if err != nil {
-				return err
+		if found != nil {
+			mu.Lock()
+			st.found[found.index] = true
+			mu.Unlock()
+			if !found.settled {
+				visit(*found)
 			}
-			if found != nil {
-				mu.Lock()
-				st.found[found.index] = true
-				mu.Unlock()
-				if !found.settled {
-					visit(*found)
-				}
-			}
-			if extra != nil {
-				mu.Lock()
-				st.extra = append(st.extra, *extra)
-				mu.Unlock()
-			}
-			return nil
-		})
+		}
+		if extra != nil {
+			mu.Lock()
+			st.extra = append(st.extra, *extra)
+			mu.Unlock()
+		}
+		return nil
+	}
+	list := func(k listKey, ns string) error {
+		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, s.pageSizeOf(k), handle)
 	}
 	for _, k := range keys {
 		wg.Add(1)
 		sem <- struct{}{}
+		p := s.takePrefetch(k, gvks[k.gvr])
 		go func(k listKey) {
 			defer func() { <-sem; wg.Done() }()
 			ns := k.ns
 			if ns == allNamespaces {
 				ns = ""
 			}
-			err := list(k, ns)
+			var err error
+			if p != nil {
+				// Started before Git was rendered, from the plan.
+				p.take(handle)
+				<-p.done
+				err = p.err
+			} else {
+				err = list(k, ns)
+			}
 			if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
 				// No cluster-wide right: fall back to one list per namespace.
 				for n := range byGVR[k.gvr] {
@@ -151,8 +158,18 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 			mu.Unlock()
 		}(k)
 	}
+	s.stopPrefetches()
 	wg.Wait()
 	return st
+}
+
+// pageSizeOf is the page size of the LIST of k.
+func (s *scan) pageSizeOf(k listKey) int64 {
+	pageSize := s.c.pageSize
+	if neverClusterWide[k.gvr.GroupResource()] && (pageSize == 0 || pageSize > secretPageSize) {
+		pageSize = secretPageSize
+	}
+	return pageSize
 }
 
 // listWorkers is how many LISTs the scan runs at once.

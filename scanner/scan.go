@@ -208,6 +208,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
+	s.prefetchLists(ctx)
+	defer s.stopPrefetches()
 	s.parsed, c.typer.cache = files()
 	if err := s.render(ctx); err != nil {
 		return nil, err
@@ -280,6 +282,10 @@ type scan struct {
 	cc       classifyContext
 	// manifestsCached counts the manifests read from the parse cache.
 	manifestsCached int
+	// listPlan is the plan read from the cache, prefetched the LISTs
+	// started from it that read has not taken (prefetch.go).
+	listPlan   []plannedList
+	prefetched map[listKey]*prefetch
 }
 
 func (s *scan) progress(stage string, done, total int) {

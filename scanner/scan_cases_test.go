@@ -321,8 +321,8 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 		o.RESTConfig = cfg
 	}
 	cfg := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}})
-	// Without a cache, and cold and warm with one: the verdict cache
-	// keeps nothing of a list that failed.
+	// Without a cache, and warm: then the forbidden LIST is one the
+	// scan starts from its plan before it renders (prefetch.go).
 	dir := t.TempDir()
 	for _, scan := range []string{"uncached", "cold", "warm"} {
 		mutate := []func(*Options){asReader}
