@@ -121,11 +121,9 @@ func TestAWarmScanListsWhileItRenders(t *testing.T) {
 // kind, the LIST the plan names for it is cancelled and reported nowhere,
 // the rest are used, and the plan kept is the new one.
 func TestAPlannedListGitNoLongerNeedsIsLetGo(t *testing.T) {
-	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "web")
-	copyDir(t, fixture("apps", "web"), src)
+	ns, src := webCopy(t)
 	applyDir(t, src, ns)
-	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	cfg := webConfig(ns, src)
 	dir := t.TempDir()
 	cachedScan(t, cfg, dir)
 
@@ -154,9 +152,7 @@ func TestAPlannedListGitNoLongerNeedsIsLetGo(t *testing.T) {
 // waits; with none, some or all of the items kept, the scan reports what
 // a scan without the cache reports.
 func TestAPlannedListReadsAheadWithinItsBudget(t *testing.T) {
-	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "web")
-	copyDir(t, fixture("apps", "web"), src)
+	ns, src := webCopy(t)
 	var more strings.Builder
 	for i := range 6 {
 		fmt.Fprintf(&more, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra-%d}\ndata: {n: \"%d\"}\n", i, i)
@@ -165,7 +161,7 @@ func TestAPlannedListReadsAheadWithinItsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyDir(t, src, ns)
-	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	cfg := webConfig(ns, src)
 	before := prefetchBudget
 	t.Cleanup(func() { prefetchBudget = before })
 	for _, budget := range []int64{0, 1500, 1 << 20} {

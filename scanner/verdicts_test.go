@@ -47,11 +47,9 @@ func sameAsUncached(t *testing.T, cfg *config.Config, r *report.Report) {
 // nobody touched marks them in sync from the cache, and says so; every
 // change after that, live or in Git, is seen as by a scan without it.
 func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
-	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "web")
-	copyDir(t, fixture("apps", "web"), src)
+	ns, src := webCopy(t)
 	applyDir(t, src, ns)
-	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	cfg := webConfig(ns, src)
 	dir := t.TempDir()
 
 	first := cachedScan(t, cfg, dir)
@@ -151,16 +149,14 @@ func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
 // (not applied yet) still explains the Deployment's replicas, and the
 // Deployment's finding still says what Git says, as without the cache.
 func TestWhatTheCacheGivesUndecodedIsDecodedWhenItMatters(t *testing.T) {
-	ns := env.Namespace(t, nil)
-	src := filepath.Join(t.TempDir(), "web")
-	copyDir(t, fixture("apps", "web"), src)
+	ns, src := webCopy(t)
 	applyDir(t, src, ns)
 	hpa := "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web-hpa}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  minReplicas: 3\n  maxReplicas: 60\n"
 	if err := os.WriteFile(filepath.Join(src, "hpa.yaml"), []byte(hpa), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 45)
-	cfg := scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
+	cfg := webConfig(ns, src)
 	dir := t.TempDir()
 
 	cachedScan(t, cfg, dir)
@@ -213,6 +209,21 @@ func TestABrokenCacheIsRebuiltAndTheScanGoesOn(t *testing.T) {
 			t.Errorf("%s: the scan after reused %d verdicts, want 4: the broken file was not replaced", name, reused(again))
 		}
 	}
+}
+
+// webCopy gives a test a namespace of its own and a copy of the web
+// fixture it may change: what the cache's tests scan again and again.
+func webCopy(t *testing.T) (ns, src string) {
+	t.Helper()
+	ns = env.Namespace(t, nil)
+	src = filepath.Join(t.TempDir(), "web")
+	copyDir(t, fixture("apps", "web"), src)
+	return ns, src
+}
+
+// webConfig scans the web app of the folder src in ns.
+func webConfig(ns, src string) *config.Config {
+	return scanConfig(ns, config.App{Name: "web", Owner: "team-web", Source: config.Source{Path: src}})
 }
 
 // copyDir copies the files of folder src into a new folder dst.
