@@ -23,8 +23,11 @@ func (s *scan) warn(w report.Warning) {
 // namespace ns: those are the apps whose findings lose precision.
 func (s *scan) warnAppsIn(ns string, code report.WarningCode, message string) {
 	apps := map[int]bool{}
-	for _, d := range s.objects {
-		if d.key.ns == ns {
+	// gather calls it while the pages are read, and keep lets go of Git's
+	// objects as it goes (obj, load, twin): only the fields nothing
+	// writes then are read, not the whole desired object copied.
+	for i := range s.objects {
+		if d := &s.objects[i]; d.key.ns == ns {
 			apps[d.app] = true
 		}
 	}
