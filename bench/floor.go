@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -150,6 +151,8 @@ func (f *floorRunner) summary(b *bed, runs []floorRun) *Floor {
 // the scan's or the API server's, makes it faster. Housekeeping of the
 // control plane during the run is included: it takes the same cores.
 type CPUBound struct {
+	// CPUs is how many cores the machine has.
+	CPUs    int     `json:"cpus"`
 	Seconds float64 `json:"seconds"`
 	// Over is the run's wall time over Seconds.
 	Over float64 `json:"over"`
@@ -159,13 +162,15 @@ type CPUBound struct {
 	FloorOver    float64 `json:"floorOver"`
 }
 
-// cpuBound is t's CPUBound and fl's, on cpus cores; nil without the
-// control plane's cost of both.
-func cpuBound(t Tool, fl *Floor, cpus int) *CPUBound {
-	if t.Server == nil || fl == nil || fl.Server == nil || cpus < 1 {
+// cpuBound is t's CPUBound and fl's, on this machine's cores; nil without
+// the control plane's cost of both.
+func cpuBound(t Tool, fl *Floor) *CPUBound {
+	if t.Server == nil || fl == nil || fl.Server == nil {
 		return nil
 	}
+	cpus := runtime.NumCPU()
 	b := &CPUBound{
+		CPUs:         cpus,
 		Seconds:      (t.CPUSeconds + t.Server.CPUSeconds()) / float64(cpus),
 		FloorSeconds: (fl.CPUSeconds + fl.Server.CPUSeconds()) / float64(cpus),
 	}
@@ -175,9 +180,9 @@ func cpuBound(t Tool, fl *Floor, cpus int) *CPUBound {
 
 // boundText says where a run stands against its CPU bound and the floor
 // against its own, for the tables' lines.
-func boundText(b *CPUBound, cpus int) string {
+func boundText(b *CPUBound) string {
 	if b == nil {
 		return ""
 	}
-	return fmt.Sprintf("; CPU bound %.2fs (its CPU and the control plane's over %d cores), %.2fx it; the floor %.2fx its own (%.2fs)", b.Seconds, cpus, b.Over, b.FloorOver, b.FloorSeconds)
+	return fmt.Sprintf("; CPU bound %.2fs (its CPU and the control plane's over %d cores), %.2fx it; the floor %.2fx its own (%.2fs)", b.Seconds, b.CPUs, b.Over, b.FloorOver, b.FloorSeconds)
 }

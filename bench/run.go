@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -111,7 +110,7 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan, res.Floor = ds, fl
-	res.Bound = cpuBound(ds, fl, runtime.NumCPU())
+	res.Bound = cpuBound(ds, fl)
 	say("timing driftscan scan with the scan cache (one run fills it, %d run(s) use it, in turn with the floor)...", o.Runs)
 	if res.Warm, err = timeWarm(ctx, l, driftscan, b, outDir, o.Runs, floor, rep); err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 )
 
@@ -106,7 +105,7 @@ func newScalePoint(t Tool, fl *Floor, apps int, applySeconds float64) ScalePoint
 	if fl != nil {
 		p.FloorWallSeconds, p.OverFloor = fl.WallSeconds, ratio(t.WallSeconds, fl.WallSeconds)
 		p.FloorServer = fl.Server
-		p.Bound = cpuBound(t, fl, runtime.NumCPU())
+		p.Bound = cpuBound(t, fl)
 	}
 	return p
 }

@@ -61,10 +61,10 @@ func (r *Result) print(w io.Writer) {
 		if f.Server != nil {
 			fmt.Fprintf(w, ", control plane %.2f CPU s", f.Server.CPUSeconds())
 		}
-		fmt.Fprintf(w, "; driftscan takes %.2fx the floor%s\n", ratio(d.WallSeconds, f.WallSeconds), boundText(r.Bound, r.Machine.CPUs))
+		fmt.Fprintf(w, "; driftscan takes %.2fx the floor%s\n", ratio(d.WallSeconds, f.WallSeconds), boundText(r.Bound))
 	}
 	if wm := r.Warm; wm != nil {
-		writeWarm(w, wm, r.Machine.CPUs)
+		writeWarm(w, wm)
 	}
 	if d.Server != nil {
 		fmt.Fprintf(w, "control plane CPU includes its own housekeeping: %.3f CPU s per second at rest (%.2f s during driftscan's run)\n", r.ControlPlaneIdleCPU, d.Server.IdleCPUSeconds)
@@ -141,7 +141,7 @@ func (r *Result) print(w io.Writer) {
 		for _, p := range r.Scaling {
 			if p.Warm != nil && p.Objects != r.Objects {
 				fmt.Fprintf(w, "  %d objects: ", p.Objects)
-				writeWarm(w, p.Warm, r.Machine.CPUs)
+				writeWarm(w, p.Warm)
 			}
 		}
 	}
@@ -234,11 +234,11 @@ func listText(ls []ListRequest) string {
 }
 
 // writeWarm is one line on the scans with the scan cache.
-func writeWarm(w io.Writer, wm *Warm, cpus int) {
+func writeWarm(w io.Writer, wm *Warm) {
 	fmt.Fprintf(w, "with the scan cache (docs/cache.md): filling it %.2fs (%.2f CPU s); then %.2fs wall (%.2f CPU s), %d objects in sync without a compare, %.0f MiB max RSS",
 		wm.Fill.WallSeconds, wm.Fill.CPUSeconds, wm.Warm.WallSeconds, wm.Warm.CPUSeconds, wm.InSync, wm.Warm.MaxRSSMiB)
 	if wm.Floor != nil {
-		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor%s", wm.Floor.WallSeconds, wm.OverFloor, boundText(wm.Bound, cpus))
+		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor%s", wm.Floor.WallSeconds, wm.OverFloor, boundText(wm.Bound))
 	}
 	fmt.Fprintln(w)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/calricon/driftscan/report"
@@ -55,7 +54,7 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 	}
 	if fl != nil {
 		out.OverFloor = ratio(warm.WallSeconds, fl.WallSeconds)
-		out.Bound = cpuBound(warm, fl, runtime.NumCPU())
+		out.Bound = cpuBound(warm, fl)
 	}
 	return out, nil
 }
