@@ -135,6 +135,11 @@ func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
 		return v, nil // written anew for this build and server
 	}
 	v.changed = false
+	// Most of them are kept again: both maps made to size at once, not
+	// grown by doubling (a tenth of what opening the cache allocated at
+	// 20,000 objects).
+	v.old = make(map[objectKey]verdict, len(file.Verdicts))
+	v.kept = make(map[objectKey]verdict, len(file.Verdicts))
 	for _, e := range file.Verdicts {
 		v.old[e.key()] = e
 	}
@@ -274,7 +279,7 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	}
 	d := &s.objects[di]
 	gvk := d.mapping.GroupVersionKind
-	git = gitHash(d.content, gvk, d.mapping.Resource.String(), s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	git = gitHash(d.content, gvk, d.mapping.Resource, s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
 	e, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if !ok {
 		return git, nil
@@ -398,15 +403,23 @@ func webhooksID(cfgs []admissionregistrationv1.MutatingWebhookConfiguration, err
 // its group/version (schemaID) and the owner label read from the live
 // object. "" when there is no content hash or schema to go by (nothing is
 // then cached for it).
-func gitHash(content string, gvk schema.GroupVersionKind, listed, schemaID string, applied config.AppliedAs, ownerLabel string) string {
+func gitHash(content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
 	if content == "" || schemaID == "" {
 		return ""
 	}
-	h := newValueHasher()
-	for _, s := range []string{content, gvk.String(), listed, schemaID, string(applied), ownerLabel} {
-		h.str(s)
+	// Each part tagged with its length, as valueHasher.str tags it, into
+	// a buffer on the stack and hashed in one call: the scan asks this of
+	// every object whose live side it reads, and a hasher and the names'
+	// strings made for each cost 40 ms of a warm 20,000-object scan.
+	var small [512]byte
+	b := small[:0]
+	for _, s := range [...]string{content, gvk.Group, gvk.Version, gvk.Kind, listed.Group, listed.Version, listed.Resource, schemaID, string(applied), ownerLabel} {
+		b = append(b, 's')
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	return hex.EncodeToString(h.sum())
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // contentHash hashes a decoded object canonically (valueHasher), "" when
