@@ -113,11 +113,11 @@ func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float
 	}
 	b.DriftSeconds = time.Since(start).Seconds()
 	say("drifted %d objects (%s) in %.1fs", len(b.plan), b.plan.summary(), b.DriftSeconds)
-	if b.cp, err = findControlPlane(idleSample); err != nil {
+	if b.cp, err = findControlPlane(idleSample, maxSettle); err != nil {
 		say("the control plane's CPU and bytes are not measured: %v", err)
 		b.cp, err = nil, nil
 	} else {
-		say("control plane at rest: %.3f CPU s per second", b.cp.idlePerSecond)
+		say("control plane at rest: %.3f CPU s per second (after waiting %.0fs for it to settle)", b.cp.idlePerSecond, b.cp.settled.Seconds())
 	}
 	return b, nil
 }
@@ -125,6 +125,10 @@ func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float
 // idleSample is how long the control plane's own CPU use is sampled with
 // nothing asking, after the estate is synced and drifted.
 const idleSample = 3 * time.Second
+
+// maxSettle is how long the bench waits at most for the control plane to
+// come to rest after the estate is synced (findControlPlane).
+const maxSettle = 5 * time.Minute
 
 // Close stops the webhook and the control plane. It may be called again.
 func (b *bed) Close() {
