@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // verdictFileSeeds are cache files as the scan writes them and not.
@@ -92,3 +94,54 @@ func FuzzVerdictFile(f *testing.F) {
 }
 
 var nowForTest = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// TestGitHashNamesEveryPartApart checks the key of Git's side of a verdict:
+// a change to any part it is made of gives another key, and so does a byte
+// moved from one part to the next (each part is tagged with its length), so
+// no two Git sides that compare differently can share a cached verdict.
+func TestGitHashNamesEveryPartApart(t *testing.T) {
+	type parts struct {
+		content string
+		gvk     schema.GroupVersionKind
+		listed  schema.GroupVersionResource
+		schema  string
+		applied config.AppliedAs
+		owner   string
+	}
+	hash := func(p parts) string { return gitHash(p.content, p.gvk, p.listed, p.schema, p.applied, p.owner) }
+	base := parts{"parsed abc#0", schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "/openapi/v3/apis/apps/v1?hash=1", config.AppliedAsIs, "team"}
+	changed := map[string]func(*parts){
+		"content":          func(p *parts) { p.content = "parsed abd#0" },
+		"group":            func(p *parts) { p.gvk.Group = "extensions" },
+		"version":          func(p *parts) { p.gvk.Version = "v1beta1" },
+		"kind":             func(p *parts) { p.gvk.Kind = "StatefulSet" },
+		"listed group":     func(p *parts) { p.listed.Group = "extensions" },
+		"listed version":   func(p *parts) { p.listed.Version = "v1beta1" },
+		"listed resource":  func(p *parts) { p.listed.Resource = "statefulsets" },
+		"schema":           func(p *parts) { p.schema = "/openapi/v3/apis/apps/v1?hash=2" },
+		"applier":          func(p *parts) { p.applied = config.AppliedAsFlux },
+		"owner label":      func(p *parts) { p.owner = "teams" },
+		"a byte moved on":  func(p *parts) { p.gvk.Version, p.gvk.Kind = "v1D", "eployment" },
+		"a byte moved off": func(p *parts) { p.listed.Resource, p.schema = "deployments/", "openapi/v3/apis/apps/v1?hash=1" },
+	}
+	want := hash(base)
+	if len(want) != 64 {
+		t.Fatalf("gitHash = %q, want 64 hex digits", want)
+	}
+	if again := hash(base); again != want {
+		t.Fatalf("gitHash of the same parts: %q then %q", want, again)
+	}
+	for name, change := range changed {
+		p := base
+		change(&p)
+		if got := hash(p); got == want {
+			t.Errorf("%s changed, gitHash stayed %q", name, got)
+		}
+	}
+	for name, p := range map[string]parts{"no content hash": {schema: base.schema}, "no schema": {content: base.content}} {
+		if got := hash(p); got != "" {
+			t.Errorf("%s: gitHash = %q, want \"\" (nothing cached)", name, got)
+		}
+	}
+}

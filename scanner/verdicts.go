@@ -135,9 +135,8 @@ func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
 		return v, nil // written anew for this build and server
 	}
 	v.changed = false
-	// Most of them are kept again: both maps made to size at once, not
-	// grown by doubling (a tenth of what opening the cache allocated at
-	// 20,000 objects).
+	// Most of them are kept again: both maps are made to size at once,
+	// not grown by doubling.
 	v.old = make(map[objectKey]verdict, len(file.Verdicts))
 	v.kept = make(map[objectKey]verdict, len(file.Verdicts))
 	for _, e := range file.Verdicts {
@@ -407,16 +406,14 @@ func gitHash(content string, gvk schema.GroupVersionKind, listed schema.GroupVer
 	if content == "" || schemaID == "" {
 		return ""
 	}
-	// Each part tagged with its length, as valueHasher.str tags it, into
-	// a buffer on the stack and hashed in one call: the scan asks this of
-	// every object whose live side it reads, and a hasher and the names'
-	// strings made for each cost 40 ms of a warm 20,000-object scan.
+	// Each part tagged as valueHasher tags a string, into a buffer on the
+	// stack, and hashed in one call: the scan asks this of every object
+	// whose live side it reads, and a hasher and the names' strings made
+	// for each were 0.047 CPU s of a warm 20,000-object scan.
 	var small [512]byte
 	b := small[:0]
 	for _, s := range [...]string{content, gvk.Group, gvk.Version, gvk.Kind, listed.Group, listed.Version, listed.Resource, schemaID, string(applied), ownerLabel} {
-		b = append(b, 's')
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
-		b = append(b, s...)
+		b = append(appendTag(b, 's', uint64(len(s))), s...)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -458,8 +455,13 @@ func (w *valueHasher) tag(b byte, n uint64) {
 	if len(w.buf) > 32<<10 {
 		w.flush()
 	}
-	w.buf = append(w.buf, b)
-	w.buf = binary.LittleEndian.AppendUint64(w.buf, n)
+	w.buf = appendTag(w.buf, b, n)
+}
+
+// appendTag appends a value's type t and its length (or its bits) n, as
+// valueHasher hashes them.
+func appendTag(buf []byte, t byte, n uint64) []byte {
+	return binary.LittleEndian.AppendUint64(append(buf, t), n)
 }
 
 func (w *valueHasher) str(s string) {
