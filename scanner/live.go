@@ -116,8 +116,8 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		}
 		return nil
 	}
-	list := func(k listKey, ns string) error {
-		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], ns, s.pageSizeOf(k), handle)
+	list := func(k listKey) error {
+		return s.c.streamPages(ctx, k.gvr, gvks[k.gvr], k.namespace(), s.pageSizeOf(k), handle)
 	}
 	for _, k := range keys {
 		wg.Add(1)
@@ -125,10 +125,6 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		p := s.takePrefetch(k, gvks[k.gvr])
 		go func(k listKey) {
 			defer func() { <-sem; wg.Done() }()
-			ns := k.ns
-			if ns == allNamespaces {
-				ns = ""
-			}
 			var err error
 			if p != nil {
 				// Started before Git was rendered, from the plan.
@@ -136,13 +132,13 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 				<-p.done
 				err = p.err
 			} else {
-				err = list(k, ns)
+				err = list(k)
 			}
 			if err != nil && k.ns == allNamespaces && errors.Is(err, errForbidden) {
 				// No cluster-wide right: fall back to one list per namespace.
 				for n := range byGVR[k.gvr] {
 					nk := listKey{gvr: k.gvr, ns: n}
-					err := list(nk, n)
+					err := list(nk)
 					mu.Lock()
 					st.finish(nk, err)
 					mu.Unlock()

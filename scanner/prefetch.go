@@ -72,11 +72,7 @@ func (p plannedList) key() (listKey, schema.GroupVersionKind) {
 }
 
 func planned(k listKey, gvk schema.GroupVersionKind) plannedList {
-	p := plannedList{Group: k.gvr.Group, Version: k.gvr.Version, Resource: k.gvr.Resource, Kind: gvk.Kind, Namespace: k.ns}
-	if k.ns == allNamespaces {
-		p.Namespace, p.All = "", true
-	}
-	return p
+	return plannedList{Group: k.gvr.Group, Version: k.gvr.Version, Resource: k.gvr.Resource, Kind: gvk.Kind, Namespace: k.namespace(), All: k.ns == allNamespaces}
 }
 
 // prefetch is one LIST started from the plan.
@@ -151,8 +147,9 @@ func (p *prefetch) take(fn func(*listItem) error) {
 	})
 }
 
-// listPlanServer names the API server a plan and the verdicts are for.
-func (s *scan) listPlanServer() string {
+// cacheServer names the API server the verdicts and the list plan in the
+// scan cache are for.
+func (s *scan) cacheServer() string {
 	return s.opts.RESTConfig.Host + " " + s.c.version
 }
 
@@ -176,7 +173,7 @@ func (s *scan) prefetchLists(ctx context.Context) {
 		s.opts.Logger.Warn("the list plan in the scan cache is not used: the LISTs start once Git is rendered", "path", path, "err", err)
 		return
 	}
-	if plan.Build != render.BuildIdentity() || plan.Server != s.listPlanServer() {
+	if plan.Build != render.BuildIdentity() || plan.Server != s.cacheServer() {
 		return
 	}
 	s.listPlan = plan.Lists
@@ -193,11 +190,7 @@ func (s *scan) prefetchLists(ctx context.Context) {
 		s.prefetched[k] = p
 		go func() {
 			defer close(p.done)
-			ns := k.ns
-			if ns == allNamespaces {
-				ns = ""
-			}
-			err := s.c.streamPages(pctx, k.gvr, gvk, ns, s.pageSizeOf(k), func(it *listItem) error {
+			err := s.c.streamPages(pctx, k.gvr, gvk, k.namespace(), s.pageSizeOf(k), func(it *listItem) error {
 				return p.item(pctx, budget, it)
 			})
 			if !p.taken {
@@ -206,7 +199,7 @@ func (s *scan) prefetchLists(ctx context.Context) {
 				select {
 				case <-p.ready:
 					if herr := p.handOver(); herr != nil {
-						err = listError(k.gvr, ns, herr)
+						err = listError(k.gvr, k.namespace(), herr)
 					}
 				case <-pctx.Done():
 					err = pctx.Err()
@@ -253,7 +246,7 @@ func (s *scan) saveListPlan(keys []listKey, gvks map[schema.GroupVersionResource
 	if slices.Equal(lists, s.listPlan) {
 		return
 	}
-	data, err := json.Marshal(listPlan{Build: render.BuildIdentity(), Server: s.listPlanServer(), Lists: lists})
+	data, err := json.Marshal(listPlan{Build: render.BuildIdentity(), Server: s.cacheServer(), Lists: lists})
 	if err == nil {
 		err = report.WritePrivateFileAtomic(filepath.Join(s.opts.CacheDir, listPlanFile), data)
 	}

@@ -150,6 +150,15 @@ type listKey struct {
 	ns  string
 }
 
+// namespace is the namespace the LIST of k names in its path: "" for
+// every namespace (allNamespaces) and for a cluster-scoped resource.
+func (k listKey) namespace() string {
+	if k.ns == allNamespaces {
+		return ""
+	}
+	return k.ns
+}
+
 type objectKey struct {
 	group, kind, ns, name string
 }

@@ -225,7 +225,7 @@ func (s *scan) openCache() func() *verdicts {
 	}
 	done := make(chan *verdicts, 1)
 	go func() {
-		v, err := openVerdicts(s.opts.CacheDir, s.opts.RESTConfig.Host+" "+s.c.version, s.opts.Now())
+		v, err := openVerdicts(s.opts.CacheDir, s.cacheServer(), s.opts.Now())
 		if err != nil {
 			s.opts.Logger.Warn("the scan cache is not used: every object is compared", "err", err)
 		}
