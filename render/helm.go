@@ -73,11 +73,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
 	defer src.Close()
-	ch, err := loadChart(src)
-	if err != nil {
-		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
-	}
-	manifest, err := helmTemplate(ctx, ch, src, opts)
+	files, err := chartFiles(src)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
@@ -86,7 +82,42 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
-	return helmManifests(cache, manifest)
+	in, keyed := chartInputs(src, files, opts)
+	if keyed {
+		if ms, ok := cache.rendered(in.key, opts.Lazy); ok {
+			return ms, nil
+		}
+	}
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
+	}
+	manifest, err := helmTemplate(ctx, ch, src, opts)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
+	}
+	ms, docs, err := helmManifests(cache, manifest)
+	if keyed && err == nil {
+		cache.rendering(in.key, manifest, docs, func() bool { return in.settled(ch) })
+	}
+	return ms, err
+}
+
+// releaseName is the release a chart renders as: the source's, or the
+// chart folder's name.
+func releaseName(opts Options) string {
+	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
+		return opts.Helm.ReleaseName
+	}
+	return filepath.Base(opts.Dir)
+}
+
+// releaseNamespace is the namespace a chart renders in.
+func releaseNamespace(opts Options) string {
+	if opts.Namespace == "" {
+		return "default"
+	}
+	return opts.Namespace
 }
 
 // helmTemplate renders ch as `helm template --include-crds` does (Helm's
@@ -114,16 +145,9 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	if err != nil {
 		return "", err
 	}
-	name := src.ReleaseName
-	if name == "" {
-		name = filepath.Base(opts.Dir)
-	}
+	name, namespace := releaseName(opts), releaseNamespace(opts)
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return "", fmt.Errorf("release name check failed: release name %q: %w", name, err)
-	}
-	namespace := opts.Namespace
-	if namespace == "" {
-		namespace = "default"
 	}
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
 		return "", fmt.Errorf("chart dependencies processing failed: %w", err)
@@ -253,10 +277,12 @@ func escapeSetValue(v string) string {
 // helmManifests splits the manifest of a release into objects. Helm writes
 // every document after a "# Source: <chart>/<path>" comment. A document
 // that cache holds is read from it, and one that parses without an error
-// is kept there.
-func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
+// is kept there. held are the documents by file and cache key, nil when
+// one of them is not in the cache (or there is none).
+func helmManifests(cache *ParseCache, manifest string) (_ []Manifest, held []renderedDoc, _ error) {
 	var out []Manifest
 	var errs []error
+	kept := cache != nil
 	file := "."
 	for _, c := range SplitYAMLDocuments([]byte(manifest)) {
 		if src := sourceComment(c.Data); src != "" {
@@ -267,6 +293,7 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 			key = keyOf(cacheHelm, c.Data)
 			if ms, ok := cache.lookup(key, file, false); ok {
 				out = append(out, ms...)
+				held = append(held, renderedDoc{file: file, key: key})
 				continue
 			}
 		}
@@ -290,12 +317,15 @@ func helmManifests(cache *ParseCache, manifest string) ([]Manifest, error) {
 			}
 		}
 		cache.name(key, chunk)
-		if clean {
-			cache.store(key, chunk)
-		}
+		stored := clean && cache.store(key, chunk)
+		kept = kept && stored
+		held = append(held, renderedDoc{file: file, key: key})
 		out = append(out, chunk...)
 	}
-	return out, errors.Join(errs...)
+	if !kept {
+		held = nil
+	}
+	return out, held, errors.Join(errs...)
 }
 
 // sourceComment is the template path that a "# Source: web/templates/x.yaml"

@@ -264,7 +264,7 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			if renderErr != nil {
 				t.Fatalf("render: %v", renderErr)
 			}
-			want, err := helmManifests(nil, string(out))
+			want, _, err := helmManifests(nil, string(out))
 			if err != nil {
 				t.Fatalf("reading helm's output: %v", err)
 			}

@@ -25,6 +25,16 @@ const maxChartDepth = 64
 // root is an error, so .Files.Get never returns a file outside the
 // repository.
 func loadChart(src *sourceRoot) (*chart.Chart, error) {
+	files, err := chartFiles(src)
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadFiles(files)
+}
+
+// chartFiles reads the files of the chart in the source folder that
+// loadChart loads, in the order it loads them.
+func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 	rules := ignore.Empty()
 	if data, err := src.root.ReadFile(path.Join(src.dir, ignore.HelmIgnore)); err == nil {
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
@@ -88,7 +98,7 @@ func loadChart(src *sourceRoot) (*chart.Chart, error) {
 	if err := walk(".", 0); err != nil {
 		return nil, err
 	}
-	return loader.LoadFiles(files)
+	return files, nil
 }
 
 func cmpString(a, b string) int {

@@ -64,6 +64,8 @@ type ParseCache struct {
 	files map[string]*fileEntry
 	// now is the clock the racy check reads (tests move it on).
 	now func() time.Time
+	// pending are the charts rendered once in this process (rendering).
+	pending map[cacheKey]*pendingRender
 	// dirty: Save has something to write (an entry added or rejected).
 	dirty bool
 	stats ParseCacheStats
@@ -83,6 +85,9 @@ type ParseCacheStats struct {
 	// Unread are the Hits of files whose stamp was the file index's, so
 	// they were not opened (see ParseCache).
 	Unread int
+	// Charts are the Helm charts whose output was read from the cache
+	// rather than rendered (rendercache.go); their documents count as Hits.
+	Charts int
 }
 
 // fileStamp is what a stat says of a file that changes whenever its
@@ -179,7 +184,7 @@ var cacheBuild = BuildIdentity
 // on and parses everything. A file of another format or build is no
 // warning: it is dropped silently, as an upgrade does.
 func OpenParseCache(path string) (*ParseCache, error) {
-	c := &ParseCache{path: path, entries: map[cacheKey]*cacheEntry{}, files: map[string]*fileEntry{}, now: time.Now}
+	c := &ParseCache{path: path, entries: map[cacheKey]*cacheEntry{}, files: map[string]*fileEntry{}, pending: map[cacheKey]*pendingRender{}, now: time.Now}
 	data, err := ReadCacheFile(path, MaxParseCacheBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -350,7 +355,7 @@ func splitCacheLine(line []byte) (cacheKey, []byte, error) {
 	}
 	text := line[len(cacheLinePrefix) : len(cacheLinePrefix)+cacheKeyLen]
 	switch k := cacheKind(text[0]); k {
-	case cacheYAML, cacheJSON, cacheHelm:
+	case cacheYAML, cacheJSON, cacheHelm, cacheRender:
 		key.kind = k
 	default:
 		return key, nil, fmt.Errorf("unknown kind %q", text[0])
@@ -494,19 +499,20 @@ func (c *ParseCache) remember(path string, fi fs.FileInfo, key cacheKey, read ti
 }
 
 // store keeps ms as what key parses to, unless it is not to be kept (see
-// ParseCache). The caller has not changed ms since the parse.
-func (c *ParseCache) store(key cacheKey, ms []Manifest) {
+// ParseCache); it says whether the cache holds key now. The caller has not
+// changed ms since the parse.
+func (c *ParseCache) store(key cacheKey, ms []Manifest) bool {
 	if c == nil {
-		return
+		return false
 	}
 	for _, m := range ms {
 		if m.Object.GetKind() == "Secret" {
-			return
+			return false
 		}
 	}
 	objects, ok := encodeObjects(ms)
 	if !ok {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -514,6 +520,7 @@ func (c *ParseCache) store(key cacheKey, ms []Manifest) {
 		c.entries[key] = &cacheEntry{objects: objects, used: true}
 		c.dirty = true
 	}
+	return true
 }
 
 func (c *ParseCache) count(f func(*ParseCacheStats)) {

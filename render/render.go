@@ -38,7 +38,16 @@ type Manifest struct {
 	// gave the object undecoded (Options.Lazy). See Head and Load.
 	head *unstructured.Unstructured
 	rest *undecoded
+	// settled: see Settled.
+	settled bool
 }
+
+// Settled says that the object came from a chart output the parse cache
+// held (rendercache.go): one that rendered the same twice and whose
+// templates call no function whose result changes between renders. A
+// caller that renders charts twice to find what changes between renders
+// need not render it again.
+func (m Manifest) Settled() bool { return m.settled }
 
 // Head returns the object's apiVersion, kind and metadata: Object, or,
 // while Object is nil (Options.Lazy), an object that holds only those

@@ -108,6 +108,11 @@ type CacheStats struct {
 	// Manifests counts the manifest files (and chart output documents)
 	// read as an earlier scan parsed them, their bytes unchanged.
 	Manifests int `json:"manifests"`
+	// Charts counts the Helm charts not rendered at all: their files,
+	// values, release and the cluster's capabilities are what an earlier
+	// scan rendered, and that render gave the same output twice from
+	// templates that call no clock, random or key function.
+	Charts int `json:"charts,omitempty"`
 }
 
 // AuditStats say how much of the audit log the scan used.

@@ -247,7 +247,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
 	if s.verdicts != nil {
-		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.manifestsCached}
+		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.parseStats.Hits, Charts: s.parseStats.Charts}
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
 		}
@@ -289,8 +289,8 @@ type scan struct {
 	// the classification context, set before the compare workers start.
 	verdicts *verdicts
 	cc       classifyContext
-	// manifestsCached counts the manifests read from the parse cache.
-	manifestsCached int
+	// parseStats say what the parse cache spared the render.
+	parseStats render.ParseCacheStats
 	// listPlan is the plan read from the cache, prefetched the LISTs
 	// started from it that read has not taken (prefetch.go).
 	listPlan   []plannedList
@@ -355,7 +355,7 @@ func (s *scan) render(ctx context.Context) error {
 				}
 				if err == nil {
 					res.release = helmRelease(ropts)
-					res.again = renderAgain(ctx, ropts, res.release)
+					res.again = renderAgain(ctx, ropts, res.release, res.manifests)
 					err = applyAs(app.AppliedAs, res.manifests, res.again)
 				}
 				if err == nil && app.TargetRevision != "" {
@@ -374,7 +374,7 @@ func (s *scan) render(ctx context.Context) error {
 	if err := parsed.Save(); err != nil {
 		s.opts.Logger.Warn("the parsed manifests are not kept in the scan cache: the next scan parses every manifest", "err", err)
 	}
-	s.manifestsCached = parsed.Stats().Hits
+	s.parseStats = parsed.Stats()
 	total := 0
 	for _, res := range results {
 		total += len(res.manifests)

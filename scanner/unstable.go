@@ -48,11 +48,14 @@ func helmRelease(opts render.Options) string {
 	return filepath.Base(opts.Dir)
 }
 
-// renderAgain renders a chart a second time, for comparison with the first
-// render; nil for a source that is not a chart (release, its helmRelease,
-// is ""), or when the second render fails (the first one's result stands).
-func renderAgain(ctx context.Context, opts render.Options, release string) []render.Manifest {
-	if release == "" {
+// renderAgain renders a chart a second time, for comparison with first,
+// its first render; nil for a source that is not a chart (release, its
+// helmRelease, is ""), for a chart the parse cache gave as it rendered
+// the same twice before (render.Manifest.Settled: the second render would
+// be the same read again), or when the second render fails (the first
+// one's result stands).
+func renderAgain(ctx context.Context, opts render.Options, release string, first []render.Manifest) []render.Manifest {
+	if release == "" || len(first) > 0 && first[0].Settled() {
 		return nil
 	}
 	again, err := render.Manifests(ctx, opts)

@@ -1,0 +1,337 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+
+	"github.com/calricon/driftscan/config"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+)
+
+// A chart's output is a function of its files, the values given to it,
+// the release and the capabilities, as long as its templates call no
+// function whose result changes from one render to the next (now, the
+// rand and gen functions, ...). The parse cache keeps such an output by a
+// key of all of those inputs (cacheRender), as the list of its documents'
+// own entries, so a scan of an unchanged chart renders nothing: on the
+// prometheus-community charts a render takes 4-9 ms of template work for
+// a handful of objects, where a plain manifest file takes microseconds.
+//
+// An output is kept only when both of these hold:
+//   - no template action ({{ ... }}) in any file of the chart or its
+//     subcharts, nor in the values given, names one of unsettledFuncs;
+//   - two renders of the same inputs in one process gave the same output
+//     (the scanner renders every chart twice to find the fields that
+//     change between renders), which catches what the names miss.
+//
+// A chart given values from Secrets is never kept (the parse cache keeps
+// nothing of its output), nor one whose output holds a Secret or a
+// document with an error.
+
+// cacheRender is a chart's output: its documents' keys (renderedDoc).
+const cacheRender cacheKind = 'r'
+
+// renderedDoc is one document of a chart's output: the template it came
+// from and the key of its entry (cacheHelm).
+type renderedDoc struct {
+	file string
+	key  cacheKey
+}
+
+// chartInput is what a chart render reads besides its files' bytes,
+// for the check of its text (settled).
+type chartInput struct {
+	key    cacheKey
+	values [][]byte // the values files, the extra values and the set values
+}
+
+// chartInputs reads what a render of the chart whose files are files
+// takes in and returns its key; false when one of those inputs cannot be
+// read (the render then says why) or the chart is not to be cached.
+func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (chartInput, bool) {
+	if opts.Parsed == nil || opts.Helm != nil && len(opts.Helm.Secret) > 0 {
+		return chartInput{}, false
+	}
+	var in chartInput
+	h := sha256.New()
+	part := func(tag byte, b []byte) {
+		var n [binary.MaxVarintLen64 + 1]byte
+		n[0] = tag
+		h.Write(n[:1+binary.PutUvarint(n[1:], uint64(len(b)))])
+		h.Write(b)
+	}
+	part('k', []byte("helm-render 1"))
+	for _, f := range files {
+		part('f', []byte(f.Name))
+		part('d', f.Data)
+	}
+	helm := opts.Helm
+	if helm == nil {
+		helm = &config.HelmSource{}
+	}
+	for _, f := range helm.ValuesFiles {
+		p, err := src.inside(f)
+		if err != nil {
+			return chartInput{}, false
+		}
+		data, err := src.root.ReadFile(p)
+		if err != nil {
+			return chartInput{}, false
+		}
+		part('v', []byte(f))
+		part('w', data)
+		in.values = append(in.values, data)
+	}
+	for _, data := range opts.ExtraValues {
+		part('x', data)
+		in.values = append(in.values, data)
+	}
+	keys := make([]string, 0, len(helm.Set))
+	for k := range helm.Set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		part('s', []byte(k))
+		part('t', []byte(helm.Set[k]))
+		in.values = append(in.values, []byte(helm.Set[k]))
+	}
+	part('r', []byte(releaseName(opts)))
+	part('n', []byte(releaseNamespace(opts)))
+	part('K', []byte(opts.KubeVersion))
+	for _, v := range opts.APIVersions {
+		part('a', []byte(v))
+	}
+	in.key = cacheKey{kind: cacheRender}
+	h.Sum(in.key.sum[:0])
+	return in, true
+}
+
+// settled says whether no template action of ch (its subcharts too) or of
+// the values given names a function of unsettledFuncs.
+func (in chartInput) settled(ch *chart.Chart) bool {
+	for _, v := range in.values {
+		if !settledText(v) {
+			return false
+		}
+	}
+	var walk func(c *chart.Chart) bool
+	walk = func(c *chart.Chart) bool {
+		for _, files := range [][]*common.File{c.Raw, c.Templates, c.Files} {
+			for _, f := range files {
+				if !settledText(f.Data) {
+					return false
+				}
+			}
+		}
+		for _, d := range c.Dependencies() {
+			if !walk(d) {
+				return false
+			}
+		}
+		return true
+	}
+	return walk(ch)
+}
+
+// unsettledFuncs are the template functions (sprig's and Helm's) whose
+// result is not a function of their arguments: the clock (the date
+// functions read it when given no time), randomness, and key generation.
+// Helm's lookup and getHostByName return nothing without a cluster and
+// DNS, as driftscan renders, and env is not in Helm's map.
+var unsettledFuncs = map[string]bool{
+	"now": true, "ago": true, "date": true, "date_in_zone": true, "dateInZone": true,
+	"htmlDate": true, "htmlDateInZone": true, "durationRound": true,
+	"randAlphaNum": true, "randAlpha": true, "randAscii": true, "randNumeric": true,
+	"randBytes": true, "randInt": true, "uuidv4": true, "shuffle": true,
+	"genPrivateKey": true, "genCA": true, "genCAWithKey": true, "genSelfSignedCert": true,
+	"genSelfSignedCertWithKey": true, "genSignedCert": true, "genSignedCertWithKey": true,
+	"encryptAES": true, "bcrypt": true, "htpasswd": true,
+}
+
+// settledText says whether no template action in text names a function
+// of unsettledFuncs: every identifier between "{{" and the next "}}" is
+// checked, wherever it stands (a field of that name counts too).
+func settledText(text []byte) bool {
+	for {
+		i := bytes.Index(text, []byte("{{"))
+		if i < 0 {
+			return true
+		}
+		text = text[i+2:]
+		end := bytes.Index(text, []byte("}}"))
+		if end < 0 {
+			end = len(text)
+		}
+		action := text[:end]
+		text = text[end:]
+		for j := 0; j < len(action); {
+			if !identStart(action[j]) {
+				j++
+				continue
+			}
+			k := j + 1
+			for k < len(action) && (identStart(action[k]) || '0' <= action[k] && action[k] <= '9') {
+				k++
+			}
+			if unsettledFuncs[string(action[j:k])] {
+				return false
+			}
+			j = k
+		}
+	}
+}
+
+func identStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// pendingRender is the first render of a chart in this process, by its
+// key: the sha256 of its output, or differed when a later render gave
+// another.
+type pendingRender struct {
+	sum      [sha256.Size]byte
+	differed bool
+}
+
+// rendering notes a render of the chart of key that gave manifest, whose
+// documents the cache holds as docs (nil when it does not hold them all).
+// The first render of a key is remembered; a second one that gives the
+// same manifest keeps the output, when settled says the chart's text is;
+// one that gives another manifest stops the key being kept in this
+// process.
+func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc, settled func() bool) {
+	if c == nil {
+		return
+	}
+	sum := sha256.Sum256([]byte(manifest))
+	c.mu.Lock()
+	p, seen := c.pending[key]
+	switch {
+	case !seen:
+		c.pending[key] = &pendingRender{sum: sum}
+		c.mu.Unlock()
+		return
+	case p.differed || docs == nil:
+		c.mu.Unlock()
+		return
+	case p.sum != sum:
+		p.differed = true
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if !settled() {
+		return
+	}
+	data, ok := encodeRendered(docs)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[key] == nil {
+		c.entries[key] = &cacheEntry{objects: data, used: true}
+		c.dirty = true
+	}
+}
+
+// rendered returns the output of the chart of key as an earlier render
+// gave it, its manifests lazy as lookup's; false when the cache does not
+// hold it whole (then an entry that does not decode is dropped).
+func (c *ParseCache) rendered(key cacheKey, lazy bool) ([]Manifest, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	e := c.entries[key]
+	c.mu.Unlock()
+	if e == nil {
+		return nil, false
+	}
+	docs, ok := decodeRendered(e.objects)
+	var out []Manifest
+	for _, d := range docs {
+		if !ok {
+			break
+		}
+		var ms []Manifest
+		ms, ok = c.served(d.key, d.file, lazy)
+		out = append(out, ms...)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !ok {
+		if c.entries[key] == e {
+			delete(c.entries, key)
+		}
+		c.dirty = true
+		c.stats.Rejected++
+		return nil, false
+	}
+	e.used = true
+	c.stats.Charts++
+	for i := range out {
+		out[i].settled = true
+	}
+	return out, true
+}
+
+// encodeRendered writes docs as a render entry: [["file","h<hex>"],...].
+func encodeRendered(docs []renderedDoc) ([]byte, bool) {
+	s := cacheJSONAPI.BorrowStream(nil)
+	defer cacheJSONAPI.ReturnStream(s)
+	s.WriteArrayStart()
+	for i, d := range docs {
+		if i > 0 {
+			s.WriteMore()
+		}
+		s.WriteArrayStart()
+		if !encodeValue(s, d.file, 0) {
+			return nil, false
+		}
+		s.WriteMore()
+		s.WriteString(string(d.key.kind) + hex.EncodeToString(d.key.sum[:]))
+		s.WriteArrayEnd()
+	}
+	s.WriteArrayEnd()
+	if s.Error != nil {
+		return nil, false
+	}
+	return bytes.Clone(s.Buffer()), true
+}
+
+// decodeRendered reads a render entry (encodeRendered); false when it is
+// not one this build writes.
+func decodeRendered(data []byte) ([]renderedDoc, bool) {
+	d := cacheDecoder{data: data}
+	v, err := d.value(0)
+	if err != nil || d.next() != 0 || d.i != len(d.data) {
+		return nil, false
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	docs := make([]renderedDoc, 0, len(list))
+	for _, item := range list {
+		pair, ok := item.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, false
+		}
+		file, ok1 := pair[0].(string)
+		text, ok2 := pair[1].(string)
+		if !ok1 || !ok2 || len(text) != cacheKeyLen || cacheKind(text[0]) != cacheHelm {
+			return nil, false
+		}
+		k := cacheKey{kind: cacheHelm}
+		if n, err := hex.Decode(k.sum[:], []byte(text[1:])); err != nil || n != sha256.Size {
+			return nil, false
+		}
+		docs = append(docs, renderedDoc{file: file, key: k})
+	}
+	return docs, true
+}

@@ -1,0 +1,317 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/google/go-cmp/cmp"
+)
+
+// chartScan is what a scan does with a chart and the cache file at path:
+// it renders the chart twice (the second render finds what changes between
+// renders), unless the first was Settled, and saves the cache. It returns
+// the first render and the cache's stats.
+func chartScan(t *testing.T, opts Options, path string) ([]Manifest, error, ParseCacheStats) {
+	t.Helper()
+	c, err := OpenParseCache(path)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	c.now = func() time.Time { return time.Unix(0, 0) }
+	opts.Parsed = c
+	ms, renderErr := Manifests(t.Context(), opts)
+	if len(ms) == 0 || !ms[0].Settled() {
+		if _, err := Manifests(t.Context(), opts); errText(err) != errText(renderErr) {
+			t.Fatalf("the second render's error %v, the first's %v", err, renderErr)
+		}
+	}
+	if err := c.Save(); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	return ms, renderErr, c.Stats()
+}
+
+// copyChart copies the fixture chart name into a new folder a test may
+// change.
+func copyChart(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
+	if err := os.CopyFS(dst, os.DirFS(renderFixture(t, name))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// uncached is what Manifests gives for opts without a cache.
+func uncached(t *testing.T, opts Options) ([]Manifest, error) {
+	t.Helper()
+	opts.Parsed = nil
+	return Manifests(t.Context(), opts)
+}
+
+// TestAnUnchangedChartIsNotRenderedAgain: once a chart rendered the same
+// twice, the next scan of the same inputs reads its output from the cache
+// without rendering it, and that output is the render's, object for
+// object. A change to any input (a template, a values file, a set value,
+// the release, the namespace, the cluster's version or API versions, a
+// file of the chart) renders the chart again, with the new input's
+// output; and the scan after that reads it from the cache again.
+func TestAnUnchangedChartIsNotRenderedAgain(t *testing.T) {
+	dir := copyChart(t, "helm/web")
+	repo := filepath.Dir(dir)
+	writeFile(t, filepath.Join(repo, "env", "shared.yaml"), "image: {repository: mirror.example/nginx}\n")
+	path := filepath.Join(t.TempDir(), "manifests.json")
+	opts := Options{
+		Dir:         dir,
+		Root:        repo,
+		Namespace:   "shop",
+		Helm:        &config.HelmSource{ValuesFiles: []string{"../env/shared.yaml", "values-prod.yaml"}},
+		KubeVersion: "v1.37.2",
+		APIVersions: []string{"example.com/v1"},
+	}
+
+	// check scans opts twice: the first renders (cached says whether its
+	// output was in the cache already), the second reads it from the cache;
+	// both give what a render without a cache gives.
+	check := func(what string, opts Options, cached bool) {
+		t.Helper()
+		want, wantErr := uncached(t, opts)
+		if wantErr != nil || len(want) == 0 {
+			t.Fatalf("%s: %d manifests, %v", what, len(want), wantErr)
+		}
+		for i, wantCharts := range []int{0, 1} {
+			if i == 0 && cached {
+				wantCharts = 1
+			}
+			got, err, stats := chartScan(t, opts, path)
+			sameOutput(t, what, want, got, wantErr, err)
+			if stats.Charts != wantCharts {
+				t.Errorf("%s, scan %d: %d charts read from the cache, want %d (%+v)", what, i+1, stats.Charts, wantCharts, stats)
+			}
+			for _, m := range got {
+				if m.Settled() != (wantCharts == 1) {
+					t.Errorf("%s, scan %d: %s Settled() = %v", what, i+1, m.File, m.Settled())
+				}
+			}
+			if wantCharts == 1 && stats.Parsed != 0 {
+				t.Errorf("%s, scan %d: %d documents parsed for a chart read from the cache", what, i+1, stats.Parsed)
+			}
+		}
+	}
+	check("first", opts, false)
+
+	edit := func(file, old, new string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(file))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), old) {
+			t.Fatalf("%s holds no %q", file, old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("templates/service.yaml", "port: 80", "port: 8080")
+	check("a template edited", opts, false)
+	edit("values-prod.yaml", "replicaCount: 3", "replicaCount: 4")
+	check("a values file edited", opts, false)
+	edit("../env/shared.yaml", "mirror.example", "mirror.example.org")
+	check("a values file outside the chart edited", opts, false)
+	edit("values.yaml", `tag: "1.25"`, `tag: "1.27"`)
+	check("the chart's values edited", opts, false)
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("a file no template reads\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("a file added", opts, false)
+
+	// Each input in turn, the others as the last scan had them.
+	helm := func(set map[string]string, release string) *config.HelmSource {
+		return &config.HelmSource{ValuesFiles: []string{"../env/shared.yaml", "values-prod.yaml"}, Set: set, ReleaseName: release}
+	}
+	opts.Helm = helm(map[string]string{"env": "staging"}, "")
+	check("a set value", opts, false)
+	opts.Helm = helm(map[string]string{"env": "qa"}, "")
+	check("another set value", opts, false)
+	opts.ExtraValues = [][]byte{[]byte("image: {tag: probe}\n")}
+	check("extra values", opts, false)
+	opts.Helm = helm(map[string]string{"env": "qa"}, "shop-web")
+	check("another release", opts, false)
+	opts.Namespace = "store"
+	check("another namespace", opts, false)
+	opts.KubeVersion = "v1.38.0"
+	check("another Kubernetes version", opts, false)
+	opts.APIVersions = nil
+	check("the CRD's API gone", opts, false)
+
+	// Back to inputs seen before: the cache keeps what the last scan used,
+	// so only the last one is there.
+	check("the last inputs again", opts, true)
+}
+
+// sameOutput fails unless got are want's objects (Go types included), files
+// and lines, with the same error text.
+func sameOutput(t *testing.T, what string, want, got []Manifest, wantErr, gotErr error) {
+	t.Helper()
+	type output struct {
+		File   string
+		Line   int
+		Object map[string]any
+	}
+	outputs := func(ms []Manifest) []output {
+		var out []output
+		for _, m := range ms {
+			obj, err := m.Load()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			out = append(out, output{m.File, m.Line, obj.Object})
+		}
+		return out
+	}
+	if w, g := outputs(want), outputs(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("%s: the output differs from a render's (-render +cache):\n%s", what, cmp.Diff(w, g))
+	}
+	if errText(wantErr) != errText(gotErr) {
+		t.Errorf("%s: error %q, the render's %q", what, errText(gotErr), errText(wantErr))
+	}
+}
+
+// TestAChartThatCanRenderDifferentlyIsRenderedEveryTime: a chart whose
+// templates (or whose values, through tpl) call the clock, randomness or
+// key generation is rendered on every scan, even when its two renders
+// agreed; so is one whose two renders differed though it names none of
+// those functions (a function name assembled at render time), one whose
+// output holds a Secret, and one given values from Secrets.
+func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
+	for _, c := range []struct {
+		name, template, values string
+		secret                 []string
+	}{
+		{name: "the year", template: `year: {{ now | date "2006" | quote }}`},
+		{name: "a date from a string", template: `day: {{ date "2006-01-02" "today" | quote }}`},
+		{name: "a password", template: `password: {{ randAlphaNum 16 | quote }}`},
+		{name: "a certificate in a helper", template: `{{- define "x" }}{{ genCA "x" 365 }}{{ end }}cert: {{ include "x" . | b64enc | len | quote }}`},
+		{name: "the clock through tpl", template: `stamp: {{ tpl .Values.stamp . | quote }}`, values: "stamp: '{{ now | date \"2006\" }}'\n"},
+		{name: "a name assembled at render time", template: `token: {{ tpl (printf "{{ %s%s 12 }}" "rand" "AlphaNum") . | quote }}`},
+		{name: "values from a Secret", template: `env: {{ .Values.env | quote }}`, values: "env: prod\n", secret: []string{"prod"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "Chart.yaml"), "apiVersion: v2\nname: moving\nversion: 0.1.0\n")
+			writeFile(t, filepath.Join(dir, "values.yaml"), c.values)
+			writeFile(t, filepath.Join(dir, "templates", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\ndata:\n  "+c.template+"\n")
+			opts := Options{Dir: dir, Namespace: "shop", Helm: &config.HelmSource{Secret: c.secret}}
+			path := filepath.Join(t.TempDir(), "manifests.json")
+			for scan := 1; scan <= 3; scan++ {
+				ms, err, stats := chartScan(t, opts, path)
+				if err != nil || len(ms) != 1 {
+					t.Fatalf("scan %d: %d manifests, %v", scan, len(ms), err)
+				}
+				if stats.Charts != 0 || ms[0].Settled() {
+					t.Errorf("scan %d read the chart's output from the cache (%+v)", scan, stats)
+				}
+			}
+		})
+	}
+
+	t.Run("a Secret in the output", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "Chart.yaml"), "apiVersion: v2\nname: creds\nversion: 0.1.0\n")
+		writeFile(t, filepath.Join(dir, "templates", "secret.yaml"), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: from-git\n")
+		writeFile(t, filepath.Join(dir, "templates", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
+		path := filepath.Join(t.TempDir(), "manifests.json")
+		for scan := 1; scan <= 2; scan++ {
+			if _, err, stats := chartScan(t, Options{Dir: dir, Namespace: "shop"}, path); err != nil || stats.Charts != 0 {
+				t.Errorf("scan %d: %+v, %v; want the chart rendered", scan, stats, err)
+			}
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "from-git") {
+			t.Error("the cache file holds the Secret's value")
+		}
+	})
+}
+
+// TestARenderEntryThatDoesNotHoldIsDropped: a chart's entry whose
+// documents are gone from the cache, or that is not one this build
+// writes, is dropped, and the chart is rendered as without a cache.
+func TestARenderEntryThatDoesNotHoldIsDropped(t *testing.T) {
+	opts := Options{Dir: renderFixture(t, "helm/web"), Namespace: "shop", KubeVersion: "v1.37.2"}
+	want, wantErr := uncached(t, opts)
+	for _, c := range []struct {
+		name   string
+		break_ func(c *ParseCache, key cacheKey)
+	}{
+		{"a document gone", func(c *ParseCache, key cacheKey) {
+			docs, ok := decodeRendered(c.entries[key].objects)
+			if !ok || len(docs) == 0 {
+				t.Fatalf("the render entry does not decode: %q", c.entries[key].objects)
+			}
+			delete(c.entries, docs[len(docs)-1].key)
+		}},
+		{"not a list of documents", func(c *ParseCache, key cacheKey) {
+			c.entries[key].objects = []byte(`[["templates/x.yaml","y` + strings.Repeat("0", 64) + `"]]`)
+		}},
+		{"text after the list", func(c *ParseCache, key cacheKey) {
+			c.entries[key].objects = append(c.entries[key].objects, " 1"...)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "manifests.json")
+			chartScan(t, opts, path)
+			cache, err := OpenParseCache(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var key cacheKey
+			for k := range cache.entries {
+				if k.kind == cacheRender {
+					key = k
+				}
+			}
+			if key.kind != cacheRender {
+				t.Fatal("no render entry after a scan")
+			}
+			c.break_(cache, key)
+			opts := opts
+			opts.Parsed = cache
+			got, err := Manifests(t.Context(), opts)
+			sameOutput(t, "a broken entry", want, got, wantErr, err)
+			if st := cache.Stats(); st.Charts != 0 || st.Rejected != 1 {
+				t.Errorf("stats %+v, want the entry rejected and the chart rendered", st)
+			}
+			if cache.entries[key] != nil {
+				t.Error("the broken entry is still in the cache")
+			}
+		})
+	}
+}
+
+func TestSettledText(t *testing.T) {
+	for text, want := range map[string]bool{
+		"plain text, for now":                          true,
+		`{{ .Values.random | quote }}`:                 true,
+		`{{ include "web.labels" . }} now`:             true,
+		`{{ now }}`:                                    false,
+		`{{- $x := randAlphaNum 8 -}}`:                 false,
+		`{{ .Values.now }}`:                            false, // a field of that name counts too
+		`{{ /* dateInZone */ }}`:                       false,
+		`{{ "a" }} {{ genSelfSignedCert "x" nil nil 1`: false, // an action left open
+		`{{ nowhere }} {{ undated }}`:                  true,
+	} {
+		if got := settledText([]byte(text)); got != want {
+			t.Errorf("settledText(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
