@@ -27,7 +27,8 @@ var kustomizeLock = make(chan struct{}, 1)
 // remote resource or base is an error unless opts.KustomizeRemote is set.
 //
 // Every object is one Manifest with File "." and Line 0. A build error
-// returns no manifests.
+// returns no manifests. With opts.Parsed, a build whose reads all read as
+// they did for the last build is taken from it (buildcache.go).
 func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -36,10 +37,17 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if root == "" {
 		root = opts.Dir
 	}
-	fsys, err := newBoundedFS(root, opts.KustomizeRemote)
+	bounded, err := newBoundedFS(root, opts.KustomizeRemote)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 	}
+	key := buildKey(opts.Dir, bounded.root)
+	if !opts.KustomizeRemote {
+		if ms, ok := opts.Parsed.built(key, bounded, opts.Lazy); ok {
+			return ms, nil
+		}
+	}
+	fsys := &recordingFS{boundedFS: bounded}
 	select {
 	case kustomizeLock <- struct{}{}:
 	case <-ctx.Done():
@@ -68,5 +76,6 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		}
 		out = append(out, Manifest{Object: &unstructured.Unstructured{Object: obj}, File: "."})
 	}
+	opts.Parsed.storeBuild(key, fsys, out)
 	return out, nil
 }

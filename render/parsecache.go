@@ -88,6 +88,9 @@ type ParseCacheStats struct {
 	// Charts are the Helm charts whose output was read from the cache
 	// rather than rendered (rendercache.go); their documents count as Hits.
 	Charts int
+	// Kustomizations are the kustomize builds read from the cache rather
+	// than built (buildcache.go).
+	Kustomizations int
 }
 
 // fileStamp is what a stat says of a file that changes whenever its
@@ -355,7 +358,7 @@ func splitCacheLine(line []byte) (cacheKey, []byte, error) {
 	}
 	text := line[len(cacheLinePrefix) : len(cacheLinePrefix)+cacheKeyLen]
 	switch k := cacheKind(text[0]); k {
-	case cacheYAML, cacheJSON, cacheHelm, cacheRender:
+	case cacheYAML, cacheJSON, cacheHelm, cacheRender, cacheKustomize:
 		key.kind = k
 	default:
 		return key, nil, fmt.Errorf("unknown kind %q", text[0])

@@ -636,8 +636,9 @@ func TestParseCacheIsSafeForConcurrentRenders(t *testing.T) {
 // object carries a Digest that the scanner keeps its verdicts by instead
 // of hashing the object: the same for the same bytes, parsed or read back,
 // whatever file holds them; another when a byte changes; one of its own
-// for each object of a file; and none without a cache, for a kustomization
-// or for a chart given values from Secrets, whose objects are hashed.
+// for each object of a file; and none without a cache or for a chart given
+// values from Secrets, whose objects are hashed. A kustomization's objects
+// are named by the bytes the cache keeps of its build.
 func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	two := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
 	c, err := OpenParseCache(filepath.Join(t.TempDir(), "manifests.json"))
@@ -678,9 +679,11 @@ func TestADigestNamesTheBytesAnObjectWasParsedFrom(t *testing.T) {
 	if d := digests(renderCached(t, opts, path).ms); slices.ContainsFunc(d, named) {
 		t.Errorf("a chart given values from Secrets: Digests %q, want none", d)
 	}
-	kustomized := renderCached(t, Options{Dir: renderFixture(t, "kustomize/base")}, path)
-	if d := digests(kustomized.ms); kustomized.err != nil || len(d) == 0 || slices.ContainsFunc(d, named) {
-		t.Errorf("a kustomization: Digests %q (%v), want none", d, kustomized.err)
+	kustomization := Options{Dir: renderFixture(t, "kustomize/base")}
+	built := renderCached(t, kustomization, path)
+	rebuilt := renderCached(t, kustomization, path)
+	if d := digests(built.ms); built.err != nil || len(d) != 2 || slices.Contains(d, "") || d[0] == d[1] || !slices.Equal(digests(rebuilt.ms), d) || rebuilt.stats.Kustomizations != 1 {
+		t.Errorf("a kustomization: Digests %q (%v), then %q read back (%+v); want each named, alike", d, built.err, digests(rebuilt.ms), rebuilt.stats)
 	}
 }
 

@@ -114,9 +114,11 @@ type Options struct {
 	APIVersions []string
 	// Parsed, when set, holds what earlier renders parsed: a plain manifest
 	// file, or a document of a chart's output, whose bytes it has seen is
-	// read from it instead of being parsed again (see ParseCache). Charts
-	// given values from Secrets (Helm.Secret) and kustomizations do not use
-	// it. Nil parses everything.
+	// read from it instead of being parsed again (see ParseCache); so is a
+	// chart's whole output when its inputs are unchanged (rendercache.go),
+	// and a kustomization's build when what it read is (buildcache.go).
+	// Charts given values from Secrets (Helm.Secret) do not use it. Nil
+	// parses everything.
 	Parsed *ParseCache
 	// Lazy lets the manifests of plain files read from Parsed come
 	// undecoded: Object nil, Head their apiVersion, kind and metadata,

@@ -113,6 +113,9 @@ type CacheStats struct {
 	// scan rendered, and that render gave the same output twice from
 	// templates that call no clock, random or key function.
 	Charts int `json:"charts,omitempty"`
+	// Kustomizations counts the kustomizations not built at all: every
+	// file, folder and glob the last build read reads the same.
+	Kustomizations int `json:"kustomizations,omitempty"`
 }
 
 // AuditStats say how much of the audit log the scan used.

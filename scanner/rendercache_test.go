@@ -110,3 +110,47 @@ func TestAnUnchangedChartIsNotRenderedAgain(t *testing.T) {
 		t.Error("the parse cache file holds no chart output")
 	}
 }
+
+// TestAnUnchangedKustomizationIsNotBuiltAgain: a warm scan takes the
+// objects of a kustomization whose files read as the last build read them
+// from the cache instead of building it, and reports what a scan without
+// the cache reports; an edit to one of its files builds it again, and the
+// edit is found.
+func TestAnUnchangedKustomizationIsNotBuiltAgain(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	src := filepath.Join(t.TempDir(), "shop")
+	for file, text := range map[string]string{
+		"kustomization.yaml": "resources: [cm.yaml, svc.yaml]\nnamePrefix: shop-\ncommonLabels: {team: shop}\n",
+		"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\ndata:\n  LEVEL: info\n",
+		"svc.yaml":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  clusterIP: None\n  ports: [{port: 80}]\n",
+	} {
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applyDir(t, src, ns)
+	cfg := scanConfig(ns, config.App{Name: "shop", Owner: "team-shop", Source: config.Source{Path: src}})
+	dir := t.TempDir()
+	scan := func(what string, wantBuilds int, wantRows []row) {
+		t.Helper()
+		r := cachedScan(t, cfg, dir)
+		if got := r.Stats.Cache.Kustomizations; got != wantBuilds {
+			t.Errorf("%s: %d kustomizations read from the cache, want %d", what, got, wantBuilds)
+		}
+		if got := rows(r); len(got) != len(wantRows) || len(got) == 1 && (got[0].Path != wantRows[0].Path || got[0].Git != wantRows[0].Git || got[0].Live != wantRows[0].Live) {
+			t.Errorf("%s: findings:\n%s\nwant:\n%s", what, dump(got), dump(wantRows))
+		}
+		sameAsUncached(t, cfg, r)
+	}
+	scan("the first scan", 0, nil)
+	scan("a warm scan", 1, nil)
+	if err := os.WriteFile(filepath.Join(src, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\ndata:\n  LEVEL: debug\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	behind := []row{{Object: "ConfigMap/shop-config", Path: ".data.LEVEL", Git: "debug", Live: "info"}}
+	scan("after an edit in Git", 0, behind)
+	scan("a warm scan after it", 1, behind)
+}

@@ -247,7 +247,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	r.Stats = &report.Stats{APIRequests: c.requests.Load(), Throttled: c.throttled.Load(), DurationSeconds: opts.Now().Sub(now).Seconds(), Dismissed: s.dismissed.snapshot()}
 	if s.verdicts != nil {
-		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.parseStats.Hits, Charts: s.parseStats.Charts}
+		r.Stats.Cache = &report.CacheStats{InSync: s.verdicts.reusedCount(), Manifests: s.parseStats.Hits, Charts: s.parseStats.Charts, Kustomizations: s.parseStats.Kustomizations}
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
 		}

@@ -1,0 +1,179 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// kustomizeScan builds opts with the cache file at path, as a scan does,
+// and saves the cache.
+func kustomizeScan(t *testing.T, opts Options, path string) ([]Manifest, error, ParseCacheStats) {
+	t.Helper()
+	c, err := OpenParseCache(path)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	opts.Parsed = c
+	ms, buildErr := Manifests(t.Context(), opts)
+	if err := c.Save(); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	return ms, buildErr, c.Stats()
+}
+
+// TestAnUnchangedKustomizationIsNotBuiltAgain: a scan whose kustomization
+// reads what the last build read (its files, its bases', its patches',
+// its generators' inputs, wherever they are in the repository) takes that
+// build's objects from the cache without building; a change to any of
+// those files, a new resource, a file gone or turned into a link out of the
+// repository builds again, with what a build without the cache gives,
+// errors included.
+func TestAnUnchangedKustomizationIsNotBuiltAgain(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "repo")
+	if err := os.CopyFS(repo, os.DirFS(renderFixture(t, "kustomize"))); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(repo, "base", "app.properties"), "level=info\n")
+	edit := func(file, old, new string) {
+		t.Helper()
+		p := filepath.Join(repo, filepath.FromSlash(file))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), old) {
+			t.Fatalf("%s holds no %q", file, old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("base/kustomization.yaml", "  - service.yaml\n", "  - service.yaml\nconfigMapGenerator:\n  - name: web-config\n    files: [app.properties]\n")
+	opts := Options{Dir: filepath.Join(repo, "overlays", "prod"), Root: repo}
+	path := filepath.Join(t.TempDir(), "manifests.json")
+
+	// check scans opts twice: the first builds (unless built says the
+	// cache holds the build already), the second reads the build from the
+	// cache; both give what a build without a cache gives.
+	check := func(what string, built bool) {
+		t.Helper()
+		want, wantErr := uncached(t, opts)
+		for i, wantBuilds := range []int{0, 1} {
+			if i == 0 && built {
+				wantBuilds = 1
+			}
+			if wantErr != nil {
+				wantBuilds = 0
+			}
+			got, err, stats := kustomizeScan(t, opts, path)
+			sameOutput(t, what, want, got, wantErr, err)
+			if stats.Kustomizations != wantBuilds {
+				t.Errorf("%s, scan %d: %d builds read from the cache, want %d", what, i+1, stats.Kustomizations, wantBuilds)
+			}
+		}
+	}
+	check("first", false)
+	edit("base/deployment.yaml", "nginx", "nginx-mirror")
+	check("a base's resource edited", false)
+	edit("overlays/prod/replicas.yaml", "replicas: 3", "replicas: 5")
+	check("a patch edited", false)
+	edit("overlays/prod/kustomization.yaml", `newTag: "1.26"`, `newTag: "1.27"`)
+	check("the overlay edited", false)
+	edit("base/app.properties", "info", "debug")
+	check("a generator's input edited", false)
+	writeFile(t, filepath.Join(repo, "base", "pdb.yaml"), "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 1\n")
+	edit("base/kustomization.yaml", "  - service.yaml\n", "  - service.yaml\n  - pdb.yaml\n")
+	check("a resource added", false)
+
+	service := filepath.Join(repo, "base", "service.yaml")
+	data, err := os.ReadFile(service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(service); err != nil {
+		t.Fatal(err)
+	}
+	check("a resource gone", false)
+	outside := filepath.Join(t.TempDir(), "service.yaml")
+	writeFile(t, outside, string(data))
+	if err := os.Symlink(outside, service); err != nil {
+		t.Fatal(err)
+	}
+	check("a resource linked from outside the repository", false)
+	if err := os.Remove(service); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, service, string(data))
+	check("the resource back", false)
+}
+
+// TestAKustomizationThatCannotBeReplayedIsBuiltEveryTime: a build that
+// makes a Secret, and one that may fetch remote resources, are built on
+// every scan, and the Secret's data is not in the cache file.
+func TestAKustomizationThatCannotBeReplayedIsBuiltEveryTime(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), "resources: [cm.yaml]\nsecretGenerator:\n  - name: creds\n    literals: [password=from-git-literal]\n")
+	writeFile(t, filepath.Join(dir, "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
+	path := filepath.Join(t.TempDir(), "manifests.json")
+	for scan := 1; scan <= 2; scan++ {
+		if ms, err, stats := kustomizeScan(t, Options{Dir: dir}, path); err != nil || len(ms) != 2 || stats.Kustomizations != 0 {
+			t.Errorf("a Secret made, scan %d: %d objects, %+v, %v; want it built", scan, len(ms), stats, err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "from-git-literal") {
+		t.Error("the cache file holds the Secret's data")
+	}
+
+	plain := filepath.Join(t.TempDir(), "plain")
+	writeFile(t, filepath.Join(plain, "kustomization.yaml"), "resources: [cm.yaml]\n")
+	writeFile(t, filepath.Join(plain, "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
+	for scan := 1; scan <= 2; scan++ {
+		if _, err, stats := kustomizeScan(t, Options{Dir: plain, KustomizeRemote: true}, path); err != nil || stats.Kustomizations != 0 {
+			t.Errorf("remote resources allowed, scan %d: %+v, %v; want it built", scan, stats, err)
+		}
+	}
+}
+
+// TestABuildEntryThatDoesNotDecodeIsDropped: an entry that is not one this
+// build writes is dropped, and the kustomization is built.
+func TestABuildEntryThatDoesNotDecodeIsDropped(t *testing.T) {
+	opts := Options{Dir: renderFixture(t, "kustomize/base")}
+	want, wantErr := uncached(t, opts)
+	for name, broken := range map[string]string{
+		"not an entry":               `{}`,
+		"a read of no known kind":    `[[["z","/x","t"]],[]]`,
+		"objects that do not decode": `[[],[[0,{"kind":"ConfigMap"}]]]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "manifests.json")
+			kustomizeScan(t, opts, path)
+			c, err := OpenParseCache(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var key cacheKey
+			for k := range c.entries {
+				if k.kind == cacheKustomize {
+					key = k
+				}
+			}
+			if key.kind != cacheKustomize {
+				t.Fatal("no build entry after a scan")
+			}
+			c.entries[key].objects = []byte(broken)
+			o := opts
+			o.Parsed = c
+			got, err := Manifests(t.Context(), o)
+			sameOutput(t, name, want, got, wantErr, err)
+			if st := c.Stats(); st.Kustomizations != 0 || st.Rejected != 1 {
+				t.Errorf("stats %+v, want the entry rejected and the kustomization built", st)
+			}
+		})
+	}
+}
