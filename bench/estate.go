@@ -17,6 +17,9 @@ type estateSpec struct {
 	WebhookNamespaces int
 	// Prefix starts every namespace name.
 	Prefix string
+	// Mix makes app i a Helm chart when i mod 3 is 1 and a kustomization
+	// when it is 2 (mixedApp), with the same objects a plain app has.
+	Mix bool
 }
 
 // estate is a generated repository on disk: Config (scan.yaml) next to
@@ -64,6 +67,14 @@ func writeEstate(dir string, spec estateSpec) (*estate, error) {
 		n := spec.Objects / spec.Apps
 		if a < spec.Objects%spec.Apps {
 			n++
+		}
+		if spec.Mix && a%3 != 0 {
+			objs, err := mixedApp(appDir, app, ns, n, a%3 == 1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", app, err)
+			}
+			e.Objects = append(e.Objects, objs...)
+			continue
 		}
 		for j := 0; j < n; j++ {
 			kind := kinds[j%len(kinds)]

@@ -49,6 +49,9 @@ type Options struct {
 	// Scaling also scans ScalingSizes objects with driftscan alone.
 	Scaling      bool
 	ScalingSizes []int
+	// Mix also scans ScalingSizes objects in estates where a third of
+	// the apps are Helm charts and a third kustomizations (mixedApp).
+	Mix bool
 	// CPUProfile, when set, is where a CPU profile of an in-process scan of
 	// the main repository is written.
 	CPUProfile string
@@ -124,6 +127,7 @@ func main() {
 	flag.IntVar(&o.Runs, "runs", o.Runs, "time each tool this many times and keep the median")
 	flag.StringVar(&o.Out, "out", o.Out, "write the result as JSON here (empty: do not write)")
 	flag.BoolVar(&o.Scaling, "scaling", o.Scaling, "also time driftscan alone at -scaling-sizes objects")
+	flag.BoolVar(&o.Mix, "mix", o.Mix, "also time driftscan alone at -scaling-sizes objects where a third of the apps are Helm charts and a third kustomizations")
 	flag.StringVar(&sizes, "scaling-sizes", sizes, "comma-separated object counts for -scaling")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "also scan in process 5 times under the CPU profiler and write the profile here")
 	flag.StringVar(&o.BinaryProfile, "binary-cpuprofile", o.BinaryProfile, "also run the driftscan binary once more with --profile cpu and write its profile here (the whole process: start-up, render, LISTs, compare, report), and once with the scan cache to FILE.warm")

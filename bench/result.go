@@ -35,7 +35,10 @@ type Result struct {
 	// Requests is the request log of an in-process scan of the same estate.
 	Requests *Requests    `json:"requests,omitempty"`
 	Scaling  []ScalePoint `json:"scaling,omitempty"`
-	Targets  []Target     `json:"targets"`
+	// Mixed are estates where a third of the apps are Helm charts and a
+	// third kustomizations, with -mix.
+	Mixed   []ScalePoint `json:"mixed,omitempty"`
+	Targets []Target     `json:"targets"`
 	// Audit is the scan with --audit-log, with -audit.
 	Audit *AuditRun `json:"audit,omitempty"`
 	// Floor is the LIST floor of the main estate, timed in turn with

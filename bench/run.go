@@ -66,7 +66,8 @@ func run(ctx context.Context, o Options) (err error) {
 		}
 	}
 
-	spec := estateSpec{Objects: o.Objects, Apps: o.Apps, Namespaces: o.Namespaces, WebhookNamespaces: o.WebhookNamespaces, Prefix: "bench-"}
+	// With -serve, -mix serves a mixed estate (nothing compares it with kubectl).
+	spec := estateSpec{Objects: o.Objects, Apps: o.Apps, Namespaces: o.Namespaces, WebhookNamespaces: o.WebhookNamespaces, Prefix: "bench-", Mix: o.Serve && o.Mix}
 	b, err := newBed(ctx, filepath.Join(tmp, "main"), spec, o.DriftPercent, o.Workers, o.Audit)
 	if err != nil {
 		return err
@@ -162,9 +163,15 @@ func run(ctx context.Context, o Options) (err error) {
 
 	var scaleErr error
 	if o.Scaling {
-		res.Scaling, scaleErr = scaling(ctx, o, l, floorBin, driftscan, tmp, res)
+		res.Scaling, scaleErr = scaling(ctx, o, l, floorBin, driftscan, tmp, res, false)
 		if scaleErr != nil {
 			say("scaling stopped early: %v", scaleErr)
+		}
+	}
+	if o.Mix && scaleErr == nil {
+		res.Mixed, scaleErr = scaling(ctx, o, l, floorBin, driftscan, tmp, res, true)
+		if scaleErr != nil {
+			say("mixed estates stopped early: %v", scaleErr)
 		}
 	}
 	if o.Shards > 1 && scaleErr == nil {

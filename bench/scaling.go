@@ -16,9 +16,10 @@ var errNoSizes = errors.New("-scaling-sizes is empty")
 // scaling times driftscan alone at each of o.ScalingSizes objects, each on
 // a fresh control plane holding only that estate, with apps in the same
 // proportion to objects as the main run and the same namespaces. The main
-// run's figures stand for its own size. It returns the points measured
-// before any error.
-func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp string, main *Result) ([]ScalePoint, error) {
+// run's figures stand for its own size, unless mix: then every estate is
+// a mixed one (estateSpec.Mix). It returns the points measured before any
+// error.
+func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp string, main *Result, mix bool) ([]ScalePoint, error) {
 	sizes := slices.Clone(o.ScalingSizes)
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
@@ -27,7 +28,7 @@ func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp str
 	}
 	var out []ScalePoint
 	for _, n := range sizes {
-		if n == main.Objects {
+		if n == main.Objects && !mix {
 			p := newScalePoint(main.Driftscan, main.Floor, main.Apps, main.ApplySeconds)
 			p.Warm = main.Warm
 			out = append(out, p)
@@ -35,14 +36,20 @@ func scaling(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp str
 		}
 		apps := min(max(1, int(math.Round(float64(n)*float64(o.Apps)/float64(o.Objects)))), n)
 		nss := min(o.Namespaces, apps)
-		spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("s%d-", n)}
-		say("scaling: %d objects in %d apps", n, apps)
-		p, hp, err := scalePoint(ctx, o, l, floorBin, bin, filepath.Join(tmp, fmt.Sprintf("scale-%d", n)), spec)
+		spec := estateSpec{Objects: n, Apps: apps, Namespaces: nss, WebhookNamespaces: min(o.WebhookNamespaces, nss), Prefix: fmt.Sprintf("s%d-", n), Mix: mix}
+		name := fmt.Sprintf("scale-%d", n)
+		if mix {
+			spec.Prefix, name = fmt.Sprintf("m%d-", n), fmt.Sprintf("mixed-%d", n)
+			say("mixed: %d objects in %d apps, a third of them Helm charts and a third kustomizations", n, apps)
+		} else {
+			say("scaling: %d objects in %d apps", n, apps)
+		}
+		p, hp, err := scalePoint(ctx, o, l, floorBin, bin, filepath.Join(tmp, name), spec)
 		if err != nil {
 			return out, fmt.Errorf("%d objects: %w", n, err)
 		}
 		out = append(out, p)
-		if hp != nil {
+		if hp != nil && !mix {
 			main.Heap = hp
 		}
 	}

@@ -122,28 +122,10 @@ func (r *Result) print(w io.Writer) {
 	}
 
 	if len(r.Scaling) > 0 {
-		fmt.Fprintln(w, "\nScaling (driftscan alone, a fresh control plane per size):")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tCPU s\tfloor s\tx floor\tCPU bound s\tx bound\tfloor x its bound\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
-		for _, p := range r.Scaling {
-			cpu := "-"
-			if p.Server != nil {
-				cpu = fmt.Sprintf("%.2f", p.Server.CPUSeconds())
-			}
-			bound, over, floorOver := "-", "-", "-"
-			if b := p.Bound; b != nil {
-				bound, over, floorOver = fmt.Sprintf("%.2f", b.Seconds), fmt.Sprintf("%.2f", b.Over), fmt.Sprintf("%.2f", b.FloorOver)
-			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.CPUSeconds,
-				p.FloorWallSeconds, p.OverFloor, bound, over, floorOver, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
-		}
-		_ = tw.Flush()
-		for _, p := range r.Scaling {
-			if p.Warm != nil && p.Objects != r.Objects {
-				fmt.Fprintf(w, "  %d objects: ", p.Objects)
-				writeWarm(w, p.Warm)
-			}
-		}
+		writeScaling(w, "Scaling (driftscan alone, a fresh control plane per size):", r.Scaling, r.Objects)
+	}
+	if len(r.Mixed) > 0 {
+		writeScaling(w, "Mixed estates (a third of the apps Helm charts, a third kustomizations; driftscan alone):", r.Mixed, 0)
 	}
 
 	fmt.Fprintln(w, "\nTargets (issues 10 and 21):")
@@ -241,4 +223,31 @@ func writeWarm(w io.Writer, wm *Warm) {
 		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor%s", wm.Floor.WallSeconds, wm.OverFloor, boundText(wm.Bound))
 	}
 	fmt.Fprintln(w)
+}
+
+// writeScaling writes the table of points under title; the warm figures
+// of every point but the main estate's (mainObjects) follow it.
+func writeScaling(w io.Writer, title string, points []ScalePoint, mainObjects int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\n"+title)
+	fmt.Fprintln(tw, "objects\tapps\tfindings\tdrifted\twall s\tCPU s\tfloor s\tx floor\tCPU bound s\tx bound\tfloor x its bound\tµs/object\tAPI requests\tmax RSS MiB\tKiB/object\tcontrol plane CPU s\tload\t")
+	for _, p := range points {
+		cpu := "-"
+		if p.Server != nil {
+			cpu = fmt.Sprintf("%.2f", p.Server.CPUSeconds())
+		}
+		bound, over, floorOver := "-", "-", "-"
+		if b := p.Bound; b != nil {
+			bound, over, floorOver = fmt.Sprintf("%.2f", b.Seconds), fmt.Sprintf("%.2f", b.Over), fmt.Sprintf("%.2f", b.FloorOver)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.0f\t%d\t%.0f\t%.1f\t%s\t%s\t\n", p.Objects, p.Apps, p.Findings, p.DriftedObjects, p.WallSeconds, p.CPUSeconds,
+			p.FloorWallSeconds, p.OverFloor, bound, over, floorOver, p.MicrosPerObject, p.APIRequests, p.MaxRSSMiB, p.MaxRSSMiB*1024/float64(max(1, p.Objects)), cpu, p.LoadAverage)
+	}
+	_ = tw.Flush()
+	for _, p := range points {
+		if p.Warm != nil && p.Objects != mainObjects {
+			fmt.Fprintf(w, "  %d objects: ", p.Objects)
+			writeWarm(w, p.Warm)
+		}
+	}
 }

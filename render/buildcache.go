@@ -65,18 +65,22 @@ func readResult(b *boundedFS, op byte, path string) string {
 	case readGlob:
 		return listText(b.Glob(path))
 	case readFile:
-		return fileText(b.ReadFile(path))
+		// Unchecked: what ReadFile's check gives depends on the resolved
+		// path and the bytes alone, and the record holds those only for a
+		// read that passed it.
+		return fileText(b.readRaw(path))
 	}
 	return ""
 }
 
-// fileText is the SHA-256 of a file's bytes, or the error reading it.
-func fileText(data []byte, err error) string {
+// fileText is a file's resolved path and the SHA-256 of its bytes, or the
+// error reading it.
+func fileText(resolved string, data []byte, err error) string {
 	if err != nil {
 		return "!" + err.Error()
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return resolved + "\x00" + hex.EncodeToString(sum[:])
 }
 
 func boolText(v bool) string {
@@ -140,9 +144,15 @@ func (r *recordingFS) Glob(pattern string) ([]string, error) {
 }
 
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
-	data, err := r.boundedFS.ReadFile(p)
-	r.note(readFile, p, fileText(data, err))
-	return data, err
+	resolved, data, err := r.readRaw(p)
+	if err == nil {
+		err = r.check(p, resolved, data)
+	}
+	r.note(readFile, p, fileText(resolved, data, err))
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // Open and Walk hand krusty what the record cannot check again.
@@ -187,6 +197,8 @@ func (c *ParseCache) built(key cacheKey, b *boundedFS, lazy bool) ([]Manifest, b
 	reads, objects, ok := decodeBuild(e.objects)
 	var ms []Manifest
 	if ok {
+		b.resolved = map[string]resolvedPath{}
+		defer func() { b.resolved = nil }()
 		for _, rd := range reads {
 			if readResult(b, rd.op, rd.path) != rd.result {
 				return nil, false // the inputs changed: build again

@@ -42,6 +42,34 @@ type boundedFS struct {
 	// reports this instead.
 	mu      sync.Mutex
 	refused error
+	// resolved, when not nil, keeps what filepath.EvalSymlinks gave for
+	// each path (evalSymlinks): a replay of a build's reads (buildcache.go)
+	// resolves one folder for each of its files.
+	resolved map[string]resolvedPath
+}
+
+// resolvedPath is what filepath.EvalSymlinks gave for a path.
+type resolvedPath struct {
+	path string
+	err  error
+}
+
+// evalSymlinks is filepath.EvalSymlinks, given from b.resolved when that
+// is kept.
+func (b *boundedFS) evalSymlinks(p string) (string, error) {
+	if b.resolved == nil {
+		return filepath.EvalSymlinks(p)
+	}
+	b.mu.Lock()
+	r, ok := b.resolved[p]
+	b.mu.Unlock()
+	if !ok {
+		r.path, r.err = filepath.EvalSymlinks(p)
+		b.mu.Lock()
+		b.resolved[p] = r
+		b.mu.Unlock()
+	}
+	return r.path, r.err
 }
 
 // refuse records err as the reason a read failed, and returns it.
@@ -82,7 +110,7 @@ func (b *boundedFS) resolve(p string) (string, error) {
 	rest := ""
 	at := abs
 	for {
-		r, err := filepath.EvalSymlinks(at)
+		r, err := b.evalSymlinks(at)
 		if err == nil {
 			at = filepath.Join(r, rest)
 			break
@@ -166,18 +194,29 @@ func (b *boundedFS) ReadDir(p string) ([]string, error) {
 	return b.disk.ReadDir(r)
 }
 
+// CleanedAbs is kyaml's fsOnDisk.CleanedAbs (the folder of p, and its file
+// name when p is a file; symlinks resolved), written out here so that its
+// symlinks resolve through evalSymlinks, inside the root.
 func (b *boundedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	if _, err := b.resolve(p); err != nil {
 		return "", "", err
 	}
-	d, f, err := b.disk.CleanedAbs(p)
+	abs, err := filepath.Abs(p)
 	if err != nil {
+		return "", "", fmt.Errorf("abs path error on '%s' : %v", p, err)
+	}
+	deLinked, err := b.evalSymlinks(abs)
+	if err != nil {
+		return "", "", fmt.Errorf("evalsymlink failure on '%s' : %w", p, err)
+	}
+	if fi, err := os.Stat(deLinked); err == nil && fi.IsDir() {
+		return filesys.ConfirmedDir(deLinked), "", nil
+	}
+	d := filepath.Dir(deLinked)
+	if _, err := b.resolve(d); err != nil {
 		return "", "", err
 	}
-	if _, err := b.resolve(d.String()); err != nil {
-		return "", "", err
-	}
-	return d, f, nil
+	return filesys.ConfirmedDir(d), filepath.Base(deLinked), nil
 }
 
 func (b *boundedFS) Glob(pattern string) ([]string, error) {
@@ -205,31 +244,50 @@ func (b *boundedFS) Walk(p string, fn filepath.WalkFunc) error {
 // ReadFile reads a file inside the root within MaxManifestBytes, and
 // checks it before krusty does (see boundedFS).
 func (b *boundedFS) ReadFile(p string) ([]byte, error) {
-	r, err := b.resolve(p)
+	r, data, err := b.readRaw(p)
 	if err != nil {
 		return nil, err
 	}
+	if err := b.check(p, r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// readRaw reads the file p inside the root within MaxManifestBytes and
+// returns its resolved path and its bytes, unchecked.
+func (b *boundedFS) readRaw(p string) (string, []byte, error) {
+	r, err := b.resolve(p)
+	if err != nil {
+		return "", nil, err
+	}
 	f, err := os.Open(r)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	defer f.Close()
 	data, _, over, err := readAtMost(f, MaxManifestBytes)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if over {
-		return nil, b.refuse(fmt.Errorf("%s: over the limit of %d bytes for a file kustomize reads", b.rel(p), MaxManifestBytes))
+		return "", nil, b.refuse(fmt.Errorf("%s: over the limit of %d bytes for a file kustomize reads", b.rel(p), MaxManifestBytes))
 	}
+	return r, data, nil
+}
+
+// check checks data, the bytes of p (resolved: r), as ReadFile does before
+// krusty reads them; its result depends on r and data alone.
+func (b *boundedFS) check(p, r string, data []byte) error {
 	if err := yamlBomb(data); err != nil {
-		return nil, b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
+		return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 	}
 	if isKustomizationFile(r) && !b.remote {
 		if err := offline(data); err != nil {
-			return nil, b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
+			return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 		}
 	}
-	return data, nil
+	return nil
 }
 
 // rel is p relative to the root, for errors.
