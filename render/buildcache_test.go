@@ -177,3 +177,42 @@ func TestABuildEntryThatDoesNotDecodeIsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestAReplayResolvesPathsAsEvalSymlinksDoes: the folder-by-folder
+// resolution a replay keeps gives what filepath.EvalSymlinks gives, for
+// folders and files reached through links to folders, links to files,
+// chains of links, and paths that do not exist.
+func TestAReplayResolvesPathsAsEvalSymlinksDoes(t *testing.T) {
+	top := t.TempDir()
+	writeFile(t, filepath.Join(top, "real", "sub", "a.yaml"), "a")
+	writeFile(t, filepath.Join(top, "other", "b.yaml"), "b")
+	for link, target := range map[string]string{
+		"linked":             "real",
+		"real/sub/to-b.yaml": "../../other/b.yaml",
+		"chain":              "linked",
+		"real/up":            "..",
+		"dangling":           "nowhere",
+	} {
+		if err := os.Symlink(target, filepath.Join(top, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := newBoundedFS(top, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.resolved = map[string]resolvedPath{}
+	for _, p := range []string{
+		"real/sub/a.yaml", "linked/sub/a.yaml", "chain/sub/a.yaml", "real/sub/to-b.yaml", "chain/sub/to-b.yaml",
+		"real/up/other/b.yaml", "linked/up/linked/sub", "dangling", "dangling/x", "real/missing.yaml", "missing/a.yaml", ".",
+	} {
+		abs := filepath.Join(top, filepath.FromSlash(p))
+		for range 2 { // worked out, then kept
+			want, wantErr := filepath.EvalSymlinks(abs)
+			got, err := b.evalSymlinks(abs)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Errorf("%s: %q, %v; EvalSymlinks gives %q, %v", p, got, err, want, wantErr)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +55,10 @@ type resolvedPath struct {
 	err  error
 }
 
-// evalSymlinks is filepath.EvalSymlinks, given from b.resolved when that
-// is kept.
+// evalSymlinks is filepath.EvalSymlinks of the absolute path p. While
+// b.resolved is kept, it is worked out from p's folder's, as kept, and
+// one Lstat of p: a name that is no symlink resolves to itself in its
+// resolved folder (anything else is resolved afresh).
 func (b *boundedFS) evalSymlinks(p string) (string, error) {
 	if b.resolved == nil {
 		return filepath.EvalSymlinks(p)
@@ -63,14 +66,29 @@ func (b *boundedFS) evalSymlinks(p string) (string, error) {
 	b.mu.Lock()
 	r, ok := b.resolved[p]
 	b.mu.Unlock()
-	if !ok {
-		r.path, r.err = filepath.EvalSymlinks(p)
-		b.mu.Lock()
-		b.resolved[p] = r
-		b.mu.Unlock()
+	if ok {
+		return r.path, r.err
 	}
+	r.path, r.err = "", errNotResolved
+	if dir := filepath.Dir(p); dir != p && filepath.IsAbs(p) && filepath.Clean(p) == p {
+		if d, err := b.evalSymlinks(dir); err == nil {
+			in := filepath.Join(d, filepath.Base(p))
+			if fi, err := os.Lstat(in); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+				r.path, r.err = in, nil
+			}
+		}
+	}
+	if r.err != nil {
+		r.path, r.err = filepath.EvalSymlinks(p)
+	}
+	b.mu.Lock()
+	b.resolved[p] = r
+	b.mu.Unlock()
 	return r.path, r.err
 }
+
+// errNotResolved stands for a path evalSymlinks has not worked out yet.
+var errNotResolved = errors.New("not resolved")
 
 // refuse records err as the reason a read failed, and returns it.
 func (b *boundedFS) refuse(err error) error {
