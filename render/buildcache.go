@@ -1,13 +1,13 @@
 package render
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	jsoniter "github.com/json-iterator/go"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -185,12 +185,7 @@ func buildKey(dir, root string) cacheKey {
 // when the cache holds no such build (then an entry that does not decode
 // is dropped).
 func (c *ParseCache) built(key cacheKey, b *boundedFS, lazy bool) ([]Manifest, bool) {
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	e := c.entries[key]
-	c.mu.Unlock()
+	e := c.entry(key)
 	if e == nil {
 		return nil, false
 	}
@@ -208,19 +203,11 @@ func (c *ParseCache) built(key cacheKey, b *boundedFS, lazy bool) ([]Manifest, b
 		ms, err = decodeObjects(objects, ".", lazy)
 		ok = err == nil
 	}
-	c.mu.Lock()
 	if !ok {
-		if c.entries[key] == e {
-			delete(c.entries, key)
-		}
-		c.dirty = true
-		c.stats.Rejected++
-		c.mu.Unlock()
+		c.drop(key, e)
 		return nil, false
 	}
-	e.used = true
-	c.stats.Kustomizations++
-	c.mu.Unlock()
+	c.count(func(s *ParseCacheStats) { e.used = true; s.Kustomizations++ })
 	c.name(cacheKey{kind: cacheKustomize, sum: sha256.Sum256(objects)}, ms)
 	return ms, true
 }
@@ -253,33 +240,30 @@ func (c *ParseCache) storeBuild(key cacheKey, fsys *recordingFS, ms []Manifest) 
 
 // encodeBuild writes a build entry: [[["r","path","result"],...],objects].
 func encodeBuild(reads []fsRead, objects []byte) ([]byte, bool) {
-	s := cacheJSONAPI.BorrowStream(nil)
-	defer cacheJSONAPI.ReturnStream(s)
-	s.WriteArrayStart()
-	s.WriteArrayStart()
-	for i, rd := range reads {
-		if i > 0 {
-			s.WriteMore()
-		}
+	return encodeWith(func(s *jsoniter.Stream) bool {
 		s.WriteArrayStart()
-		for j, v := range []string{string(rd.op), rd.path, rd.result} {
-			if j > 0 {
+		s.WriteArrayStart()
+		for i, rd := range reads {
+			if i > 0 {
 				s.WriteMore()
 			}
-			if !encodeValue(s, v, 0) {
-				return nil, false
+			s.WriteArrayStart()
+			for j, v := range []string{string(rd.op), rd.path, rd.result} {
+				if j > 0 {
+					s.WriteMore()
+				}
+				if !encodeValue(s, v, 0) {
+					return false
+				}
 			}
+			s.WriteArrayEnd()
 		}
 		s.WriteArrayEnd()
-	}
-	s.WriteArrayEnd()
-	s.WriteMore()
-	s.WriteRaw(string(objects))
-	s.WriteArrayEnd()
-	if s.Error != nil {
-		return nil, false
-	}
-	return bytes.Clone(s.Buffer()), true
+		s.WriteMore()
+		s.WriteRaw(string(objects))
+		s.WriteArrayEnd()
+		return true
+	})
 }
 
 // decodeBuild reads a build entry (encodeBuild) into its reads and its

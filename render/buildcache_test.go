@@ -38,17 +38,7 @@ func TestAnUnchangedKustomizationIsNotBuiltAgain(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "base", "app.properties"), "level=info\n")
 	edit := func(file, old, new string) {
 		t.Helper()
-		p := filepath.Join(repo, filepath.FromSlash(file))
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), old) {
-			t.Fatalf("%s holds no %q", file, old)
-		}
-		if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		editFile(t, filepath.Join(repo, filepath.FromSlash(file)), old, new)
 	}
 	edit("base/kustomization.yaml", "  - service.yaml\n", "  - service.yaml\nconfigMapGenerator:\n  - name: web-config\n    files: [app.properties]\n")
 	opts := Options{Dir: filepath.Join(repo, "overlays", "prod"), Root: repo}
@@ -153,19 +143,7 @@ func TestABuildEntryThatDoesNotDecodeIsDropped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "manifests.json")
 			kustomizeScan(t, opts, path)
-			c, err := OpenParseCache(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var key cacheKey
-			for k := range c.entries {
-				if k.kind == cacheKustomize {
-					key = k
-				}
-			}
-			if key.kind != cacheKustomize {
-				t.Fatal("no build entry after a scan")
-			}
+			c, key := entryOf(t, path, cacheKustomize)
 			c.entries[key].objects = []byte(broken)
 			o := opts
 			o.Parsed = c

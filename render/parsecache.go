@@ -411,27 +411,40 @@ func (c *ParseCache) lookup(key cacheKey, file string, lazy bool) (ms []Manifest
 // or false when there are none or they do not decode (then the entry is
 // dropped).
 func (c *ParseCache) served(key cacheKey, file string, lazy bool) (ms []Manifest, ok bool) {
+	e := c.entry(key)
+	if e == nil {
+		return nil, false
+	}
+	ms, err := decodeObjects(e.objects, file, lazy)
+	if err != nil {
+		c.drop(key, e)
+		return nil, false
+	}
+	c.count(func(s *ParseCacheStats) { e.used = true; s.Hits++ })
+	c.name(key, ms)
+	return ms, true
+}
+
+// entry is the entry of key, nil when there is none (or no cache).
+func (c *ParseCache) entry(key cacheKey) *cacheEntry {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
-	e := c.entries[key]
-	if e != nil {
-		e.used = true
+	defer c.mu.Unlock()
+	return c.entries[key]
+}
+
+// drop drops e, the entry of key, which did not decode (unless another
+// took its place meanwhile), and counts it.
+func (c *ParseCache) drop(key cacheKey, e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[key] == e {
+		delete(c.entries, key)
 	}
-	c.mu.Unlock()
-	if e != nil {
-		if ms, err := decodeObjects(e.objects, file, lazy); err == nil {
-			c.count(func(s *ParseCacheStats) { s.Hits++ })
-			c.name(key, ms)
-			return ms, true
-		}
-		c.mu.Lock()
-		if c.entries[key] == e {
-			delete(c.entries, key)
-		}
-		c.dirty = true
-		c.stats.Rejected++
-		c.mu.Unlock()
-	}
-	return nil, false
+	c.dirty = true
+	c.stats.Rejected++
 }
 
 // unchanged gives the manifests of the plain manifest file at path (file

@@ -43,23 +43,31 @@ var cacheJSONAPI = jsoniter.Config{EscapeHTML: false}.Froze()
 // encodeObjects encodes the objects and lines of ms; false when one holds a
 // value the codec cannot give back exactly.
 func encodeObjects(ms []Manifest) ([]byte, bool) {
-	s := cacheJSONAPI.BorrowStream(nil)
-	defer cacheJSONAPI.ReturnStream(s)
-	s.WriteArrayStart()
-	for i, m := range ms {
-		if i > 0 {
-			s.WriteMore()
-		}
+	return encodeWith(func(s *jsoniter.Stream) bool {
 		s.WriteArrayStart()
-		s.WriteInt(m.Line)
-		s.WriteMore()
-		if !encodeValue(s, m.Object.Object, 0) {
-			return nil, false
+		for i, m := range ms {
+			if i > 0 {
+				s.WriteMore()
+			}
+			s.WriteArrayStart()
+			s.WriteInt(m.Line)
+			s.WriteMore()
+			if !encodeValue(s, m.Object.Object, 0) {
+				return false
+			}
+			s.WriteArrayEnd()
 		}
 		s.WriteArrayEnd()
-	}
-	s.WriteArrayEnd()
-	if s.Error != nil {
+		return true
+	})
+}
+
+// encodeWith returns what write writes to a stream of the codec; false
+// when write says so or the stream fails.
+func encodeWith(write func(s *jsoniter.Stream) bool) ([]byte, bool) {
+	s := cacheJSONAPI.BorrowStream(nil)
+	defer cacheJSONAPI.ReturnStream(s)
+	if !write(s) || s.Error != nil {
 		return nil, false
 	}
 	return bytes.Clone(s.Buffer()), true

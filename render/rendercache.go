@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/calricon/driftscan/config"
+	jsoniter "github.com/json-iterator/go"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -243,12 +244,7 @@ func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc
 // gave it, its manifests lazy as lookup's; false when the cache does not
 // hold it whole (then an entry that does not decode is dropped).
 func (c *ParseCache) rendered(key cacheKey, lazy bool) ([]Manifest, bool) {
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	e := c.entries[key]
-	c.mu.Unlock()
+	e := c.entry(key)
 	if e == nil {
 		return nil, false
 	}
@@ -262,18 +258,11 @@ func (c *ParseCache) rendered(key cacheKey, lazy bool) ([]Manifest, bool) {
 		ms, ok = c.served(d.key, d.file, lazy)
 		out = append(out, ms...)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !ok {
-		if c.entries[key] == e {
-			delete(c.entries, key)
-		}
-		c.dirty = true
-		c.stats.Rejected++
+		c.drop(key, e)
 		return nil, false
 	}
-	e.used = true
-	c.stats.Charts++
+	c.count(func(s *ParseCacheStats) { e.used = true; s.Charts++ })
 	for i := range out {
 		out[i].settled = true
 	}
@@ -282,26 +271,23 @@ func (c *ParseCache) rendered(key cacheKey, lazy bool) ([]Manifest, bool) {
 
 // encodeRendered writes docs as a render entry: [["file","h<hex>"],...].
 func encodeRendered(docs []renderedDoc) ([]byte, bool) {
-	s := cacheJSONAPI.BorrowStream(nil)
-	defer cacheJSONAPI.ReturnStream(s)
-	s.WriteArrayStart()
-	for i, d := range docs {
-		if i > 0 {
-			s.WriteMore()
-		}
+	return encodeWith(func(s *jsoniter.Stream) bool {
 		s.WriteArrayStart()
-		if !encodeValue(s, d.file, 0) {
-			return nil, false
+		for i, d := range docs {
+			if i > 0 {
+				s.WriteMore()
+			}
+			s.WriteArrayStart()
+			if !encodeValue(s, d.file, 0) {
+				return false
+			}
+			s.WriteMore()
+			s.WriteString(string(d.key.kind) + hex.EncodeToString(d.key.sum[:]))
+			s.WriteArrayEnd()
 		}
-		s.WriteMore()
-		s.WriteString(string(d.key.kind) + hex.EncodeToString(d.key.sum[:]))
 		s.WriteArrayEnd()
-	}
-	s.WriteArrayEnd()
-	if s.Error != nil {
-		return nil, false
-	}
-	return bytes.Clone(s.Buffer()), true
+		return true
+	})
 }
 
 // decodeRendered reads a render entry (encodeRendered); false when it is

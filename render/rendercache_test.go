@@ -107,17 +107,7 @@ func TestAnUnchangedChartIsNotRenderedAgain(t *testing.T) {
 
 	edit := func(file, old, new string) {
 		t.Helper()
-		p := filepath.Join(dir, filepath.FromSlash(file))
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), old) {
-			t.Fatalf("%s holds no %q", file, old)
-		}
-		if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		editFile(t, filepath.Join(dir, filepath.FromSlash(file)), old, new)
 	}
 	edit("templates/service.yaml", "port: 80", "port: 8080")
 	check("a template edited", opts, false)
@@ -270,19 +260,7 @@ func TestARenderEntryThatDoesNotHoldIsDropped(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "manifests.json")
 			chartScan(t, opts, path)
-			cache, err := OpenParseCache(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var key cacheKey
-			for k := range cache.entries {
-				if k.kind == cacheRender {
-					key = k
-				}
-			}
-			if key.kind != cacheRender {
-				t.Fatal("no render entry after a scan")
-			}
+			cache, key := entryOf(t, path, cacheRender)
 			c.break_(cache, key)
 			opts := opts
 			opts.Parsed = cache
@@ -314,4 +292,39 @@ func TestSettledText(t *testing.T) {
 			t.Errorf("settledText(%q) = %v, want %v", text, got, want)
 		}
 	}
+}
+
+// editFile replaces the first old in the file at p with new.
+func editFile(t *testing.T, p, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s holds no %q", p, old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// entryOf opens the cache file at path and returns the key of its one
+// entry of kind.
+func entryOf(t *testing.T, path string, kind cacheKind) (*ParseCache, cacheKey) {
+	t.Helper()
+	c, err := OpenParseCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []cacheKey
+	for k := range c.entries {
+		if k.kind == kind {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) != 1 {
+		t.Fatalf("%d entries of kind %c after a scan, want one", len(keys), kind)
+	}
+	return c, keys[0]
 }
