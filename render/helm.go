@@ -82,7 +82,11 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
-	in, keyed := chartInputs(src, files, opts)
+	var in chartInput
+	keyed := false
+	if cache != nil {
+		in, keyed = chartInputs(src, files, opts)
+	}
 	if keyed {
 		if ms, ok := cache.rendered(in.key, opts.Lazy); ok {
 			return ms, nil

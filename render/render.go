@@ -120,7 +120,8 @@ type Options struct {
 	// Charts given values from Secrets (Helm.Secret) do not use it. Nil
 	// parses everything.
 	Parsed *ParseCache
-	// Lazy lets the manifests of plain files read from Parsed come
+	// Lazy lets the manifests read from Parsed (plain files, and the
+	// outputs of charts and kustomizations it holds whole) come
 	// undecoded: Object nil, Head their apiVersion, kind and metadata,
 	// and Load the whole object, decoded when it is first asked for. A
 	// warm scan compares few of the objects it renders (the verdict cache

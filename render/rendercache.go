@@ -53,11 +53,8 @@ type chartInput struct {
 
 // chartInputs reads what a render of the chart whose files are files
 // takes in and returns its key; false when one of those inputs cannot be
-// read (the render then says why) or the chart is not to be cached.
+// read (the render then says why).
 func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (chartInput, bool) {
-	if opts.Parsed == nil || opts.Helm != nil && len(opts.Helm.Secret) > 0 {
-		return chartInput{}, false
-	}
 	var in chartInput
 	h := sha256.New()
 	part := func(tag byte, b []byte) {
