@@ -44,21 +44,59 @@ func BenchmarkRenderPlainPerObject(b *testing.B) {
 }
 
 // BenchmarkRenderHelm renders the web fixture chart in process with prod
-// values, as a scan does for a Helm app.
+// values, as a scan does for a Helm app: rendered (cache=none), and read
+// whole from a warm ParseCache as a scan of an unchanged chart does
+// (cache=warm, rendercache.go).
 func BenchmarkRenderHelm(b *testing.B) {
-	benchmarkRender(b, Options{
+	benchmarkRenderCached(b, Options{
 		Dir:         benchFixture(b, "render", "helm", "web"),
 		Namespace:   "shop",
 		Helm:        &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}},
 		KubeVersion: "v1.37.2",
 		APIVersions: []string{"example.com/v1"},
-	}, 0, "")
+	}, func(s ParseCacheStats) int { return s.Charts })
 }
 
 // BenchmarkRenderKustomize builds the prod overlay of the kustomize fixture
-// with krusty, as a scan does for a Kustomize app.
+// with krusty, as a scan does for a Kustomize app: built (cache=none), and
+// read from a warm ParseCache after replaying the build's reads
+// (cache=warm, buildcache.go).
 func BenchmarkRenderKustomize(b *testing.B) {
-	benchmarkRender(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Root: benchFixture(b, "render"), Namespace: "shop"}, 0, "")
+	benchmarkRenderCached(b, Options{Dir: benchFixture(b, "render", "kustomize", "overlays", "prod"), Root: benchFixture(b, "render"), Namespace: "shop"},
+		func(s ParseCacheStats) int { return s.Kustomizations })
+}
+
+// benchmarkRenderCached runs benchmarkRender on opts without a cache and
+// with a warm one, filled as a scan fills it (two renders, a save); hits
+// says how many whole renders a cache's stats count, one a render warm.
+func benchmarkRenderCached(b *testing.B, opts Options, hits func(ParseCacheStats) int) {
+	b.Run("cache=none", func(b *testing.B) { benchmarkRender(b, opts, 0, "") })
+	b.Run("cache=warm", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "manifests.json")
+		fill, err := OpenParseCache(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := opts
+		opts.Parsed = fill
+		for range 2 {
+			if _, err := Manifests(b.Context(), opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := fill.Save(); err != nil {
+			b.Fatal(err)
+		}
+		check, err := OpenParseCache(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts.Parsed = check
+		if _, err := Manifests(b.Context(), opts); err != nil || hits(check.Stats()) != 1 {
+			b.Fatalf("a warm cache rendered again: %+v, %v", check.Stats(), err)
+		}
+		benchmarkRender(b, opts, 0, path)
+	})
 }
 
 // benchmarkRender renders opts b.N times and reports ns/object, and the
