@@ -99,7 +99,7 @@ func listText(names []string, err error) string {
 }
 
 // recordingFS is boundedFS keeping every read krusty makes (reads), and
-// whether they are all it read (replayable).
+// whether krusty also read in a way a replay cannot check (unreplayed).
 type recordingFS struct {
 	*boundedFS
 	mu         sync.Mutex
