@@ -9,7 +9,7 @@ import (
 
 // kustomizeScan builds opts with the cache file at path, as a scan does,
 // and saves the cache.
-func kustomizeScan(t *testing.T, opts Options, path string) ([]Manifest, error, ParseCacheStats) {
+func kustomizeScan(t *testing.T, opts Options, path string) ([]Manifest, ParseCacheStats, error) {
 	t.Helper()
 	c, err := OpenParseCache(path)
 	if err != nil {
@@ -20,7 +20,7 @@ func kustomizeScan(t *testing.T, opts Options, path string) ([]Manifest, error, 
 	if err := c.Save(); err != nil {
 		t.Fatalf("save: %v", err)
 	}
-	return ms, buildErr, c.Stats()
+	return ms, c.Stats(), buildErr
 }
 
 // TestAnUnchangedKustomizationIsNotBuiltAgain: a scan whose kustomization
@@ -57,7 +57,7 @@ func TestAnUnchangedKustomizationIsNotBuiltAgain(t *testing.T) {
 			if wantErr != nil {
 				wantBuilds = 0
 			}
-			got, err, stats := kustomizeScan(t, opts, path)
+			got, stats, err := kustomizeScan(t, opts, path)
 			sameOutput(t, what, want, got, wantErr, err)
 			if stats.Kustomizations != wantBuilds {
 				t.Errorf("%s, scan %d: %d builds read from the cache, want %d", what, i+1, stats.Kustomizations, wantBuilds)
@@ -108,7 +108,7 @@ func TestAKustomizationThatCannotBeReplayedIsBuiltEveryTime(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
 	path := filepath.Join(t.TempDir(), "manifests.json")
 	for scan := 1; scan <= 2; scan++ {
-		if ms, err, stats := kustomizeScan(t, Options{Dir: dir}, path); err != nil || len(ms) != 2 || stats.Kustomizations != 0 {
+		if ms, stats, err := kustomizeScan(t, Options{Dir: dir}, path); err != nil || len(ms) != 2 || stats.Kustomizations != 0 {
 			t.Errorf("a Secret made, scan %d: %d objects, %+v, %v; want it built", scan, len(ms), stats, err)
 		}
 	}
@@ -124,7 +124,7 @@ func TestAKustomizationThatCannotBeReplayedIsBuiltEveryTime(t *testing.T) {
 	writeFile(t, filepath.Join(plain, "kustomization.yaml"), "resources: [cm.yaml]\n")
 	writeFile(t, filepath.Join(plain, "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
 	for scan := 1; scan <= 2; scan++ {
-		if _, err, stats := kustomizeScan(t, Options{Dir: plain, KustomizeRemote: true}, path); err != nil || stats.Kustomizations != 0 {
+		if _, stats, err := kustomizeScan(t, Options{Dir: plain, KustomizeRemote: true}, path); err != nil || stats.Kustomizations != 0 {
 			t.Errorf("remote resources allowed, scan %d: %+v, %v; want it built", scan, stats, err)
 		}
 	}

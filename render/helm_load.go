@@ -9,31 +9,20 @@ import (
 	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/ignore"
 )
 
-// maxChartDepth bounds how deep loadChart follows folders, symlinked ones
+// maxChartDepth bounds how deep chartFiles follows folders, symlinked ones
 // included: a link to a parent folder would otherwise loop.
 const maxChartDepth = 64
 
-// loadChart loads the chart in the source folder as Helm's loader.LoadDir
-// does (.helmignore and its defaults, symlinked files and folders followed,
-// a UTF-8 BOM dropped, at most archive.MaxDecompressedChartSize bytes in
-// all), but reads every file through the os.Root: a link that leaves the
-// root is an error, so .Files.Get never returns a file outside the
-// repository.
-func loadChart(src *sourceRoot) (*chart.Chart, error) {
-	files, err := chartFiles(src)
-	if err != nil {
-		return nil, err
-	}
-	return loader.LoadFiles(files)
-}
-
-// chartFiles reads the files of the chart in the source folder that
-// loadChart loads, in the order it loads them.
+// chartFiles reads the files of the chart in the source folder as Helm's
+// loader.LoadDir does (.helmignore and its defaults, symlinked files and
+// folders followed, a UTF-8 BOM dropped, at most
+// archive.MaxDecompressedChartSize bytes in all), in the order it loads
+// them, for loader.LoadFiles; but it reads every file through the os.Root:
+// a link that leaves the root is an error, so .Files.Get never returns a
+// file outside the repository.
 func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 	rules := ignore.Empty()
 	if data, err := src.root.ReadFile(path.Join(src.dir, ignore.HelmIgnore)); err == nil {

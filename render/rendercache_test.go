@@ -16,7 +16,7 @@ import (
 // it renders the chart twice (the second render finds what changes between
 // renders), unless the first was Settled, and saves the cache. It returns
 // the first render and the cache's stats.
-func chartScan(t *testing.T, opts Options, path string) ([]Manifest, error, ParseCacheStats) {
+func chartScan(t *testing.T, opts Options, path string) ([]Manifest, ParseCacheStats, error) {
 	t.Helper()
 	c, err := OpenParseCache(path)
 	if err != nil {
@@ -33,7 +33,7 @@ func chartScan(t *testing.T, opts Options, path string) ([]Manifest, error, Pars
 	if err := c.Save(); err != nil {
 		t.Fatalf("save: %v", err)
 	}
-	return ms, renderErr, c.Stats()
+	return ms, c.Stats(), renderErr
 }
 
 // copyChart copies the fixture chart name into a new folder a test may
@@ -88,7 +88,7 @@ func TestAnUnchangedChartIsNotRenderedAgain(t *testing.T) {
 			if i == 0 && cached {
 				wantCharts = 1
 			}
-			got, err, stats := chartScan(t, opts, path)
+			got, stats, err := chartScan(t, opts, path)
 			sameOutput(t, what, want, got, wantErr, err)
 			if stats.Charts != wantCharts {
 				t.Errorf("%s, scan %d: %d charts read from the cache, want %d (%+v)", what, i+1, stats.Charts, wantCharts, stats)
@@ -201,7 +201,7 @@ func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
 			opts := Options{Dir: dir, Namespace: "shop", Helm: &config.HelmSource{Secret: c.secret}}
 			path := filepath.Join(t.TempDir(), "manifests.json")
 			for scan := 1; scan <= 3; scan++ {
-				ms, err, stats := chartScan(t, opts, path)
+				ms, stats, err := chartScan(t, opts, path)
 				if err != nil || len(ms) != 1 {
 					t.Fatalf("scan %d: %d manifests, %v", scan, len(ms), err)
 				}
@@ -219,7 +219,7 @@ func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "templates", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
 		path := filepath.Join(t.TempDir(), "manifests.json")
 		for scan := 1; scan <= 2; scan++ {
-			if _, err, stats := chartScan(t, Options{Dir: dir, Namespace: "shop"}, path); err != nil || stats.Charts != 0 {
+			if _, stats, err := chartScan(t, Options{Dir: dir, Namespace: "shop"}, path); err != nil || stats.Charts != 0 {
 				t.Errorf("scan %d: %+v, %v; want the chart rendered", scan, stats, err)
 			}
 		}
