@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 
@@ -24,8 +25,10 @@ const maxChartDepth = 64
 // a link that leaves the root is an error, so .Files.Get never returns a
 // file outside the repository.
 func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
+	in := openChartRoot(src)
+	defer in.Close()
 	rules := ignore.Empty()
-	if data, err := src.root.ReadFile(path.Join(src.dir, ignore.HelmIgnore)); err == nil {
+	if data, err := in.readFile(ignore.HelmIgnore); err == nil {
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
 			return nil, err
 		}
@@ -41,7 +44,7 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 		if depth > maxChartDepth {
 			return fmt.Errorf("%s: folders nested more than %d deep (a symlink loop?)", dir, maxChartDepth)
 		}
-		f, err := src.root.Open(path.Join(src.dir, dir))
+		f, err := in.open(dir)
 		if err != nil {
 			return err
 		}
@@ -57,7 +60,7 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 				n = e.Name()
 			}
 			// Stat follows a symlink, and fails for one that leaves the root.
-			fi, err := src.root.Stat(path.Join(src.dir, n))
+			fi, err := in.stat(n)
 			if err != nil {
 				return fmt.Errorf("%s: %w", n, err)
 			}
@@ -76,7 +79,7 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 			if budget -= fi.Size(); budget < 0 {
 				return fmt.Errorf("chart is larger than the maximum size %d", archive.MaxDecompressedChartSize)
 			}
-			data, err := src.root.ReadFile(path.Join(src.dir, n))
+			data, err := in.readFile(n)
 			if err != nil {
 				return fmt.Errorf("error reading %s: %w", n, err)
 			}
@@ -88,6 +91,57 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// chartRoot reads a chart's files (by their path in the chart) through a
+// root of the chart folder's own, so that each is one openat rather than
+// one per folder from the repository's top. A path that cannot be reached
+// there for another reason than not being there (a symlink to elsewhere in
+// the repository) is read again through the repository's root, which also
+// says why when it cannot be.
+type chartRoot struct {
+	src *sourceRoot
+	own *os.Root // nil: the chart folder is the repository's
+}
+
+func openChartRoot(src *sourceRoot) chartRoot {
+	c := chartRoot{src: src}
+	if src.dir != "." {
+		if own, err := src.root.OpenRoot(src.dir); err == nil {
+			c.own = own
+		}
+	}
+	return c
+}
+
+func (c chartRoot) Close() {
+	if c.own != nil {
+		c.own.Close()
+	}
+}
+
+// through does op on name in the chart's own root, then, unless that
+// worked or found nothing there, in the repository's.
+func through[T any](c chartRoot, name string, op func(r *os.Root, p string) (T, error)) (T, error) {
+	if c.own != nil {
+		v, err := op(c.own, name)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return v, err
+		}
+	}
+	return op(c.src.root, path.Join(c.src.dir, name))
+}
+
+func (c chartRoot) open(name string) (*os.File, error) {
+	return through(c, name, (*os.Root).Open)
+}
+
+func (c chartRoot) stat(name string) (fs.FileInfo, error) {
+	return through(c, name, (*os.Root).Stat)
+}
+
+func (c chartRoot) readFile(name string) ([]byte, error) {
+	return through(c, name, (*os.Root).ReadFile)
 }
 
 func cmpString(a, b string) int {

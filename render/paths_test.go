@@ -158,3 +158,34 @@ func TestSymlinksInsideTheRepositoryAreRead(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestAChartsLinksInsideTheRepositoryAreRead: a chart's file, a file read
+// with .Files.Get and a whole folder of templates may be links to elsewhere
+// in the repository (a chart reads its own folder through a root of its
+// own, and a link out of it through the repository's); each renders as
+// what it points at.
+func TestAChartsLinksInsideTheRepositoryAreRead(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"shared/values.yaml":           "level: debug\n",
+		"shared/banner.txt":            "hello from shared\n",
+		"shared/templates/extra.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n",
+		"charts/web/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml":       "-> ../../shared/values.yaml",
+		"charts/web/banner.txt":        "-> ../../shared/banner.txt",
+		"charts/web/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {level: {{ .Values.level | quote }}, banner: {{ .Files.Get \"banner.txt\" | quote }}}\n",
+		"charts/web/templates/more":    "-> ../../../shared/templates",
+	})
+	ms, err := Manifests(t.Context(), Options{Dir: filepath.Join(root, "charts", "web"), Root: root, Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, m := range ms {
+		got[m.Object.GetName()] = m.Object.Object["data"]
+	}
+	want := map[string]any{"cm": map[string]any{"level": "debug", "banner": "hello from shared\n"}, "extra": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
