@@ -208,8 +208,13 @@ func (c *ParseCache) built(key cacheKey, b *boundedFS, lazy bool) ([]Manifest, b
 		return nil, false
 	}
 	c.count(func(s *ParseCacheStats) { e.used = true; s.Kustomizations++ })
-	c.name(cacheKey{kind: cacheKustomize, sum: sha256.Sum256(objects)}, ms)
+	c.name(builtObjects(objects), ms)
 	return ms, true
+}
+
+// builtObjects names a build's objects by their encoded bytes (Digest).
+func builtObjects(objects []byte) cacheKey {
+	return cacheKey{kind: cacheKustomize, sum: sha256.Sum256(objects)}
 }
 
 // storeBuild keeps ms as the build of key, made with the reads of fsys,
@@ -218,12 +223,7 @@ func (c *ParseCache) storeBuild(key cacheKey, fsys *recordingFS, ms []Manifest) 
 	if c == nil || fsys.unreplayed || fsys.remote {
 		return
 	}
-	for _, m := range ms {
-		if m.Object.GetKind() == "Secret" {
-			return
-		}
-	}
-	objects, ok := encodeObjects(ms)
+	objects, ok := keepable(ms)
 	if !ok {
 		return
 	}
@@ -231,7 +231,7 @@ func (c *ParseCache) storeBuild(key cacheKey, fsys *recordingFS, ms []Manifest) 
 	if !ok {
 		return
 	}
-	c.name(cacheKey{kind: cacheKustomize, sum: sha256.Sum256(objects)}, ms)
+	c.name(builtObjects(objects), ms)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries[key] = &cacheEntry{objects: data, used: true}

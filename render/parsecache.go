@@ -521,22 +521,32 @@ func (c *ParseCache) store(key cacheKey, ms []Manifest) bool {
 	if c == nil {
 		return false
 	}
+	objects, ok := keepable(ms)
+	if ok {
+		c.add(key, objects)
+	}
+	return ok
+}
+
+// keepable is ms encoded for the cache; false when they are not to be kept
+// (a Secret among them, or a value the codec cannot give back exactly).
+func keepable(ms []Manifest) ([]byte, bool) {
 	for _, m := range ms {
 		if m.Object.GetKind() == "Secret" {
-			return false
+			return nil, false
 		}
 	}
-	objects, ok := encodeObjects(ms)
-	if !ok {
-		return false
-	}
+	return encodeObjects(ms)
+}
+
+// add keeps data as the entry of key, unless one is there already.
+func (c *ParseCache) add(key cacheKey, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries[key] == nil {
-		c.entries[key] = &cacheEntry{objects: objects, used: true}
+		c.entries[key] = &cacheEntry{objects: data, used: true}
 		c.dirty = true
 	}
-	return true
 }
 
 func (c *ParseCache) count(f func(*ParseCacheStats)) {

@@ -225,15 +225,8 @@ func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc
 	if !settled() {
 		return
 	}
-	data, ok := encodeRendered(docs)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries[key] == nil {
-		c.entries[key] = &cacheEntry{objects: data, used: true}
-		c.dirty = true
+	if data, ok := encodeRendered(docs); ok {
+		c.add(key, data)
 	}
 }
 
