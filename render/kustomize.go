@@ -48,6 +48,13 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		}
 	}
 	fsys := &recordingFS{boundedFS: bounded}
+	if !opts.KustomizeRemote {
+		// Nothing on disk changes while krusty builds (a remote clone,
+		// which appears during the build, is not read this way): each
+		// path is resolved once, from its folder's resolution.
+		bounded.resolved = map[string]resolvedPath{}
+		defer func() { bounded.resolved = nil }()
+	}
 	select {
 	case kustomizeLock <- struct{}{}:
 	case <-ctx.Done():

@@ -319,8 +319,17 @@ func (b *boundedFS) rel(p string) string {
 // yamlBomb decodes data as the plain renderer does (gopkg.in/yaml.v3, which
 // bounds alias expansion and nesting) and returns the error when data is
 // YAML that expands without bound or nests too deep. Data that is not YAML
-// at all (a generator's binary input) is no concern here.
+// at all (a generator's binary input) is no concern here. Data that cannot
+// be either is not decoded (cannotBomb).
 func yamlBomb(data []byte) error {
+	if cannotBomb(data) {
+		return nil
+	}
+	return decodeBomb(data)
+}
+
+// decodeBomb is yamlBomb's decode.
+func decodeBomb(data []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var v any
@@ -335,6 +344,37 @@ func yamlBomb(data []byte) error {
 		}
 		return nil
 	}
+}
+
+// yamlMaxDepth is yaml.v3's bound on nesting, in flow collections (its
+// max_flow_level) and in block indentation (max_indents) alike.
+const yamlMaxDepth = 10000
+
+// cannotBomb reports whether data can be neither of yamlBomb's refusals,
+// by its bytes alone: with no '*' it holds no alias, so nothing expands;
+// yaml.v3 nests a flow collection one level for each '[' or '{', and a
+// block one level for each greater column of a line, so with fewer of
+// those than its bound, and no line as long, it cannot nest too deep.
+// Most files a kustomization reads are such, and are spared a decode.
+func cannotBomb(data []byte) bool {
+	if bytes.IndexByte(data, '*') >= 0 {
+		return false
+	}
+	flow := bytes.Count(data, []byte{'['}) + bytes.Count(data, []byte{'{'})
+	if flow >= yamlMaxDepth {
+		return false
+	}
+	for len(data) > 0 {
+		n := bytes.IndexByte(data, '\n')
+		if n < 0 {
+			n = len(data)
+		}
+		if n >= yamlMaxDepth {
+			return false
+		}
+		data = data[min(n+1, len(data)):]
+	}
+	return true
 }
 
 func isKustomizationFile(p string) bool {

@@ -141,3 +141,66 @@ func TestKustomizeRendersOfflineAndInsideTheRepository(t *testing.T) {
 		})
 	}
 }
+
+// TestAKustomizeNestingBombIsRefused: a file krusty would read that nests
+// past yaml.v3's bound, in flow collections or in block indentation, is
+// refused by name, as the alias bomb is; one just within the bound is
+// built. The cheap test of the bytes (cannotBomb) must leave each of these
+// to the decode.
+func TestAKustomizeNestingBombIsRefused(t *testing.T) {
+	deep := yamlMaxDepth + 1
+	for name, tc := range map[string]struct {
+		cm      string
+		refused bool
+	}{
+		"flow sequences":      {"data:\n  x: " + strings.Repeat("[", deep) + strings.Repeat("]", deep) + "\n", true},
+		"flow mappings":       {"data:\n  x: " + strings.Repeat("{a: ", deep) + "1" + strings.Repeat("}", deep) + "\n", true},
+		"block sequences":     {"data:\n  x:\n    " + strings.Repeat("- ", deep) + "a\n", true},
+		"within the bound":    {"data:\n  x: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", false},
+		"a cron's stars":      {"data:\n  schedule: '*/5 * * * *'\n", false},
+		"long, flat, no star": {"data:\n  x: " + strings.Repeat("a", yamlMaxDepth+10) + "\n", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// krusty's own parser refuses such depth too, so the build's
+			// error alone would not show the check skipped.
+			if tc.refused && (cannotBomb([]byte(tc.cm)) || yamlBomb([]byte(tc.cm)) == nil) {
+				t.Fatalf("the check let %s through", name)
+			}
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{
+				"kustomization.yaml": "resources: [cm.yaml]\n",
+				"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\n" + tc.cm,
+			})
+			_, err := Manifests(t.Context(), Options{Dir: dir})
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "cm.yaml") || !strings.Contains(err.Error(), "exceeded max depth") {
+					t.Fatalf("err = %v, want cm.yaml refused for its depth", err)
+				}
+				return
+			}
+			if err != nil && strings.Contains(err.Error(), "refused") {
+				t.Fatalf("refused a file within yaml.v3's bounds: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzCannotBomb: whatever cannotBomb lets through without a decode, the
+// decode would not have refused.
+func FuzzCannotBomb(f *testing.F) {
+	f.Add([]byte("a: [1, 2]\nb: {c: d}\n"))
+	f.Add([]byte(aliasBomb()))
+	f.Add([]byte(strings.Repeat("[", 50)))
+	f.Add([]byte(strings.Repeat("- ", 60) + "x\n"))
+	f.Add([]byte("a: &x 1\nb: *x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		if cannotBomb(data) {
+			if err := decodeBomb(data); err != nil {
+				t.Fatalf("cannotBomb passed %q, which the decode refuses: %v", data, err)
+			}
+		}
+	})
+}
