@@ -82,12 +82,10 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
-	var in chartInput
-	keyed := false
-	if cache != nil {
-		in, keyed = chartInputs(src, files, opts)
-	}
-	if keyed {
+	// Its inputs are read for the text check even without a cache: a
+	// chart whose text settles is rendered once (Manifest.Settled).
+	in, keyed := chartInputs(src, files, opts)
+	if keyed && cache != nil {
 		if ms, ok := cache.rendered(in.key, opts.Lazy); ok {
 			return ms, nil
 		}
@@ -96,15 +94,27 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
+	s := mayDiffer
+	if keyed {
+		s = in.settlement(ch)
+	}
 	manifest, err := helmTemplate(ctx, ch, src, opts)
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
 	ms, docs, err := helmManifests(cache, manifest)
-	if keyed && err == nil {
-		cache.rendering(in.key, manifest, docs, func() bool { return in.settled(ch) })
+	if err != nil {
+		return ms, err
 	}
-	return ms, err
+	if s == settles {
+		for i := range ms {
+			ms[i].settled = true
+		}
+	}
+	if keyed {
+		cache.rendering(in.key, manifest, docs, s)
+	}
+	return ms, nil
 }
 
 // releaseName is the release a chart renders as: the source's, or the

@@ -42,11 +42,11 @@ type Manifest struct {
 	settled bool
 }
 
-// Settled says that the object came from a chart output the parse cache
-// held (rendercache.go): one that rendered the same twice and whose
-// templates call no function whose result changes between renders. A
-// caller that renders charts twice to find what changes between renders
-// need not render it again.
+// Settled says that the object came from a chart whose every render
+// gives the same output (rendercache.go): its text names no function whose
+// result changes between renders and calls no tpl, or the parse cache held
+// its output, kept once two renders agreed. A caller that renders charts
+// twice to find what changes between renders need not render it again.
 func (m Manifest) Settled() bool { return m.settled }
 
 // Head returns the object's apiVersion, kind and metadata: Object, or,

@@ -23,12 +23,18 @@ import (
 // prometheus-community charts a render takes 4-9 ms of template work for
 // a handful of objects, where a plain manifest file takes microseconds.
 //
-// An output is kept only when both of these hold:
-//   - no template action ({{ ... }}) in any file of the chart or its
-//     subcharts, nor in the values given, names one of unsettledFuncs;
-//   - two renders of the same inputs in one process gave the same output
-//     (the scanner renders every chart twice to find the fields that
-//     change between renders), which catches what the names miss.
+// What a chart's text says of its output (settlement, read from every
+// template action, {{ ... }}, in the files of the chart and its subcharts
+// and in the values given):
+//   - an action names one of unsettledFuncs: two renders may differ. The
+//     scanner renders such a chart twice, to find the fields that do, and
+//     its output is never kept;
+//   - none does, but one calls tpl, which evaluates text that may be put
+//     together at render time and so name one after all: rendered twice,
+//     and kept when the two renders in one process gave the same output;
+//   - none does and none calls tpl: every render gives the same output, as
+//     Go templates call no function they are not given by name. Rendered
+//     once (Manifest.Settled), and kept.
 //
 // A chart given values from Secrets is never kept (the parse cache keeps
 // nothing of its output), nor one whose output holds a Secret or a
@@ -110,39 +116,53 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 	return in, true
 }
 
-// settled says whether no template action of ch (its subcharts too) or of
-// the values given names a function of unsettledFuncs.
-func (in chartInput) settled(ch *chart.Chart) bool {
+// settlement is what a chart's text says of its renders' output.
+type settlement uint8
+
+const (
+	// mayDiffer: an action names a function of unsettledFuncs.
+	mayDiffer settlement = iota
+	// mayAssemble: none does, but one calls tpl.
+	mayAssemble
+	// settles: none does, and none calls tpl.
+	settles
+)
+
+// settlement is the least settlement of any file of ch (its subcharts
+// too) or of the values given.
+func (in chartInput) settlement(ch *chart.Chart) settlement {
+	least := settles
 	for _, v := range in.values {
-		if !settledText(v) {
-			return false
-		}
+		least = min(least, textSettlement(v))
 	}
-	var walk func(c *chart.Chart) bool
-	walk = func(c *chart.Chart) bool {
+	var walk func(c *chart.Chart)
+	walk = func(c *chart.Chart) {
 		for _, files := range [][]*common.File{c.Raw, c.Templates, c.Files} {
 			for _, f := range files {
-				if !settledText(f.Data) {
-					return false
+				if least == mayDiffer {
+					return
 				}
+				least = min(least, textSettlement(f.Data))
 			}
 		}
 		for _, d := range c.Dependencies() {
-			if !walk(d) {
-				return false
-			}
+			walk(d)
 		}
-		return true
 	}
-	return walk(ch)
+	walk(ch)
+	return least
 }
 
 // unsettledFuncs are the template functions (sprig's and Helm's) whose
 // result is not a function of their arguments: the clock (the date
 // functions read it when given no time), randomness, and key generation.
-// Helm's lookup and getHostByName return nothing without a cluster and
-// DNS, as driftscan renders, and env is not in Helm's map.
+// sprig's keys and values give a map's keys and values in Go's map order,
+// which changes from one call to the next (prometheus-pushgateway takes
+// `first (keys .Values.webConfiguration.basicAuthUsers)`). Helm's lookup
+// and getHostByName return nothing without a cluster and DNS, as driftscan
+// renders, and env is not in Helm's map.
 var unsettledFuncs = map[string]bool{
+	"keys": true, "values": true,
 	"now": true, "ago": true, "date": true, "date_in_zone": true, "dateInZone": true,
 	"htmlDate": true, "htmlDateInZone": true, "durationRound": true,
 	"randAlphaNum": true, "randAlpha": true, "randAscii": true, "randNumeric": true,
@@ -152,14 +172,15 @@ var unsettledFuncs = map[string]bool{
 	"encryptAES": true, "bcrypt": true, "htpasswd": true,
 }
 
-// settledText says whether no template action in text names a function
-// of unsettledFuncs: every identifier between "{{" and the next "}}" is
-// checked, wherever it stands (a field of that name counts too).
-func settledText(text []byte) bool {
+// textSettlement is the settlement of text: every identifier between "{{"
+// and the next "}}" is read, wherever it stands (a field of that name
+// counts too).
+func textSettlement(text []byte) settlement {
+	least := settles
 	for {
 		i := bytes.Index(text, []byte("{{"))
 		if i < 0 {
-			return true
+			return least
 		}
 		text = text[i+2:]
 		end := bytes.Index(text, []byte("}}"))
@@ -177,8 +198,11 @@ func settledText(text []byte) bool {
 			for k < len(action) && (identStart(action[k]) || '0' <= action[k] && action[k] <= '9') {
 				k++
 			}
-			if unsettledFuncs[string(action[j:k])] {
-				return false
+			switch name := string(action[j:k]); {
+			case unsettledFuncs[name]:
+				return mayDiffer
+			case name == "tpl":
+				least = mayAssemble
 			}
 			j = k
 		}
@@ -195,14 +219,19 @@ type pendingRender struct {
 	differed bool
 }
 
-// rendering notes a render of the chart of key that gave manifest, whose
-// documents the cache holds as docs (nil when it does not hold them all).
-// The first render of a key is remembered; a second one that gives the
-// same manifest keeps the output, when settled says the chart's text is;
-// one that gives another manifest stops the key being kept in this
-// process.
-func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc, settled func() bool) {
-	if c == nil {
+// rendering notes a render of the chart of key, whose text's settlement is
+// s, that gave manifest, whose documents the cache holds as docs (nil when
+// it does not hold them all). The output of a chart that settles is kept
+// at once, and that of one that may differ never. Of one that may
+// assemble, the first render of a key is remembered; a second one that
+// gives the same manifest keeps the output; one that gives another
+// manifest stops the key being kept in this process.
+func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc, s settlement) {
+	if c == nil || s == mayDiffer || docs == nil {
+		return
+	}
+	if s == settles {
+		c.keepRendered(key, docs)
 		return
 	}
 	sum := sha256.Sum256([]byte(manifest))
@@ -213,7 +242,7 @@ func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc
 		c.pending[key] = &pendingRender{sum: sum}
 		c.mu.Unlock()
 		return
-	case p.differed || docs == nil:
+	case p.differed:
 		c.mu.Unlock()
 		return
 	case p.sum != sum:
@@ -222,9 +251,11 @@ func (c *ParseCache) rendering(key cacheKey, manifest string, docs []renderedDoc
 		return
 	}
 	c.mu.Unlock()
-	if !settled() {
-		return
-	}
+	c.keepRendered(key, docs)
+}
+
+// keepRendered keeps docs as the output of the chart of key.
+func (c *ParseCache) keepRendered(key cacheKey, docs []renderedDoc) {
 	if data, ok := encodeRendered(docs); ok {
 		c.add(key, data)
 	}

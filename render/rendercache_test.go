@@ -93,9 +93,11 @@ func TestAnUnchangedChartIsNotRenderedAgain(t *testing.T) {
 			if stats.Charts != wantCharts {
 				t.Errorf("%s, scan %d: %d charts read from the cache, want %d (%+v)", what, i+1, stats.Charts, wantCharts, stats)
 			}
+			// The chart calls no function that changes between renders,
+			// nor tpl: rendered or not, it is not rendered twice.
 			for _, m := range got {
-				if m.Settled() != (wantCharts == 1) {
-					t.Errorf("%s, scan %d: %s Settled() = %v", what, i+1, m.File, m.Settled())
+				if !m.Settled() {
+					t.Errorf("%s, scan %d: %s not settled", what, i+1, m.File)
 				}
 			}
 			if wantCharts == 1 && stats.Parsed != 0 {
@@ -176,10 +178,11 @@ func sameOutput(t *testing.T, what string, want, got []Manifest, wantErr, gotErr
 
 // TestAChartThatCanRenderDifferentlyIsRenderedEveryTime: a chart whose
 // templates (or whose values, through tpl) call the clock, randomness or
-// key generation is rendered on every scan, even when its two renders
-// agreed; so is one whose two renders differed though it names none of
-// those functions (a function name assembled at render time), one whose
-// output holds a Secret, and one given values from Secrets.
+// key generation (or takes a map's keys, in Go's map order) is rendered on
+// every scan, even when its two renders agreed; so is one whose two
+// renders differed though it names none of those functions (a function
+// name assembled at render time, through tpl), one whose output holds a
+// Secret, and one given values from Secrets.
 func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
 	for _, c := range []struct {
 		name, template, values string
@@ -191,6 +194,7 @@ func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
 		{name: "a certificate in a helper", template: `{{- define "x" }}{{ genCA "x" 365 }}{{ end }}cert: {{ include "x" . | b64enc | len | quote }}`},
 		{name: "the clock through tpl", template: `stamp: {{ tpl .Values.stamp . | quote }}`, values: "stamp: '{{ now | date \"2006\" }}'\n"},
 		{name: "a name assembled at render time", template: `token: {{ tpl (printf "{{ %s%s 12 }}" "rand" "AlphaNum") . | quote }}`},
+		{name: "a map's keys", template: `user: {{ first (keys .Values.users) | quote }}`, values: "users: {a: 1}\n"},
 		{name: "values from a Secret", template: `env: {{ .Values.env | quote }}`, values: "env: prod\n", secret: []string{"prod"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,8 +209,10 @@ func TestAChartThatCanRenderDifferentlyIsRenderedEveryTime(t *testing.T) {
 				if err != nil || len(ms) != 1 {
 					t.Fatalf("scan %d: %d manifests, %v", scan, len(ms), err)
 				}
-				if stats.Charts != 0 || ms[0].Settled() {
-					t.Errorf("scan %d read the chart's output from the cache (%+v)", scan, stats)
+				// Values from a Secret do not change between renders: the
+				// chart is rendered once, but its output is never kept.
+				if stats.Charts != 0 || ms[0].Settled() != (c.secret != nil) {
+					t.Errorf("scan %d read the chart's output from the cache (%+v, settled %v)", scan, stats, ms[0].Settled())
 				}
 			}
 		})
@@ -269,28 +275,74 @@ func TestARenderEntryThatDoesNotHoldIsDropped(t *testing.T) {
 			if st := cache.Stats(); st.Charts != 0 || st.Rejected != 1 {
 				t.Errorf("stats %+v, want the entry rejected and the chart rendered", st)
 			}
-			if cache.entries[key] != nil {
-				t.Error("the broken entry is still in the cache")
+			// The render kept its output afresh, whole.
+			if again, ok := cache.rendered(key, false); !ok {
+				t.Error("the render did not keep its output in place of the broken entry")
+			} else {
+				sameOutput(t, "the entry kept afresh", want, again, wantErr, nil)
 			}
 		})
 	}
 }
 
-func TestSettledText(t *testing.T) {
-	for text, want := range map[string]bool{
-		"plain text, for now":                          true,
-		`{{ .Values.random | quote }}`:                 true,
-		`{{ include "web.labels" . }} now`:             true,
-		`{{ now }}`:                                    false,
-		`{{- $x := randAlphaNum 8 -}}`:                 false,
-		`{{ .Values.now }}`:                            false, // a field of that name counts too
-		`{{ /* dateInZone */ }}`:                       false,
-		`{{ "a" }} {{ genSelfSignedCert "x" nil nil 1`: false, // an action left open
-		`{{ nowhere }} {{ undated }}`:                  true,
+func TestTextSettlement(t *testing.T) {
+	for text, want := range map[string]settlement{
+		"plain text, for now":                          settles,
+		`{{ .Values.random | quote }}`:                 settles,
+		`{{ include "web.labels" . }} now`:             settles,
+		`{{ nowhere }} {{ undated }} {{ tplx }}`:       settles,
+		`{{ now }}`:                                    mayDiffer,
+		`{{- $x := randAlphaNum 8 -}}`:                 mayDiffer,
+		`{{ .Values.now }}`:                            mayDiffer, // a field of that name counts too
+		`{{ /* dateInZone */ }}`:                       mayDiffer,
+		`{{ "a" }} {{ genSelfSignedCert "x" nil nil 1`: mayDiffer, // an action left open
+		`{{ first (keys .Values.users) }}`:             mayDiffer,
+		`{{ tpl .Values.x . }}`:                        mayAssemble,
+		`{{ tpl .Values.x . }} {{ uuidv4 }}`:           mayDiffer,
+		`{{ uuidv4 }} {{ tpl .Values.x . }}`:           mayDiffer,
 	} {
-		if got := settledText([]byte(text)); got != want {
-			t.Errorf("settledText(%q) = %v, want %v", text, got, want)
+		if got := textSettlement([]byte(text)); got != want {
+			t.Errorf("textSettlement(%q) = %v, want %v", text, got, want)
 		}
+	}
+}
+
+// TestAChartThatSettlesIsRenderedOnce: without a cache, a chart whose text
+// names no function that changes between renders, and calls no tpl, is
+// given as settled (the scanner does not render it twice); one that calls
+// tpl, or names such a function in a template, a helper, a file or the
+// values given, is not.
+func TestAChartThatSettlesIsRenderedOnce(t *testing.T) {
+	for _, c := range []struct {
+		name, template, helper, file, values string
+		settled                              bool
+	}{
+		{name: "values and helpers", template: `{{ include "x" . }}: {{ .Values.v | upper | quote }}`, helper: `{{ define "x" }}{{ .Release.Name }}{{ end }}`, values: "v: a\n", settled: true},
+		{name: "tpl of a value", template: `v: {{ tpl .Values.v . | quote }}`, values: "v: '{{ .Release.Name }}'\n"},
+		{name: "the clock in a helper", template: `v: {{ include "x" . | quote }}`, helper: `{{ define "x" }}{{ now | date "2006" }}{{ end }}`},
+		{name: "a map's keys", template: `v: {{ first (keys .Values.users) | quote }}`, values: "users: {a: 1, b: 2}\n"},
+		{name: "randomness in a file", template: `v: {{ .Files.Get "f.txt" | quote }}`, file: `{{ randAlpha 3 }}`},
+		{name: "the clock in the values", template: `v: {{ .Values.v | quote }}`, values: "v: '{{ now }}'\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "Chart.yaml"), "apiVersion: v2\nname: once\nversion: 0.1.0\n")
+			writeFile(t, filepath.Join(dir, "values.yaml"), c.values)
+			writeFile(t, filepath.Join(dir, "templates", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: once\ndata:\n  "+c.template+"\n")
+			if c.helper != "" {
+				writeFile(t, filepath.Join(dir, "templates", "_helpers.tpl"), c.helper)
+			}
+			if c.file != "" {
+				writeFile(t, filepath.Join(dir, "f.txt"), c.file)
+			}
+			ms, err := Manifests(t.Context(), Options{Dir: dir, Namespace: "shop"})
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("%d manifests, %v", len(ms), err)
+			}
+			if ms[0].Settled() != c.settled {
+				t.Errorf("Settled() = %v, want %v", ms[0].Settled(), c.settled)
+			}
+		})
 	}
 }
 
