@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	kyaml "go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
+	kyamlrnode "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // kustomizeLock serializes kustomize builds: krusty is not safe for
@@ -71,18 +74,157 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	var out []Manifest
 	for _, r := range resMap.Resources() {
-		data, err := r.MarshalJSON()
+		obj, err := kyamlObject(r.YNode())
 		if err != nil {
-			return nil, fmt.Errorf("kustomize %s: %s: %w", opts.Dir, r.CurId(), err)
-		}
-		// utiljson keeps integers int64, as unstructured objects need them;
-		// the resource's own Map turns them into float64.
-		var obj map[string]any
-		if err := utiljson.Unmarshal(data, &obj); err != nil {
 			return nil, fmt.Errorf("kustomize %s: %s: %w", opts.Dir, r.CurId(), err)
 		}
 		out = append(out, Manifest{Object: &unstructured.Unstructured{Object: obj}, File: "."})
 	}
 	opts.Parsed.storeBuild(key, fsys, out)
 	return out, nil
+}
+
+// kyamlObject is the object a resource's node (kyaml's: go.yaml.in/yaml/v3,
+// the maintained fork of gopkg.in/yaml.v3) holds: what its MarshalJSON
+// gives read back with the API machinery's JSON decoder (integers int64).
+// MarshalJSON writes the node as YAML, as `kustomize build` prints it, reads
+// that into Go values and writes those as JSON. Where writing and reading
+// the node again cannot change a value (kyamlCopy), the node tree is read
+// as the plain renderer reads a document, by YAMLNodeValue, without the
+// three conversions (TestAKustomizeBuildReadsAsMarshalJSON).
+func kyamlObject(n *kyaml.Node) (map[string]any, error) {
+	if n != nil && n.Kind == kyaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != kyaml.MappingNode {
+		return nil, fmt.Errorf("not an object")
+	}
+	var v any
+	k := kyamlCopy{exact: true}
+	c := k.node(n, false)
+	if k.exact {
+		var err error
+		if v, err = YAMLNodeValue(c); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := kyamlrnode.NewRNode(n).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := utiljson.Unmarshal(data, &v); err != nil {
+			return nil, err
+		}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not an object")
+	}
+	return obj, nil
+}
+
+// kyamlCopy copies a go.yaml.in/yaml/v3 node tree into gopkg.in/yaml.v3's
+// types, whose kinds and styles have the same values. An alias points
+// into the copy: anchored holds the copies of anchored nodes (and of any
+// other an alias names), by the original.
+//
+// exact stays true while every scalar copied reads the same from the tree
+// as from the YAML yaml.v3's encoder writes for it. Two that may not:
+//   - a quoted, literal or folded scalar with a tag other than !!str and
+//     not marked TaggedStyle: the encoder drops a tag the value resolves
+//     to, so "3" tagged !!int reads back as the string "3";
+//   - an empty scalar with no tag or !!null, in plain style, inside a flow
+//     collection or as a key: the encoder writes it quoted, as the empty
+//     string, where the tree holds a null;
+//
+// and a key that is not a string (MarshalJSON reads 00 as "00" at the top
+// level and cannot write such a map below it).
+//
+// The parser makes the second ({a} is a flow mapping of a to null); a
+// kustomize transformer may build any node. A tag outside the core
+// schema's is not read from the tree either. The rest are read by
+// MarshalJSON, as before.
+type kyamlCopy struct {
+	anchored map[*kyaml.Node]*yaml.Node
+	exact    bool
+}
+
+// node copies n; flow says n lies in a flow collection or is a key.
+func (k *kyamlCopy) node(n *kyaml.Node, flow bool) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Anchor != "" {
+		if c, ok := k.anchored[n]; ok {
+			return c
+		}
+	}
+	c := &yaml.Node{
+		Kind: yaml.Kind(n.Kind), Style: yaml.Style(n.Style), Tag: n.Tag, Value: n.Value,
+		Anchor: n.Anchor, Line: n.Line, Column: n.Column,
+	}
+	if n.Kind == kyaml.ScalarNode {
+		if !rereads(n, flow) {
+			k.exact = false
+		}
+		if n.Tag == "" {
+			// As the decoder reads it (kyaml's NewScalarRNode leaves
+			// the tag out).
+			c.Tag = n.ShortTag()
+		}
+	}
+	if n.Anchor != "" {
+		k.keep(n, c)
+	}
+	if n.Alias != nil {
+		if c.Alias = k.anchored[n.Alias]; c.Alias == nil {
+			c.Alias = k.node(n.Alias, flow)
+			k.keep(n.Alias, c.Alias)
+		}
+	}
+	if len(n.Content) > 0 {
+		inFlow := flow || n.Style&kyaml.FlowStyle != 0
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, e := range n.Content {
+			key := n.Kind == kyaml.MappingNode && i%2 == 0
+			c.Content[i] = k.node(e, inFlow || key)
+			if key && (c.Content[i] == nil || c.Content[i].Tag != "!!str") {
+				// MarshalJSON reads the top level into a map of
+				// strings (00 stays "00"), and fails on a map below
+				// whose keys are not.
+				k.exact = false
+			}
+		}
+	}
+	return c
+}
+
+func (k *kyamlCopy) keep(n *kyaml.Node, c *yaml.Node) {
+	if k.anchored == nil {
+		k.anchored = map[*kyaml.Node]*yaml.Node{}
+	}
+	k.anchored[n] = c
+}
+
+// coreTags are the tags a scalar of the tree may have (besides none) and
+// still be read from the tree (kyamlCopy).
+var coreTags = map[string]bool{
+	"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true,
+	"!!timestamp": true, "!!binary": true, "!!merge": true,
+}
+
+// rereads says whether the scalar n, in a flow collection or a key when
+// flow is set, reads from the tree as from what the encoder writes for it
+// (kyamlCopy).
+func rereads(n *kyaml.Node, flow bool) bool {
+	if n.Style&kyaml.TaggedStyle != 0 {
+		return n.Tag == "" || coreTags[n.Tag]
+	}
+	if n.Tag != "" && !coreTags[n.Tag] {
+		return false
+	}
+	if n.Style&(kyaml.SingleQuotedStyle|kyaml.DoubleQuotedStyle|kyaml.LiteralStyle|kyaml.FoldedStyle) != 0 {
+		return n.Tag == "" || n.Tag == "!!str"
+	}
+	return !(flow && n.Value == "" && (n.Tag == "" || n.Tag == "!!null"))
 }
