@@ -441,6 +441,10 @@ func splitYAML(data []byte) ([]document, []*FileError) {
 	var docs []document
 	var errs []*FileError
 	for _, c := range SplitYAMLDocuments(data) {
+		if m, line, ok := fastDocument(c.Data); ok {
+			docs = append(docs, document{line: line + c.Line - 1, value: m})
+			continue
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(c.Data))
 		for {
 			var n yaml.Node

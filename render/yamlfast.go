@@ -1,0 +1,448 @@
+package render
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// Most manifest files are block YAML of one shape, the one kubectl, Helm
+// and people write: mappings of plain keys, sequences of "- " items,
+// scalars on one line (plain, or quoted without escapes), literal block
+// scalars (|, |-), and the empty [] and {}. yaml.v3 builds a node tree of
+// them (one 152-byte node per value, its tokens and buffers) that the
+// render throws away: a fifth of a scan's CPU at 5,000 plain objects
+// without a cache. fastDocument reads that shape straight into the values
+// YAMLNodeValue gives, and gives up, for yaml.v3 to read, at anything
+// else: a tab, a carriage return, a byte beyond ASCII, an anchor, alias
+// or tag, a flow collection that is not empty, a folded or kept block
+// scalar, a scalar over more than one line, a quoted key, a key given
+// twice or that is not a string, a top-level items list (whose item lines
+// the render reports), a document marker other than the leading "---",
+// and anything yaml.v3 would refuse. FuzzFastDocument holds it to yaml.v3.
+
+// fastDocument is the value and the 1-based line of the root of data, one
+// document of a file (SplitYAMLDocuments); false when data is not of the
+// shape above, or holds no document.
+func fastDocument(data []byte) (map[string]any, int, bool) {
+	for _, c := range data {
+		if c >= 0x7f || c < ' ' && c != '\n' {
+			return nil, 0, false
+		}
+	}
+	p := fastYAML{lines: bytes.Split(data, []byte{'\n'}), virtual: -1}
+	// Comments, blank lines and one leading document marker.
+	line, indent, ok := p.peek()
+	if ok && indent < 0 && bytes.HasPrefix(line, []byte("---")) {
+		if rest := trimComment(line[3:]); len(rest) != 0 || len(line) > 3 && line[3] != ' ' {
+			return nil, 0, false
+		}
+		p.n++
+		line, indent, ok = p.peek()
+	}
+	if !ok || indent != 0 || isSeqItem(line) {
+		return nil, 0, false
+	}
+	root := p.n
+	m, ok := p.mapping(0)
+	if !ok || p.n < len(p.lines) {
+		return nil, 0, false
+	}
+	if _, ok := m["items"]; ok {
+		return nil, 0, false
+	}
+	return m, root + 1, true
+}
+
+// fastYAML reads lines of block YAML. virtual, when not -1, is the column
+// at which the line n starts for the node being read: the first key of a
+// mapping that is a sequence item ("- name: web").
+type fastYAML struct {
+	lines               [][]byte
+	n                   int
+	virtual, virtualCol int
+}
+
+// peek skips blank and comment lines and returns the next line, and where
+// its content starts; false at the end of data. A line made only of a
+// document marker or "..." is not content fastYAML reads: it says so by
+// giving it at column -1.
+func (p *fastYAML) peek() ([]byte, int, bool) {
+	for ; p.n < len(p.lines); p.n++ {
+		line := p.lines[p.n]
+		indent := 0
+		for indent < len(line) && line[indent] == ' ' {
+			indent++
+		}
+		if indent == len(line) || line[indent] == '#' {
+			continue
+		}
+		if indent == 0 && (bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) || line[0] == '%') {
+			return line, -1, true
+		}
+		if p.n == p.virtual {
+			return line, p.virtualCol, true
+		}
+		return line, indent, true
+	}
+	return nil, 0, false
+}
+
+// mapping reads the block mapping whose keys start at col.
+func (p *fastYAML) mapping(col int) (map[string]any, bool) {
+	m := map[string]any{}
+	for {
+		line, indent, ok := p.peek()
+		if !ok || indent >= 0 && indent < col {
+			return m, true
+		}
+		if indent != col || isSeqItem(line[col:]) {
+			return nil, false
+		}
+		key, rest, ok := splitKey(line[col:])
+		if !ok {
+			return nil, false
+		}
+		if _, twice := m[key]; twice {
+			return nil, false
+		}
+		p.n++
+		v, ok := p.value(rest, col)
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+	}
+}
+
+// value reads the value of a key at col whose line goes on with rest
+// after the key's colon.
+func (p *fastYAML) value(rest []byte, col int) (any, bool) {
+	text := trimComment(rest)
+	if len(text) == 0 {
+		line, indent, ok := p.peek()
+		switch {
+		case !ok || indent < 0 || indent < col:
+			return nil, true
+		case indent == col && isSeqItem(line[col:]):
+			return p.sequence(col)
+		case indent == col:
+			return nil, true
+		case isSeqItem(line[indent:]):
+			return p.sequence(indent)
+		}
+		return p.mapping(indent)
+	}
+	if text[0] == '|' {
+		return p.literal(text, col)
+	}
+	return p.scalarLine(text, col)
+}
+
+// sequence reads the block sequence whose "- " start at col.
+func (p *fastYAML) sequence(col int) ([]any, bool) {
+	s := []any{}
+	for {
+		line, indent, ok := p.peek()
+		if !ok || indent >= 0 && indent < col {
+			return s, true
+		}
+		if indent != col {
+			return nil, false
+		}
+		if !isSeqItem(line[col:]) {
+			return s, true // the mapping the sequence is a value of goes on
+		}
+		item := line[col+1:]
+		at := col + 1
+		for at < len(line) && line[at] == ' ' {
+			at++
+		}
+		text := trimComment(item)
+		var v any
+		switch {
+		case len(text) == 0:
+			p.n++
+			next, indent, ok := p.peek()
+			switch {
+			case !ok || indent <= col:
+				v = nil
+			case isSeqItem(next[indent:]):
+				return nil, false
+			default:
+				if v, ok = p.mapping(indent); !ok {
+					return nil, false
+				}
+			}
+		case isSeqItem(line[at:]) || text[0] == '|':
+			return nil, false
+		default:
+			if _, _, isKey := splitKey(line[at:]); isKey {
+				p.virtual, p.virtualCol = p.n, at
+				v, ok = p.mapping(at)
+				p.virtual = -1
+			} else {
+				p.n++
+				v, ok = p.scalarLine(text, col)
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+		s = append(s, v)
+	}
+}
+
+// scalarLine reads text, a scalar that is all of its line but a comment;
+// its node is at col. The line is read already. A line after it that is
+// more indented would go on with the scalar (or be an error): given up.
+func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
+	var v any
+	switch text[0] {
+	case '"':
+		end := bytes.IndexByte(text[1:], '"')
+		if end < 0 || end+2 != len(text) || bytes.IndexByte(text, '\\') >= 0 {
+			return nil, false
+		}
+		v = string(text[1 : end+1])
+	case '\'':
+		s, ok := singleQuoted(text)
+		if !ok {
+			return nil, false
+		}
+		v = s
+	case '[', '{':
+		switch string(text) {
+		case "[]":
+			v = []any{}
+		case "{}":
+			v = map[string]any{}
+		default:
+			return nil, false
+		}
+	default:
+		if !plainStart(text) || bytes.Contains(text, []byte(": ")) || text[len(text)-1] == ':' {
+			return nil, false
+		}
+		var ok bool
+		if v, ok = fastPlain(string(text)); !ok {
+			return nil, false
+		}
+	}
+	if _, indent, ok := p.peek(); ok && indent > col {
+		return nil, false
+	}
+	return v, true
+}
+
+// literal reads a literal block scalar (| or |-; its header is text) of a
+// key at col, from the lines after the key's.
+func (p *fastYAML) literal(header []byte, col int) (any, bool) {
+	strip := false
+	switch string(header) {
+	case "|":
+	case "|-":
+		strip = true
+	default:
+		return nil, false // kept, indented or commented headers
+	}
+	// The block's indentation is its first line's, and its first line is
+	// not blank.
+	if p.n >= len(p.lines) {
+		return nil, false
+	}
+	first := p.lines[p.n]
+	indent := 0
+	for indent < len(first) && first[indent] == ' ' {
+		indent++
+	}
+	if indent == len(first) || indent <= col {
+		return nil, false
+	}
+	var b strings.Builder
+	blank := 0 // blank lines not yet written
+	for ; p.n < len(p.lines); p.n++ {
+		line := p.lines[p.n]
+		spaces := 0
+		for spaces < len(line) && line[spaces] == ' ' {
+			spaces++
+		}
+		if spaces == len(line) {
+			if spaces > indent {
+				return nil, false // spaces that are content
+			}
+			blank++
+			continue
+		}
+		if spaces < indent {
+			if spaces > col {
+				return nil, false
+			}
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		for ; blank > 0; blank-- {
+			b.WriteByte('\n')
+		}
+		b.Write(line[indent:])
+	}
+	if p.n == len(p.lines) && blank == 0 {
+		return nil, false // the last line has no line break
+	}
+	if !strip {
+		b.WriteByte('\n')
+	}
+	return b.String(), true
+}
+
+// isSeqItem says whether line starts a sequence item: "-" alone or "- ".
+func isSeqItem(line []byte) bool {
+	return len(line) > 0 && line[0] == '-' && (len(line) == 1 || line[1] == ' ')
+}
+
+// splitKey cuts a line at the colon after its key: the key, of letters,
+// digits and "._/-" (not first), that reads as a string, and the rest
+// after the colon; false when the line is not such a key and colon.
+func splitKey(line []byte) (string, []byte, bool) {
+	i := 0
+	for i < len(line) && keyByte(line[i], i == 0) {
+		i++
+	}
+	if i == 0 || i == len(line) || line[i] != ':' || i+1 < len(line) && line[i+1] != ' ' {
+		return "", nil, false
+	}
+	key := string(line[:i])
+	if v, ok := fastPlain(key); !ok || v != key {
+		return "", nil, false
+	}
+	return key, line[i+1:], true
+}
+
+func keyByte(c byte, first bool) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '/' || !first && c == '-'
+}
+
+// trimComment is line without its leading and trailing spaces and a
+// comment: a '#' at its start or after a space. A '#' within quotes after
+// a space is taken for a comment too: such a line is given up later, as
+// its quote does not close.
+func trimComment(line []byte) []byte {
+	line = bytes.TrimLeft(line, " ")
+	if len(line) > 0 && line[0] == '#' {
+		return nil
+	}
+	if i := bytes.Index(line, []byte(" #")); i >= 0 {
+		line = line[:i]
+	}
+	return bytes.TrimRight(line, " ")
+}
+
+// plainStart says whether a plain scalar may start as text does: not with
+// an indicator (yaml.v3 reads those otherwise, or refuses them).
+func plainStart(text []byte) bool {
+	switch text[0] {
+	case '-', '?', ':':
+		return len(text) > 1 && text[1] != ' '
+	case ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		return false
+	}
+	return true
+}
+
+// singleQuoted is the value of a single-quoted scalar that is all of
+// text, two quotes in a row standing for one.
+func singleQuoted(text []byte) (string, bool) {
+	var b strings.Builder
+	for i := 1; i < len(text); i++ {
+		if text[i] != '\'' {
+			b.WriteByte(text[i])
+			continue
+		}
+		if i+1 < len(text) && text[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		return b.String(), i == len(text)-1
+	}
+	return "", false
+}
+
+// fastPlain is the JSON value of a plain scalar, as yaml.v3 tags it
+// (resolve, with no tag given) and plainScalar then reads it; false for
+// what may be a timestamp, and for what plainScalar does not read.
+func fastPlain(s string) (any, bool) {
+	return plainScalar(plainTag(s), s)
+}
+
+// plainTag is the tag yaml.v3's resolve gives the plain scalar s, or ""
+// when s may be a timestamp (resolve.go: the first byte's hint, the map
+// of special values, then integers in every base, then floats).
+func plainTag(s string) string {
+	if s == "" {
+		return "!!null"
+	}
+	switch c := s[0]; {
+	case c == '+' || c == '-' || '0' <= c && c <= '9':
+		if len(s) > 4 && s[4] == '-' && allDigits(s[:4]) {
+			return "" // parseTimestamp wants four digits and a dash
+		}
+		if _, ok := resolveSpecial[s]; ok {
+			return resolveSpecial[s]
+		}
+		plain := strings.ReplaceAll(s, "_", "")
+		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return "!!int"
+		}
+		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return "!!int"
+		}
+		if yamlStyleFloat.MatchString(plain) {
+			if _, err := strconv.ParseFloat(plain, 64); err == nil {
+				return "!!float"
+			}
+		}
+		for _, prefix := range []string{"0b", "-0b", "0o", "-0o"} {
+			if strings.HasPrefix(plain, prefix) {
+				return "" // plainScalar's !!int reads them, but let yaml.v3 say
+			}
+		}
+		return "!!str"
+	case c == '.':
+		if tag, ok := resolveSpecial[s]; ok {
+			return tag
+		}
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return "!!float"
+		}
+		return "!!str"
+	case strings.IndexByte("yYnNtTfFoO~<", c) >= 0:
+		if tag, ok := resolveSpecial[s]; ok {
+			return tag
+		}
+	}
+	return "!!str"
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveSpecial is yaml.v3's map of special plain values (resolve.go).
+var resolveSpecial = map[string]string{
+	"true": "!!bool", "True": "!!bool", "TRUE": "!!bool",
+	"false": "!!bool", "False": "!!bool", "FALSE": "!!bool",
+	"~": "!!null", "null": "!!null", "Null": "!!null", "NULL": "!!null",
+	".nan": "!!float", ".NaN": "!!float", ".NAN": "!!float",
+	".inf": "!!float", ".Inf": "!!float", ".INF": "!!float",
+	"+.inf": "!!float", "+.Inf": "!!float", "+.INF": "!!float",
+	"-.inf": "!!float", "-.Inf": "!!float", "-.INF": "!!float",
+	"<<": "!!merge",
+}

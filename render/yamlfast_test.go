@@ -1,0 +1,131 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+)
+
+// yamlV3Document is what splitYAML made of one document before
+// fastDocument: yaml.v3's node tree, read by YAMLNodeValue; false when
+// yaml.v3 refuses data, or it holds other than one document.
+func yamlV3Document(data []byte) (any, int, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var n yaml.Node
+	if err := dec.Decode(&n); err != nil || len(n.Content) == 0 {
+		return nil, 0, false
+	}
+	root := n.Content[0]
+	v, err := YAMLNodeValue(root)
+	if err != nil {
+		return nil, 0, false
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, 0, false
+	}
+	return v, root.Line, true
+}
+
+// sameAsYAMLv3 fails when fastDocument reads data, and yaml.v3 refuses it
+// or reads another value or line. It says whether fastDocument read it.
+func sameAsYAMLv3(t *testing.T, what string, data []byte) bool {
+	t.Helper()
+	got, line, ok := fastDocument(data)
+	if !ok {
+		return false
+	}
+	want, wantLine, wantOK := yamlV3Document(data)
+	if !wantOK {
+		t.Fatalf("%s: fastDocument read %q, which yaml.v3 refuses", what, data)
+	}
+	if !reflect.DeepEqual(any(got), want) || line != wantLine {
+		t.Fatalf("%s: %q: line %d, yaml.v3's %d; -yaml.v3 +fastDocument:\n%s", what, data, line, wantLine, cmp.Diff(want, any(got)))
+	}
+	return true
+}
+
+// TestFastDocumentReadsAsYAMLv3: every document of every fixture that
+// fastDocument reads, it reads as yaml.v3 does, value (Go types too) and
+// line; and it reads the shapes it is for, not only gives up.
+func TestFastDocumentReadsAsYAMLv3(t *testing.T) {
+	read, all := 0, 0
+	err := filepath.WalkDir(filepath.Join("..", "fixtures"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, c := range SplitYAMLDocuments(data) {
+			all++
+			if sameAsYAMLv3(t, p, c.Data) {
+				read++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fastDocument read %d of the fixtures' %d documents", read, all)
+	if read < all/2 {
+		t.Errorf("fastDocument read only %d of the fixtures' %d documents", read, all)
+	}
+
+	for _, doc := range []string{
+		// What kubectl and Helm write.
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    app.kubernetes.io/name: web\n  annotations: {}\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      - name: app\n        image: \"nginx:1.25\"\n        args: [] # none\n        ports:\n        - containerPort: 80\n          protocol: TCP\n        resources:\n          limits:\n            cpu: 500m\n",
+		"# Source: web/templates/cm.yaml\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 'web''s'\ndata:\n  script: |\n    #!/bin/sh\n      echo hi\n\n    exit 0\n  strip: |-\n    a\n    b\n\n  after: x\n",
+		"---\nkind: X\nlist:\n- a\n-   b # comment\n- 'c: d'\n-\n  e: f\n- g: h\n  i: j\nnext: 1\n",
+		// Every kind of plain scalar.
+		"a: 0\nb: -12\nc: +7\nd: 0x1F\ne: 0o17\nf: 017\ng: 1_000\nh: 1.5\ni: -.5\nj: 1e3\nk: 08\nl: 500m\nm: 25%\nn: 1Gi\no: true\np: False\nq: yes\nr: ~\ns: null\nt: 9223372036854775807\nv: .\nw: 1.\ny: http://x:80/y\nz: a#b\n",
+		"key:\nother: 1\nempty: ''\nq: \"\"\n",
+	} {
+		if !sameAsYAMLv3(t, "shape", []byte(doc)) {
+			t.Errorf("fastDocument gave up on %q", doc)
+		}
+	}
+	for _, doc := range []string{
+		"a: 2026-12-01\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: [1, 2]\n", "a: {b: c}\n",
+		"a: \"x\" y\n", "a: \"x\"y\n", "a: 'x' y\n", "a: >\n  folded\n", "a: |+\n  kept\n", "a: |2\n  indented\n", "a: \"esc\\n\"\n",
+		"a: multi\n  line\n", "'a': 1\n", "a: 1\na: 2\n", "1: a\n", "a:\tb\n", "a: b\r\n",
+		"a: é\n", "items:\n- a\n", "- a\n", "a: b: c\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n",
+		"a: |\n  no break at the end", "a:\n  - b\n - c\n", "? a\n: b\n", "a: .inf\n", "<<: {a: 1}\n", "a: 9223372036854775808\n", "a: -\n",
+	} {
+		sameAsYAMLv3(t, "refused", []byte(doc))
+		if _, _, ok := fastDocument([]byte(doc)); ok {
+			t.Errorf("fastDocument read %q, which is for yaml.v3 to read", doc)
+		}
+	}
+}
+
+// FuzzFastDocument: whatever fastDocument reads, yaml.v3 reads the same.
+func FuzzFastDocument(f *testing.F) {
+	for _, s := range []string{
+		"a: 1\nb:\n  c: [] \n  d:\n  - e\n  - f: g\n    h: 'i'\n",
+		"a: |\n  x\n\n  y\nb: |-\n  z\n",
+		"---\n# c\nk: v # c\n",
+		"a:\n- 1\n- -2\n- 0.5\n- .5\n- 1e-3\n- 0x10\n- 0o7\n- 0b1\n- 1_0\n",
+		"a:\n  b:\n    c: d\n  e: f\ng: h\n",
+		"a:\n-\n  b: c\n- - d\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		sameAsYAMLv3(t, "fuzz", data)
+	})
+}
