@@ -18,7 +18,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"helm.sh/helm/v4/pkg/strvals"
 )
 
@@ -197,7 +196,7 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 			delete(files, f)
 		}
 	}
-	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	manifests, err := helmSorted(files)
 	if err != nil {
 		return "", err
 	}
