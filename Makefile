@@ -124,8 +124,8 @@ test: testbin browser lint
 	DRIFTSCAN_REQUIRE_CLUSTER=1 DRIFTSCAN_REQUIRE_BROWSER=1 $(GO) test -count=1 -timeout 30m -artifacts -outputdir $(CACHE)/test-artifacts ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
-# The fuzz targets, as package:target.
-FUZZ_TARGETS := config:FuzzParseConfig render:FuzzRenderYAML render:FuzzParseCache classify:FuzzIgnoreRule report:FuzzWriteFinding report:FuzzIndentJSON
+# Every fuzz target in the repository, as package:Function.
+FUZZ_TARGETS := $(shell grep -rn --include='*_test.go' --exclude-dir=.cache --exclude-dir=.git --exclude-dir=node_modules '^func Fuzz' . | sed -E 's|^\./(.*)/[^/]*:[0-9]+:func (Fuzz[A-Za-z0-9_]*)[^A-Za-z0-9_].*|\1:\2|' | sort)
 FUZZTIME     ?= 2m
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 2m); crashers land in testdata/fuzz
