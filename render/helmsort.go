@@ -2,7 +2,9 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,22 +25,14 @@ import (
 // order where lessByKind builds it for every comparison. The files,
 // documents, order and errors are SortManifests' (TestHelmSortedIsSortManifests).
 func helmSorted(files map[string]string) ([]releaseutil.Manifest, error) {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
 	var out []releaseutil.Manifest
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		content := files[p]
 		if strings.HasPrefix(path.Base(p), "_") || strings.TrimSpace(content) == "" {
 			continue // partials and empty files
 		}
 		entries := releaseutil.SplitManifests(content)
-		keys := make([]string, 0, len(entries))
-		for k := range entries {
-			keys = append(keys, k)
-		}
+		keys := slices.Collect(maps.Keys(entries))
 		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
 		for _, k := range keys {
 			doc := entries[k]

@@ -182,7 +182,7 @@ spec:
 // FuzzKYAMLObject: whatever YAML kyaml parses into an object, kyamlObject
 // reads as MarshalJSON does, or refuses where it does.
 func FuzzKYAMLObject(f *testing.F) {
-	for _, s := range []string{
+	fuzzSmall(f, []string{
 		"a: 1\nb: [x, 2.5, true, null]\nc: {d: \"3\"}\n",
 		"a: &x [1, 2]\nb: *x\n",
 		"<<: {a: 1}\nb: 2\n",
@@ -192,13 +192,7 @@ func FuzzKYAMLObject(f *testing.F) {
 		"a: 1\na: 2\n",
 		"{a}",
 		"a: {b: , c: [d, ]}\n? ''\n: e\n",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if len(s) > 4096 {
-			return
-		}
+	}, func(t *testing.T, s string) {
 		r, err := kyamlrnode.Parse(s)
 		if err != nil || r.YNode().Kind != kyaml.MappingNode {
 			return
