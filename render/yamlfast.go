@@ -7,19 +7,22 @@ import (
 )
 
 // Most manifest files are block YAML of one shape, the one kubectl, Helm
-// and people write: mappings of plain keys, sequences of "- " items,
-// scalars on one line (plain, or quoted without escapes), literal block
-// scalars (|, |-), and the empty [] and {}. yaml.v3 builds a node tree of
-// them (one 152-byte node per value, its tokens and buffers) that the
-// render throws away: a fifth of a scan's CPU at 5,000 plain objects
-// without a cache. fastDocument reads that shape straight into the values
-// YAMLNodeValue gives, and gives up, for yaml.v3 to read, at anything
-// else: a tab, a carriage return, a byte beyond ASCII, an anchor, alias
-// or tag, a flow collection that is not empty, a folded or kept block
-// scalar, a scalar over more than one line, a quoted key, a key given
-// twice or that is not a string, a top-level items list (whose item lines
-// the render reports), a document marker other than the leading "---",
-// and anything yaml.v3 would refuse. FuzzFastDocument holds it to yaml.v3.
+// and people write: mappings of plain or quoted keys, sequences of "- "
+// items, scalars on their key's line or the next (plain, over lines too,
+// or quoted without escapes on one line), literal block scalars (|, |-),
+// {} and one-line flow sequences of such scalars (["*"], [get, list], []).
+// yaml.v3 builds a node tree of them (one 152-byte node per value, its
+// tokens and buffers) that the render throws away: a fifth of a scan's CPU
+// at 5,000 plain objects without a cache. fastDocument reads that shape
+// straight into the values YAMLNodeValue gives, and gives up, for yaml.v3
+// to read, at anything else: a tab, a carriage return, a byte beyond
+// ASCII, an anchor, alias or tag, a flow mapping that is not empty, a flow
+// sequence of anything else or over more than one line, a folded or kept
+// block scalar, a quoted scalar over more than one line or a plain one
+// with a blank line or comment within, a key given twice or that is not a
+// string, a top-level items list (whose item lines the render reports), a
+// document marker other than the leading "---", and anything yaml.v3 would
+// refuse. FuzzFastDocument holds it to yaml.v3.
 
 // fastDocument is the value and the 1-based line of the root of data, one
 // document of a file (SplitYAMLDocuments); false when data is not of the
@@ -131,6 +134,12 @@ func (p *fastYAML) value(rest []byte, col int) (any, bool) {
 		case isSeqItem(line[indent:]):
 			return p.sequence(indent)
 		}
+		if _, _, isKey := splitKey(line[indent:]); !isKey {
+			// A scalar on the line after its key's ("securityContext:"
+			// then "  {}", as toYaml writes an empty map).
+			p.n++
+			return p.scalarLine(trimComment(line[indent:]), col)
+		}
 		return p.mapping(indent)
 	}
 	if text[0] == '|' {
@@ -206,17 +215,27 @@ func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 		}
 		v = string(text[1 : end+1])
 	case '\'':
-		s, ok := singleQuoted(text)
-		if !ok {
+		s, n, ok := quoted(text)
+		switch {
+		case !ok && !bytes.Contains(p.lines[p.n-1], []byte(" #")):
+			// It closes on a later line (a wrapped CRD description).
+			if s, ok = p.quotedLines(text, col); !ok {
+				return nil, false
+			}
+		case !ok || n != len(text):
 			return nil, false
 		}
 		v = s
 	case '[', '{':
-		switch string(text) {
-		case "[]":
-			v = []any{}
-		case "{}":
+		switch {
+		case string(text) == "{}":
 			v = map[string]any{}
+		case text[0] == '[':
+			s, ok := flowSequence(text)
+			if !ok {
+				return nil, false
+			}
+			v = s
 		default:
 			return nil, false
 		}
@@ -224,8 +243,11 @@ func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 		if !plainStart(text) || bytes.Contains(text, []byte(": ")) || text[len(text)-1] == ':' {
 			return nil, false
 		}
-		var ok bool
-		if v, ok = fastPlain(string(text)); !ok {
+		more, ok := p.plainLines(col)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = fastPlain(string(text) + more); !ok {
 			return nil, false
 		}
 	}
@@ -233,6 +255,62 @@ func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 		return nil, false
 	}
 	return v, true
+}
+
+// plainLines reads the lines that go on with a plain scalar whose node is
+// at col, from the line after its first (controller-gen wraps a CRD's
+// descriptions so): each more indented than col, folded into one space and
+// its text. A blank line within (a line break), a comment, a line that
+// holds ": " or " #", or a first line with a comment, is given up.
+func (p *fastYAML) plainLines(col int) (string, bool) {
+	var b []byte
+	commented := bytes.Contains(p.lines[p.n-1], []byte(" #"))
+	for p.n < len(p.lines) {
+		line := p.lines[p.n]
+		indent := 0
+		for indent < len(line) && line[indent] == ' ' {
+			indent++
+		}
+		if indent == len(line) || indent <= col {
+			break // a line after a blank one that goes on is scalarLine's to refuse
+		}
+		text := bytes.TrimRight(line[indent:], " ")
+		if commented || text[0] == '#' ||
+			bytes.Contains(text, []byte(": ")) || bytes.Contains(text, []byte(" #")) || text[len(text)-1] == ':' {
+			return "", false
+		}
+		b = append(append(b, ' '), text...)
+		p.n++
+	}
+	return string(b), true
+}
+
+// quotedLines reads a single-quoted scalar that starts with first, the
+// rest of its line, and closes at the end of a later line, each more
+// indented than col: its lines folded into one space each. A blank line
+// within (a line break), or text after the closing quote, is given up.
+func (p *fastYAML) quotedLines(first []byte, col int) (string, bool) {
+	b := append([]byte(nil), bytes.TrimRight(first, " ")...)
+	for ; p.n < len(p.lines); p.n++ {
+		line := p.lines[p.n]
+		text := bytes.Trim(line, " ")
+		if len(text) == 0 || len(line)-len(bytes.TrimLeft(line, " ")) <= col {
+			return "", false
+		}
+		b = append(append(b, ' '), text...)
+		for i := 0; i < len(text); i++ {
+			if text[i] != '\'' {
+				continue
+			}
+			if i+1 < len(text) && text[i+1] == '\'' {
+				i++
+				continue
+			}
+			p.n++
+			return singleQuoted(b) // false when text follows the quote
+		}
+	}
+	return "", false
 }
 
 // literal reads a literal block scalar (| or |-; its header is text) of a
@@ -306,6 +384,13 @@ func isSeqItem(line []byte) bool {
 // digits and "._/-" (not first), that reads as a string, and the rest
 // after the colon; false when the line is not such a key and colon.
 func splitKey(line []byte) (string, []byte, bool) {
+	if len(line) > 0 && (line[0] == '"' || line[0] == '\'') {
+		key, n, ok := quoted(line)
+		if !ok || n == len(line) || line[n] != ':' || n+1 < len(line) && line[n+1] != ' ' {
+			return "", nil, false
+		}
+		return key, line[n+1:], true
+	}
 	i := 0
 	for i < len(line) && keyByte(line[i], i == 0) {
 		i++
@@ -349,6 +434,76 @@ func plainStart(text []byte) bool {
 		return false
 	}
 	return true
+}
+
+// quoted reads the quoted scalar that starts text: a double-quoted one
+// with no escape, or a single-quoted one. It gives the value and the
+// length of the scalar in text; false when the quote does not close on
+// the line, or holds an escape.
+func quoted(text []byte) (string, int, bool) {
+	if text[0] == '"' {
+		end := bytes.IndexByte(text[1:], '"')
+		if end < 0 || bytes.IndexByte(text[1:end+1], '\\') >= 0 {
+			return "", 0, false
+		}
+		return string(text[1 : end+1]), end + 2, true
+	}
+	for i := 1; i < len(text); i++ {
+		if text[i] != '\'' {
+			continue
+		}
+		if i+1 < len(text) && text[i+1] == '\'' {
+			i++
+			continue
+		}
+		s, ok := singleQuoted(text[:i+1])
+		return s, i + 1, ok
+	}
+	return "", 0, false
+}
+
+// flowSequence is the value of text, a flow sequence on one line whose
+// items are quoted scalars (quoted) or plain ones of letters, digits and
+// "._/-" that start with a letter or digit: ["*"], [get, list], [].
+func flowSequence(text []byte) ([]any, bool) {
+	if text[len(text)-1] != ']' {
+		return nil, false
+	}
+	in := bytes.TrimSpace(text[1 : len(text)-1])
+	s := []any{}
+	for len(in) > 0 {
+		switch c := in[0]; {
+		case c == '"' || c == '\'':
+			v, n, ok := quoted(in)
+			if !ok {
+				return nil, false
+			}
+			s, in = append(s, v), in[n:]
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
+			n := 0
+			for n < len(in) && keyByte(in[n], false) {
+				n++
+			}
+			v, ok := fastPlain(string(in[:n]))
+			if !ok {
+				return nil, false
+			}
+			s, in = append(s, v), in[n:]
+		default:
+			return nil, false
+		}
+		in = bytes.TrimLeft(in, " ")
+		if len(in) == 0 {
+			break
+		}
+		if in[0] != ',' {
+			return nil, false
+		}
+		if in = bytes.TrimLeft(in[1:], " "); len(in) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	return s, true
 }
 
 // singleQuoted is the value of a single-quoted scalar that is all of

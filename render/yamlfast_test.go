@@ -91,15 +91,21 @@ func TestFastDocumentReadsAsYAMLv3(t *testing.T) {
 		// Every kind of plain scalar.
 		"a: 0\nb: -12\nc: +7\nd: 0x1F\ne: 0o17\nf: 017\ng: 1_000\nh: 1.5\ni: -.5\nj: 1e3\nk: 08\nl: 500m\nm: 25%\nn: 1Gi\no: true\np: False\nq: yes\nr: ~\ns: null\nt: 9223372036854775807\nv: .\nw: 1.\ny: http://x:80/y\nz: a#b\n",
 		"key:\nother: 1\nempty: ''\nq: \"\"\n",
+		// What controller-gen writes: long descriptions wrapped.
+		"description: spec defines the\n  specification of   x\n   more  \nb:\n  next\n  line\nc:\n- item\n  wrapped\n-   1\n    2\nd: x\n\ne: 1\n",
+		"containerName:\n  description: 'Container name: required for volumes,\n    optional for env vars'\n  other: 'it''s\n    wrapped ''twice'''\nrole: of the `Services`,\n  `Tasks`, or - [Nodes].\n",
+		// What toYaml and RBAC rules write.
+		"securityContext:\n  {}\nresources:\n  []\nvalue:\n  -Djava.security.egd=file:/dev/urandom\nn:\n  3 # c\nq:\n  'x'\n",
+		"metadata:\n  annotations:\n    \"helm.sh/hook\": test\n    'it''s': \"a: b\"\n    \"\": empty\nrules:\n- apiGroups: [\"\"]\n  resources: ['extensions', \"x\"]\n  verbs: [\"*\"]\n- verbs: [get, list, 1, true, 0x1F]\n  command: [ \"powershell\" ]\n  args: []\n",
 	} {
 		if !sameAsYAMLv3(t, "shape", []byte(doc)) {
 			t.Errorf("fastDocument gave up on %q", doc)
 		}
 	}
 	for _, doc := range []string{
-		"a: 2026-12-01\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: [1, 2]\n", "a: {b: c}\n",
+		"a: 2026-12-01\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: [1,]\n", "a: [*]\n", "a: [a b]\n", "a: [{}]\n", "a: [1, 2\n", "a: {b: c}\n",
 		"a: \"x\" y\n", "a: \"x\"y\n", "a: 'x' y\n", "a: >\n  folded\n", "a: |+\n  kept\n", "a: |2\n  indented\n", "a: \"esc\\n\"\n",
-		"a: multi\n  line\n", "'a': 1\n", "a: 1\na: 2\n", "1: a\n", "a:\tb\n", "a: b\r\n",
+		"a: multi # c\n  line\n", "a: x\n\n  y\n", "a: x\n  y: z\n", "a: x\n  # c\n  y\n", "a: x\n  y #c\n", "a: 'x\n\n  y'\n", "a: 'x\n  y' z\n", "a: 'x #\n  y'\n", "a: 'x\ny'\n", "a:\n  {}\n  b: 1\n", "\"a\\\"b\": 1\n", "\"a\":b\n", "\"a\"x 1\n", "\"a\\\\\": 1\n", "a: [\"b\\\\\"]\n", "'a''b': 1\n''''", "a: 1\na: 2\n", "1: a\n", "a:\tb\n", "a: b\r\n",
 		"a: é\n", "items:\n- a\n", "- a\n", "a: b: c\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n",
 		"a: |\n  no break at the end", "a:\n  - b\n - c\n", "? a\n: b\n", "a: .inf\n", "<<: {a: 1}\n", "a: 9223372036854775808\n", "a: -\n",
 	} {
@@ -132,6 +138,8 @@ func FuzzFastDocument(f *testing.F) {
 		"a:\n- 1\n- -2\n- 0.5\n- .5\n- 1e-3\n- 0x10\n- 0o7\n- 0b1\n- 1_0\n",
 		"a:\n  b:\n    c: d\n  e: f\ng: h\n",
 		"a:\n-\n  b: c\n- - d\n",
+		"\"a\": [\"*\", 'b''c', d, 1]\n'e': \n  {}\nf:\n  g\n",
+		"a: b\n  c\n  - d\nf: 'g\n   h''i'\n- j\n  k\n",
 	}, func(t *testing.T, doc string) {
 		sameAsYAMLv3(t, "fuzz", []byte(doc))
 	})
