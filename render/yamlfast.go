@@ -202,27 +202,23 @@ func (p *fastYAML) sequence(col int) ([]any, bool) {
 	}
 }
 
-// scalarLine reads text, a scalar that is all of its line but a comment;
-// its node is at col. The line is read already. A line after it that is
-// more indented would go on with the scalar (or be an error): given up.
+// scalarLine reads text, a scalar that is the rest of its line but a
+// comment; its node is at col. The line is read already. A plain or
+// single-quoted scalar may go on over lines more indented than col
+// (plainLines, quotedLines); a more indented line after it is given up.
 func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 	var v any
 	switch text[0] {
-	case '"':
-		end := bytes.IndexByte(text[1:], '"')
-		if end < 0 || end+2 != len(text) || bytes.IndexByte(text, '\\') >= 0 {
-			return nil, false
-		}
-		v = string(text[1 : end+1])
-	case '\'':
+	case '"', '\'':
 		s, n, ok := quoted(text)
 		switch {
-		case !ok && !bytes.Contains(p.lines[p.n-1], []byte(" #")):
+		case ok && n == len(text):
+		case !ok && text[0] == '\'' && !bytes.Contains(p.lines[p.n-1], []byte(" #")):
 			// It closes on a later line (a wrapped CRD description).
 			if s, ok = p.quotedLines(text, col); !ok {
 				return nil, false
 			}
-		case !ok || n != len(text):
+		default:
 			return nil, false
 		}
 		v = s
@@ -380,13 +376,14 @@ func isSeqItem(line []byte) bool {
 	return len(line) > 0 && line[0] == '-' && (len(line) == 1 || line[1] == ' ')
 }
 
-// splitKey cuts a line at the colon after its key: the key, of letters,
-// digits and "._/-" (not first), that reads as a string, and the rest
-// after the colon; false when the line is not such a key and colon.
+// splitKey cuts a line at the colon after its key: the key, quoted
+// (quoted) or of letters, digits and "._/-" (not first) and reading as a
+// string, at most maxSimpleKey long, and the rest after the colon; false
+// when the line is not such a key and colon.
 func splitKey(line []byte) (string, []byte, bool) {
 	if len(line) > 0 && (line[0] == '"' || line[0] == '\'') {
 		key, n, ok := quoted(line)
-		if !ok || n == len(line) || line[n] != ':' || n+1 < len(line) && line[n+1] != ' ' {
+		if !ok || n > maxSimpleKey || n == len(line) || line[n] != ':' || n+1 < len(line) && line[n+1] != ' ' {
 			return "", nil, false
 		}
 		return key, line[n+1:], true
@@ -395,7 +392,7 @@ func splitKey(line []byte) (string, []byte, bool) {
 	for i < len(line) && keyByte(line[i], i == 0) {
 		i++
 	}
-	if i == 0 || i == len(line) || line[i] != ':' || i+1 < len(line) && line[i+1] != ' ' {
+	if i == 0 || i > maxSimpleKey || i == len(line) || line[i] != ':' || i+1 < len(line) && line[i+1] != ' ' {
 		return "", nil, false
 	}
 	key := string(line[:i])
@@ -404,6 +401,11 @@ func splitKey(line []byte) (string, []byte, bool) {
 	}
 	return key, line[i+1:], true
 }
+
+// maxSimpleKey bounds a key's length: yaml.v3 looks for a key's colon
+// only within 1024 bytes of where the key starts, and refuses a longer key
+// (its scanner's stale simple keys).
+const maxSimpleKey = 1000
 
 func keyByte(c byte, first bool) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '/' || !first && c == '-'
