@@ -146,8 +146,12 @@ func TestKustomizeRendersOfflineAndInsideTheRepository(t *testing.T) {
 // past yaml.v3's bound, in flow collections or in block indentation, is
 // refused by name, as the alias bomb is; one just within the bound is
 // built. The cheap test of the bytes (cannotBomb) must leave each of these
-// to the decode.
+// to the decode. Like the alias bomb, it runs in a child limited to 2 GiB
+// of address space and 60 seconds.
 func TestAKustomizeNestingBombIsRefused(t *testing.T) {
+	if !bounded.InChild(t, bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}) {
+		return
+	}
 	deep := yamlMaxDepth + 1
 	for name, tc := range map[string]struct {
 		cm      string

@@ -73,10 +73,7 @@ type fastYAML struct {
 func (p *fastYAML) peek() ([]byte, int, bool) {
 	for ; p.n < len(p.lines); p.n++ {
 		line := p.lines[p.n]
-		indent := 0
-		for indent < len(line) && line[indent] == ' ' {
-			indent++
-		}
+		indent := indentOf(line)
 		if indent == len(line) || line[indent] == '#' {
 			continue
 		}
@@ -163,10 +160,7 @@ func (p *fastYAML) sequence(col int) ([]any, bool) {
 			return s, true // the mapping the sequence is a value of goes on
 		}
 		item := line[col+1:]
-		at := col + 1
-		for at < len(line) && line[at] == ' ' {
-			at++
-		}
+		at := col + 1 + indentOf(line[col+1:])
 		text := trimComment(item)
 		var v any
 		switch {
@@ -263,10 +257,7 @@ func (p *fastYAML) plainLines(col int) (string, bool) {
 	commented := bytes.Contains(p.lines[p.n-1], []byte(" #"))
 	for p.n < len(p.lines) {
 		line := p.lines[p.n]
-		indent := 0
-		for indent < len(line) && line[indent] == ' ' {
-			indent++
-		}
+		indent := indentOf(line)
 		if indent == len(line) || indent <= col {
 			break // a line after a blank one that goes on is scalarLine's to refuse
 		}
@@ -290,7 +281,7 @@ func (p *fastYAML) quotedLines(first []byte, col int) (string, bool) {
 	for ; p.n < len(p.lines); p.n++ {
 		line := p.lines[p.n]
 		text := bytes.Trim(line, " ")
-		if len(text) == 0 || len(line)-len(bytes.TrimLeft(line, " ")) <= col {
+		if len(text) == 0 || indentOf(line) <= col {
 			return "", false
 		}
 		b = append(append(b, ' '), text...)
@@ -326,10 +317,7 @@ func (p *fastYAML) literal(header []byte, col int) (any, bool) {
 		return nil, false
 	}
 	first := p.lines[p.n]
-	indent := 0
-	for indent < len(first) && first[indent] == ' ' {
-		indent++
-	}
+	indent := indentOf(first)
 	if indent == len(first) || indent <= col {
 		return nil, false
 	}
@@ -337,10 +325,7 @@ func (p *fastYAML) literal(header []byte, col int) (any, bool) {
 	blank := 0 // blank lines not yet written
 	for ; p.n < len(p.lines); p.n++ {
 		line := p.lines[p.n]
-		spaces := 0
-		for spaces < len(line) && line[spaces] == ' ' {
-			spaces++
-		}
+		spaces := indentOf(line)
 		if spaces == len(line) {
 			if spaces > indent {
 				return nil, false // spaces that are content
@@ -369,6 +354,15 @@ func (p *fastYAML) literal(header []byte, col int) (any, bool) {
 		b.WriteByte('\n')
 	}
 	return b.String(), true
+}
+
+// indentOf is the number of spaces line starts with.
+func indentOf(line []byte) int {
+	n := 0
+	for n < len(line) && line[n] == ' ' {
+		n++
+	}
+	return n
 }
 
 // isSeqItem says whether line starts a sequence item: "-" alone or "- ".
