@@ -1,0 +1,69 @@
+package scanner
+
+import (
+	"reflect"
+	"testing"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// sameSeeds are pairs of objects as a page and a manifest decode them: one
+// value, and values that differ in one place a typed compare would see.
+var sameSeeds = [][2]string{
+	{`{"a":1,"b":[1,2,{"c":"d"}],"e":null,"f":true}`, `{"f":true,"e":null,"b":[1,2,{"c":"d"}],"a":1}`},
+	{`{"data":{"k":"v"}}`, `{"data":{"k":"v","extra":"x"}}`},
+	{`{"n":1}`, `{"n":1.0}`},
+	{`{"n":1}`, `{"n":1.5}`},
+	{`{"n":1.5}`, `{"n":1.5}`},
+	{`{"l":[1,2]}`, `{"l":[2,1]}`},
+	{`{"l":[]}`, `{"l":{}}`},
+	{`{"m":{}}`, `{"m":null}`},
+	{`{"s":"1"}`, `{"s":1}`},
+	{`{"b":false}`, `{"b":"false"}`},
+	{`{"a":{"b":{"c":[{"d":[null]}]}}}`, `{"a":{"b":{"c":[{"d":[false]}]}}}`},
+}
+
+// sameValue is reflect.DeepEqual for decoded values: the compare it spares
+// is only spared where the two sides are one value.
+func TestSameValueIsDeepEqualForDecodedValues(t *testing.T) {
+	for _, p := range sameSeeds {
+		checkSameValue(t, p[0], p[1])
+	}
+	for _, p := range sameSeeds {
+		if p[0] == p[1] {
+			continue
+		}
+		var a any
+		if err := utiljson.Unmarshal([]byte(p[0]), &a); err != nil {
+			t.Fatal(err)
+		}
+		if !sameValue(a, a) {
+			t.Errorf("%s is not the same as itself", p[0])
+		}
+	}
+}
+
+func checkSameValue(t *testing.T, x, y string) {
+	t.Helper()
+	var a, b any
+	if utiljson.Unmarshal([]byte(x), &a) != nil || utiljson.Unmarshal([]byte(y), &b) != nil {
+		return
+	}
+	for _, pair := range [][2]any{{a, b}, {b, a}} {
+		if got, want := sameValue(pair[0], pair[1]), reflect.DeepEqual(pair[0], pair[1]); got != want {
+			t.Fatalf("sameValue(%v, %v) = %v, reflect.DeepEqual says %v", pair[0], pair[1], got, want)
+		}
+	}
+}
+
+func FuzzSameValue(f *testing.F) {
+	for _, p := range sameSeeds {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, x, y string) {
+		if len(x) > 1<<12 || len(y) > 1<<12 {
+			return
+		}
+		checkSameValue(t, x, y)
+	})
+}
