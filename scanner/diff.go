@@ -244,7 +244,8 @@ func topmost(s *fieldpath.Set) *fieldpath.Set {
 // sameValue reports whether a and b, decoded JSON or YAML (maps, slices,
 // strings, numbers, booleans, nil), are one value of the same Go types,
 // as reflect.DeepEqual would for them, without reflection; unlike it, a
-// nil and an empty map (or slice) are one value, as JSON writes them.
+// nil and an empty map (or slice) are one value, as they are to the
+// typed compare (and normalizing has pruned both).
 func sameValue(a, b any) bool {
 	switch a := a.(type) {
 	case map[string]any:
