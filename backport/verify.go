@@ -142,34 +142,7 @@ func shortText(v any) string {
 }
 
 // equalJSON compares JSON values, numbers by value.
-func equalJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equalJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return sameValue(a, b)
-}
+func equalJSON(a, b any) bool { return scanner.EqualWith(a, b, sameValue) }
 
 // prune removes nulls and empty maps and lists, as the scanner does.
 func prune(v any) any { return scanner.PruneEmpty(v) }

@@ -246,7 +246,12 @@ func topmost(s *fieldpath.Set) *fieldpath.Set {
 // as reflect.DeepEqual would for them, without reflection; unlike it, a
 // nil and an empty map (or slice) are one value, as they are to the
 // typed compare (and normalizing has pruned both).
-func sameValue(a, b any) bool {
+func sameValue(a, b any) bool { return EqualWith(a, b, sameScalar) }
+
+// EqualWith reports whether a and b, decoded JSON or YAML, are maps and
+// lists of one shape, key for key and item for item, whose other values
+// same finds equal.
+func EqualWith(a, b any, same func(a, b any) bool) bool {
 	switch a := a.(type) {
 	case map[string]any:
 		b, ok := b.(map[string]any)
@@ -254,7 +259,7 @@ func sameValue(a, b any) bool {
 			return false
 		}
 		for k, av := range a {
-			if bv, ok := b[k]; !ok || !sameValue(av, bv) {
+			if bv, ok := b[k]; !ok || !EqualWith(av, bv, same) {
 				return false
 			}
 		}
@@ -265,11 +270,19 @@ func sameValue(a, b any) bool {
 			return false
 		}
 		for i := range a {
-			if !sameValue(a[i], b[i]) {
+			if !EqualWith(a[i], b[i], same) {
 				return false
 			}
 		}
 		return true
+	}
+	return same(a, b)
+}
+
+// sameScalar is reflect.DeepEqual for a value that is not a map or a
+// list, without reflection for the types a decoder makes.
+func sameScalar(a, b any) bool {
+	switch a := a.(type) {
 	case string:
 		b, ok := b.(string)
 		return ok && a == b
