@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -62,14 +63,77 @@ func TestIndentIsWhatEncodingJSONWrites(t *testing.T) {
 		if err := enc.Encode(v); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendIndented(nil, compact.Bytes(), "  "); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("input %d: appendIndented differs from encoding/json (-want +got):\n%s", i, cmp.Diff(want.String(), string(got)))
+		for _, chunk := range []int{1, 7, indentChunk} {
+			if got := indented(t, compact.Bytes(), chunk); !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("input %d, written %d bytes at a time: writeIndented differs from encoding/json (-want +got):\n%s", i, chunk, cmp.Diff(want.String(), string(got)))
+			}
 		}
 	}
 }
 
-// FuzzIndentJSON: for any JSON encoding/json writes, appendIndented is
-// json.Indent.
+// indented is writeIndented's output, written chunk bytes or more at a
+// time: each write is checked to be at least chunk bytes, but the last.
+func indented(t *testing.T, src []byte, chunk int) []byte {
+	t.Helper()
+	var w chunkWriter
+	if err := writeIndented(&w, src, "  ", chunk); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range w.writes[:max(0, len(w.writes)-1)] {
+		if n < chunk {
+			t.Errorf("write %d of %d is %d bytes, under the chunk of %d", i+1, len(w.writes), n, chunk)
+		}
+	}
+	return w.out.Bytes()
+}
+
+// chunkWriter records what is written to it and the size of each write.
+type chunkWriter struct {
+	out    bytes.Buffer
+	writes []int
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, len(p))
+	return w.out.Write(p)
+}
+
+// TestIndentHoldsAChunk: a report far larger than the chunk is written in
+// writes of about the chunk, and a failing write stops the indenting
+// with its error.
+func TestIndentHoldsAChunk(t *testing.T) {
+	r := loadFixture(t)
+	for len(r.Apps) < 2000 {
+		r.Apps = append(r.Apps, r.Apps...)
+	}
+	var compact bytes.Buffer
+	if err := json.NewEncoder(&compact).Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	var w chunkWriter
+	if err := writeIndented(&w, compact.Bytes(), "  ", indentChunk); err != nil {
+		t.Fatal(err)
+	}
+	if w.out.Len() < 4*indentChunk {
+		t.Fatalf("the report is %d bytes indented: too small to show chunking", w.out.Len())
+	}
+	for i, n := range w.writes {
+		if n > indentChunk+compact.Len()/len(r.Apps) || (n < indentChunk && i < len(w.writes)-1) {
+			t.Errorf("write %d of %d is %d bytes: want about %d", i+1, len(w.writes), n, indentChunk)
+		}
+	}
+	broken := errors.New("disk full")
+	if err := writeIndented(failingWriter{broken}, compact.Bytes(), "  ", indentChunk); !errors.Is(err, broken) {
+		t.Errorf("a failing write gave %v, want %v", err, broken)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// FuzzIndentJSON: for any JSON encoding/json writes, writeIndented is
+// json.Indent, whatever its chunk.
 func FuzzIndentJSON(f *testing.F) {
 	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":""}],"c":{}}`, `"x\"y"`, `[[],[{}],"\\"]`, `{"a\\":"\\\"}"}`} {
 		f.Add(s)
@@ -89,8 +153,10 @@ func FuzzIndentJSON(f *testing.F) {
 		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendIndented(nil, compact.Bytes(), "  "); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("appendIndented(%q) differs from json.Indent (-want +got):\n%s", compact.String(), cmp.Diff(want.String(), string(got)))
+		for _, chunk := range []int{1, 5, indentChunk} {
+			if got := indented(t, compact.Bytes(), chunk); !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("writeIndented(%q) in chunks of %d differs from json.Indent (-want +got):\n%s", compact.String(), chunk, cmp.Diff(want.String(), string(got)))
+			}
 		}
 	})
 }
