@@ -73,11 +73,14 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 	}
 	// Round after round, each shard once, so what the machine does over
 	// time (a neighbour's load, an etcd compaction) falls on every shard
-	// alike; each shard's figures are of its median run.
+	// alike; each round starts one shard further on, so that work the
+	// control plane does after every few runs does not fall on one
+	// shard's every run. Each shard's figures are of its median run.
 	seen := map[string]int{}
 	runs := make([][]Tool, k)
 	for round := 0; round < max(1, o.Runs); round++ {
-		for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			i := (round + j) % k
 			outDir := filepath.Join(dir, fmt.Sprintf("out-%d", i))
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				b.Close()
