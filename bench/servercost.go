@@ -87,21 +87,30 @@ func findControlPlane(idle, settle time.Duration) (*controlPlane, error) {
 	if cp.apiserver == 0 || cp.etcd == 0 {
 		return nil, fmt.Errorf("kube-apiserver (pid %d) or etcd (pid %d) not found among this process's children", cp.apiserver, cp.etcd)
 	}
+	if cp.idlePerSecond, cp.settled, err = cp.settle(idle, settle); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// settle samples the control plane over windows of window until one finds
+// it spending at most restRate CPU seconds a second, or max has passed,
+// and returns that last window's rate and how long it waited before it.
+func (cp *controlPlane) settle(window, max time.Duration) (rate float64, waited time.Duration, err error) {
 	start := time.Now()
 	for {
 		before, err := cp.read()
 		if err != nil {
-			return nil, err
+			return 0, 0, err
 		}
-		time.Sleep(idle)
+		time.Sleep(window)
 		after, err := cp.read()
 		if err != nil {
-			return nil, err
+			return 0, 0, err
 		}
-		cp.idlePerSecond = after.since(before).CPUSeconds() / after.at.Sub(before.at).Seconds()
-		if cp.idlePerSecond <= restRate || time.Since(start) >= settle {
-			cp.settled = time.Since(start) - idle
-			return cp, nil
+		rate = after.since(before).CPUSeconds() / after.at.Sub(before.at).Seconds()
+		if rate <= restRate || time.Since(start) >= max {
+			return rate, time.Since(start) - window, nil
 		}
 	}
 }
@@ -153,8 +162,8 @@ func (cp *controlPlane) measure(f func() error) (ServerCost, error) {
 }
 
 // rest waits until the control plane spends at most restRate CPU seconds
-// a second over a window of restSample, or maxRest has passed, and says
-// so when it waited. Every timed run, the floor's and kubectl's too, then
+// a second over a window of restSample, or maxRest has passed (settle),
+// and says so when it waited. Every timed run, the floor's and kubectl's too, then
 // starts beside a control plane doing nothing, as the first did: at
 // 100,000 objects its own work came in bursts minutes after the sync
 // (etcd's compaction, the collector of a heap holding every object), and
@@ -162,23 +171,8 @@ func (cp *controlPlane) measure(f func() error) (ServerCost, error) {
 // and 7.3 CPU s beside a 5 to 6.6 s scan, against 1.0 to 2.2 for the rest,
 // on the same two cores.
 func (cp *controlPlane) rest() {
-	start := time.Now()
-	for time.Since(start) < maxRest {
-		before, err := cp.read()
-		if err != nil {
-			return
-		}
-		time.Sleep(restSample)
-		after, err := cp.read()
-		if err != nil {
-			return
-		}
-		if rate := after.since(before).CPUSeconds() / after.at.Sub(before.at).Seconds(); rate <= restRate {
-			break
-		}
-	}
-	if waited := time.Since(start); waited > 2*restSample {
-		say("the control plane was busy: waited %.1fs for it to rest before the next run", waited.Seconds())
+	if _, waited, err := cp.settle(restSample, maxRest); err == nil && waited > restSample {
+		say("the control plane was busy: waited %.1fs for it to rest before the next run", (waited + restSample).Seconds())
 	}
 }
 
