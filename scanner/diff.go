@@ -134,15 +134,26 @@ func serverFieldsRemoved(obj *unstructured.Unstructured, out map[string]any) map
 // Where the two are one value, as they are for most ConfigMaps, RBAC
 // objects and custom resources a scan meets, there is nothing to find and
 // neither side is typed: the typed compare is most of a cold scan's CPU.
+// Otherwise what the two hold as one value (a Deployment's name, labels,
+// selector and replicas, most of the time) is left out of the typed
+// compare (withoutSame), which finds nothing in it.
 func diff(t *typer, gvk schema.GroupVersionKind, desired, live map[string]any) ([]change, error) {
 	if sameValue(desired, live) {
 		return nil, nil
 	}
-	tvGit, err := t.toTyped(desired, gvk.GroupVersion())
+	typedGit, typedLive, _, _ := withoutSame(desired, live, true)
+	return diffTyped(t, gvk, desired, live, typedGit, typedLive)
+}
+
+// diffTyped is diff's typed compare of typedGit and typedLive, which are
+// desired and live or what withoutSame leaves of them; the changes' values
+// and pointers are read from desired and live.
+func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, typedLive map[string]any) ([]change, error) {
+	tvGit, err := t.toTyped(typedGit, gvk.GroupVersion())
 	if err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
-	tvLive, err := t.liveTyped(live, gvk, tvGit)
+	tvLive, err := t.liveTyped(typedLive, gvk, tvGit)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
@@ -296,4 +307,58 @@ func sameScalar(a, b any) bool {
 		return b == nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// withoutSame returns a and b without the members they hold as one value,
+// at every level reached from the root through maps alone, and whether it
+// left anything out (changed) and whether a and b are one value (same).
+// What is one value on both sides holds no difference, so the typed
+// compare need not type or walk it; what a map holds on one side only, and
+// every list, stays (a keyed list's items are matched by fields that may
+// be the same on both sides, so no list is cut into). At the root,
+// apiVersion and kind stay: typing reads them. a and b are not changed: a
+// map that loses a member, or holds one that did, is a new map.
+func withoutSame(a, b map[string]any, root bool) (ra, rb map[string]any, changed, same bool) {
+	ra, rb, same = a, b, len(a) == len(b)
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok {
+			same = false
+			continue
+		}
+		if root && (k == "apiVersion" || k == "kind") {
+			same = same && sameValue(av, bv)
+			continue
+		}
+		am, aIsMap := av.(map[string]any)
+		bm, bIsMap := bv.(map[string]any)
+		drop := true // one value on both sides; else keepA and keepB stay
+		var keepA, keepB map[string]any
+		switch {
+		case aIsMap && bIsMap && sameValue(am, bm):
+			// Dropped whole, without copying what is under it.
+		case aIsMap && bIsMap:
+			var cut bool
+			keepA, keepB, cut, drop = withoutSame(am, bm, false)
+			if !drop && !cut {
+				same = false
+				continue
+			}
+		case !aIsMap && !bIsMap && sameValue(av, bv):
+		default:
+			same = false
+			continue
+		}
+		if !changed {
+			ra, rb, changed = maps.Clone(a), maps.Clone(b), true
+		}
+		if drop {
+			delete(ra, k)
+			delete(rb, k)
+		} else {
+			same = false
+			ra[k], rb[k] = keepA, keepB
+		}
+	}
+	return ra, rb, changed, same
 }
