@@ -68,6 +68,11 @@ func scalePoint(ctx context.Context, o Options, l *launcher, floorBin, bin, dir 
 		return ScalePoint{}, nil, err
 	}
 	defer b.Close()
+	return measurePoint(ctx, o, l, floorBin, bin, b, dir, spec)
+}
+
+// measurePoint is scalePoint's work on an estate already built in dir.
+func measurePoint(ctx context.Context, o Options, l *launcher, floorBin, bin string, b *bed, dir string, spec estateSpec) (ScalePoint, *HeapProfile, error) {
 	outDir := filepath.Join(dir, "out")
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return ScalePoint{}, nil, err
