@@ -134,17 +134,18 @@ FUZZTIME     ?= 2m
 # failed, and none is written. Such a run is tried once more; any other failure, or a
 # failing input written, fails at once.
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
+	@set -e; log=$$(mktemp -t driftscan-fuzz.XXXXXX); trap 'rm -f $$log' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
 	  for try in 1 2; do \
-	    if $(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 1 > /tmp/driftscan-fuzz.log 2>&1; then break; fi; \
-	    if [ $$try = 1 ] && grep -q 'context deadline exceeded' /tmp/driftscan-fuzz.log && ! grep -q 'Failing input written' /tmp/driftscan-fuzz.log; then \
+	    if $(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 1 > $$log 2>&1; then break; fi; \
+	    if [ $$try = 1 ] && grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
 	      echo "  the fuzzing engine's deadline race (golang/go#75804), no input failed: once more"; continue; \
 	    fi; \
-	    cat /tmp/driftscan-fuzz.log; exit 1; \
+	    cat $$log; exit 1; \
 	  done; \
-	  tail -1 /tmp/driftscan-fuzz.log; \
+	  tail -1 $$log; \
 	done
 
 ## demo: a real scan of a real local API server, with drift made by each kind of actor

@@ -129,13 +129,15 @@ func kyamlObject(n *kyaml.Node) (map[string]any, error) {
 // other an alias names), by the original.
 //
 // exact stays true while every scalar copied reads the same from the tree
-// as from the YAML yaml.v3's encoder writes for it. Two that may not:
+// as from the YAML yaml.v3's encoder writes for it. Three that may not:
 //   - a quoted, literal or folded scalar with a tag other than !!str and
 //     not marked TaggedStyle: the encoder drops a tag the value resolves
 //     to, so "3" tagged !!int reads back as the string "3";
 //   - an empty scalar with no tag or !!null, in plain style, inside a flow
 //     collection or as a key: the encoder writes it quoted, as the empty
 //     string, where the tree holds a null;
+//   - a folded scalar: the encoder writes a more-indented line of one so
+//     that it reads back with an extra line break;
 //
 // and a key that is not a string (MarshalJSON reads 00 as "00" at the top
 // level and cannot write such a map below it).
@@ -223,7 +225,14 @@ func rereads(n *kyaml.Node, flow bool) bool {
 	if n.Tag != "" && !coreTags[n.Tag] {
 		return false
 	}
-	if n.Style&(kyaml.SingleQuotedStyle|kyaml.DoubleQuotedStyle|kyaml.LiteralStyle|kyaml.FoldedStyle) != 0 {
+	if n.Style&kyaml.FoldedStyle != 0 {
+		// The encoder does not always write a folded scalar back as it
+		// was: a more-indented line (">\n 0\n  0", "0\n 0" in the tree)
+		// comes back as "0\n\n 0". Folded scalars are rare in manifests;
+		// MarshalJSON reads them all.
+		return false
+	}
+	if n.Style&(kyaml.SingleQuotedStyle|kyaml.DoubleQuotedStyle|kyaml.LiteralStyle) != 0 {
 		return n.Tag == "" || n.Tag == "!!str"
 	}
 	return !(flow && n.Value == "" && (n.Tag == "" || n.Tag == "!!null"))
