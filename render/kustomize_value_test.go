@@ -48,7 +48,7 @@ labels:
 commonAnnotations: {owner: "true", at: "2026-12-01"}
 replicas: [{name: web, count: 4}]
 images: [{name: nginx, newTag: "1.27"}]
-resources: [deploy.yaml, forms.yaml, infinite.yaml]
+resources: [deploy.yaml, forms.yaml, infinite.yaml, folded.yaml]
 configMapGenerator:
 - name: gen
   literals: [a=1, b=true, c=1.50, d=~, "e=two words", f=0x1F]
@@ -90,6 +90,9 @@ spec:
         env: *env
 `,
 		"infinite.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inf}\ndata: {a: .inf}\n",
+		// kustomize build writes a folded scalar's more-indented line with a
+		// blank line before it: what Argo CD applies holds that line break.
+		"folded.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: folded}\ndata:\n  a: >\n    first\n      more indented\n    last\n",
 		"forms.yaml": `apiVersion: example.com/v1
 kind: Forms
 metadata:
