@@ -150,11 +150,14 @@ type cacheEntry struct {
 
 // parseCacheFormat is the version of what an entry holds and how. Bump it
 // whenever a change to the plain parse (renderYAML, splitYAML, splitJSON,
-// YAMLNodeValue, document.manifests, toManifest, helmManifests) or to the
-// codec can change the objects or lines a file gives: entries of another
-// format are dropped. The build's versions of the parsers' modules are
-// part of the check too (cacheBuild). Format 2 added the file index.
-const parseCacheFormat = 2
+// YAMLNodeValue, document.manifests, toManifest, helmManifests), to how a
+// kustomize build's objects are read (kyamlObject) or to the codec can
+// change the objects or lines a file gives: entries of another format are
+// dropped. The build's versions of the parsers' modules are
+// part of the check too (cacheBuild). Format 2 added the file index;
+// format 3 reads a kustomize build's folded scalars as kustomize build
+// writes them (kyamlObject), so a build kept by format 2 is built again.
+const parseCacheFormat = 3
 
 // MaxParseCacheBytes is the largest cache file OpenParseCache reads; a
 // larger one is dropped with a warning. The benchmark's 5,000 objects

@@ -352,7 +352,7 @@ func TestParseCacheUnreadableFileIsAWarning(t *testing.T) {
 		}},
 		{"a folder", "", func(p string) error { return os.Mkdir(p, 0o700) }},
 		{"another format", "-", func(p string) error {
-			return os.WriteFile(p, bytes.Replace(saved, []byte(`"format":2`), []byte(`"format":1`), 1), 0o600)
+			return os.WriteFile(p, bytes.Replace(saved, fmt.Appendf(nil, `"format":%d`, parseCacheFormat), fmt.Appendf(nil, `"format":%d`, parseCacheFormat-1), 1), 0o600)
 		}},
 	}
 	for _, c := range cases {
