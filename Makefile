@@ -127,8 +127,14 @@ test: testbin browser lint
 # Every fuzz target in the repository, as package:Function.
 FUZZ_TARGETS := $(shell grep -rn --include='*_test.go' --exclude-dir=.cache --exclude-dir=.git --exclude-dir=node_modules '^func Fuzz' . | sed -E 's|^\./(.*)/[^/]*:[0-9]+:func (Fuzz[A-Za-z0-9_]*)[^A-Za-z0-9_].*|\1:\2|' | sort)
 FUZZTIME     ?= 2m
+# Each fuzz run is bounded as the hostile tests' children are (fixtures/bounded): the
+# fuzzers feed YAML, JSON and jq to parsers that a bomb could make allocate without end,
+# and one runaway process freezes a machine with no swap. A worker past the bound dies,
+# and the run fails with that input written.
+FUZZ_MEM_KB  ?= 6291456
+FUZZ_DEADLINE ?= 30m
 
-## fuzz: run every fuzz target for FUZZTIME each (default 2m); crashers land in testdata/fuzz
+## fuzz: run every fuzz target for FUZZTIME each (default 2m), each run in 6 GiB of address space and 30 minutes; crashers land in testdata/fuzz
 # Go 1.26's fuzzing coordinator can end a run with "context deadline exceeded" when
 # -fuzztime runs out while a worker is busy (golang/go#75804, fixed in Go 1.27): no input
 # failed, and none is written. Such a run is tried once more; any other failure, or a
@@ -139,7 +145,7 @@ fuzz:
 	  pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
 	  for try in 1 2; do \
-	    if $(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 1 > $$log 2>&1; then break; fi; \
+	    if (ulimit -v $(FUZZ_MEM_KB) && exec timeout -k 10 $(FUZZ_DEADLINE) $(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 1) > $$log 2>&1; then break; fi; \
 	    if [ $$try = 1 ] && grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
 	      echo "  the fuzzing engine's deadline race (golang/go#75804), no input failed: once more"; continue; \
 	    fi; \

@@ -130,7 +130,7 @@ func kyamlObject(n *kyaml.Node) (map[string]any, error) {
 //
 // exact stays true while every scalar copied reads the same from the tree
 // as from the YAML yaml.v3's encoder writes for it. Three that may not:
-//   - a quoted, literal or folded scalar with a tag other than !!str and
+//   - a quoted or literal scalar with a tag other than !!str and
 //     not marked TaggedStyle: the encoder drops a tag the value resolves
 //     to, so "3" tagged !!int reads back as the string "3";
 //   - an empty scalar with no tag or !!null, in plain style, inside a flow

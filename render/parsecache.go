@@ -153,10 +153,10 @@ type cacheEntry struct {
 // YAMLNodeValue, document.manifests, toManifest, helmManifests), to how a
 // kustomize build's objects are read (kyamlObject) or to the codec can
 // change the objects or lines a file gives: entries of another format are
-// dropped. The build's versions of the parsers' modules are
-// part of the check too (cacheBuild). Format 2 added the file index;
-// format 3 reads a kustomize build's folded scalars as kustomize build
-// writes them (kyamlObject), so a build kept by format 2 is built again.
+// dropped. The build's versions of the parsers' modules are part of the
+// check too (cacheBuild). Format 2 added the file index; format 3 reads a
+// kustomize build's folded scalars as kustomize build writes them
+// (kyamlObject), so a build kept by format 2 is built again.
 const parseCacheFormat = 3
 
 // MaxParseCacheBytes is the largest cache file OpenParseCache reads; a
