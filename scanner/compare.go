@@ -330,7 +330,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		s.recordVerdict(d, f, ro, nil)
 		return nil
 	}
-	owners, err := ownership(f.managedFields)
+	owners, err := ownership(f.managedFields, s.fieldSets)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ownership(managedFields)
+	got, err := ownership(managedFields, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,3 +107,91 @@ func entries(os []owned) []classify.Entry {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestFieldSetsGiveEachObjectItsOwnOwners: objects of one shape that one
+// manager wrote hold one fieldsV1, which a scan parses once and shares;
+// each object still gets its own entries (manager, time) and, where its
+// fieldsV1 differs, its own field set: b was scaled by another manager,
+// which took replicas from the applier's set, and c's container has
+// another name. A scan that kept more than its room parses the rest
+// anew and answers the same.
+func TestFieldSetsGiveEachObjectItsOwnOwners(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	deployment := func(name, container string) string {
+		return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ` + name + `, labels: {app: ` + name + `}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec:
+      containers: [{name: ` + container + `, image: nginx:1.25}]
+`
+	}
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, deployment("a", "app")))
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, deployment("b", "app")))
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, deployment("c", "sidecar")))
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, deployment("d", "app")))
+	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "b", 5)
+
+	managedFields := map[string][]byte{}
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		raw, err := json.Marshal(env.Get(t, cluster.Deployment, ns, name).Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, managedFields[name], err = decodeLive(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		sets *fieldSets
+		kept int // field sets the memo holds after the four objects
+	}{
+		{"room for all", newFieldSets(), 4}, // the applier's of a and d, of b, of c; b's scale
+		{"no room", &fieldSets{sets: map[string]*fieldpath.Set{}, room: 10}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]owned{}
+			for _, name := range names {
+				want, err := ownership(managedFields[name], nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[name], err = ownership(managedFields[name], tc.sets); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(entries(want), entries(got[name])); diff != "" {
+					t.Errorf("%s: entries (-want +got):\n%s", name, diff)
+				}
+				for i := range want {
+					if i < len(got[name]) && !got[name][i].set.Equals(want[i].set) {
+						t.Errorf("%s: %s owns\n%s\nwant\n%s", name, got[name][i].entry.Manager, got[name][i].set, want[i].set)
+					}
+				}
+			}
+			if len(tc.sets.sets) != tc.kept {
+				t.Errorf("the memo holds %d field sets, want %d", len(tc.sets.sets), tc.kept)
+			}
+			shared := got["a"][0].set == got["d"][0].set
+			if shared != (tc.kept > 0) {
+				t.Errorf("a's and d's applier sets shared: %v, want %v", shared, tc.kept > 0)
+			}
+			image := fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "app"), "image")
+			if o := ownerOf(got["c"], image); o != nil {
+				t.Errorf("c, whose container is sidecar, has an owner of app's image: %+v", o)
+			}
+			if o := ownerOf(got["b"], fieldpath.MakePathOrDie("spec", "replicas")); o == nil || o.Manager != "kube-controller-manager" {
+				t.Errorf("b's replicas owned by %+v, want kube-controller-manager", o)
+			}
+			if o := ownerOf(got["a"], fieldpath.MakePathOrDie("spec", "replicas")); o == nil || o.Manager != "argocd-controller" {
+				t.Errorf("a's replicas owned by %+v, want argocd-controller", o)
+			}
+		})
+	}
+}

@@ -214,7 +214,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		cluster = opts.RESTConfig.Host
 	}
 	r := report.New(now, cluster)
-	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, declared: map[objectKey]int{},
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(), declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
 	s.prefetchLists(ctx)
@@ -269,6 +269,7 @@ type scan struct {
 	classifiers []*classify.Classifier // by app, in report order
 	ignorer     *classify.Ignorer
 	masker      *masker
+	fieldSets   *fieldSets // the managedFields field sets parsed so far
 	warnMu      sync.Mutex // the report's warnings
 	objects     []desired
 	declared    map[objectKey]int // object -> its index in objects
