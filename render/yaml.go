@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
@@ -106,17 +108,23 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			abs = a
 		}
 	}
-	var out []Manifest
-	for _, file := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	// Each file is read and parsed on its own, by up to fileWorkers at a
+	// time, and the results are put in file order: a file's open, read and
+	// close took as long as parsing it on the machines we measure on, so
+	// one at a time left a core waiting on the kernel.
+	type parsedFile struct {
+		ms   []Manifest
+		errs []*FileError
+	}
+	results := make([]parsedFile, len(files))
+	one := func(i int) {
+		file := files[i]
 		at := ""
 		if abs != "" {
 			at = filepath.Join(abs, filepath.FromSlash(file))
 			if ms, ok := opts.Parsed.unchanged(dir, file, at, opts.Lazy); ok {
-				out = append(out, ms...)
-				continue
+				results[i].ms = ms
+				return
 			}
 		}
 		// Through the root: a symlink that leaves it is an error.
@@ -128,19 +136,64 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			fi = nil
 		}
 		if err != nil {
-			errs = append(errs, &FileError{File: file, Err: err})
-			continue
+			results[i].errs = []*FileError{{File: file, Err: err}}
+			return
 		}
 		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
 		if len(docErrs) == 0 && fi != nil && at != "" {
 			opts.Parsed.remember(at, fi, key, read)
 		}
-		out = append(out, ms...)
-		for _, e := range docErrs {
+		results[i] = parsedFile{ms: ms, errs: docErrs}
+	}
+	if err := eachFile(ctx, len(files), one); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, r := range results {
+		n += len(r.ms)
+	}
+	out := make([]Manifest, 0, n)
+	for _, r := range results {
+		out = append(out, r.ms...)
+		for _, e := range r.errs {
 			errs = append(errs, e)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// fileWorkers is how many files of one source folder are read and parsed
+// at once.
+const fileWorkers = 4
+
+// eachFile calls one for 0..n-1, up to fileWorkers at a time, and returns
+// ctx's error if it ends first (the calls under way finish).
+func eachFile(ctx context.Context, n int, one func(i int)) error {
+	workers := min(n, fileWorkers)
+	if workers <= 1 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			one(i)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // parseFile reads the manifests of one file's bytes, from cache when it
