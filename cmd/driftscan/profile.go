@@ -6,31 +6,34 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/pflag"
 )
 
 // profiler writes a Go profile of the run, as kubectl's --profile does, so
-// a slow scan on someone's cluster can be looked at with `go tool pprof`.
+// a slow scan on someone's cluster can be looked at with `go tool pprof`;
+// trace is the execution trace (`go tool trace`), which shows where a
+// scan waits rather than where it spends CPU.
 type profiler struct {
 	name, output string
 	file         *os.File
 }
 
 func (p *profiler) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&p.name, "profile", "none", "name of the profile to capture: none, cpu, heap, allocs, goroutine, threadcreate, block or mutex")
+	f.StringVar(&p.name, "profile", "none", "name of the profile to capture: none, cpu, trace, heap, allocs, goroutine, threadcreate, block or mutex")
 	f.StringVar(&p.output, "profile-output", "profile.pprof", "file to write the profile to")
 }
 
-// start begins a CPU profile; the others are taken at finish.
+// start begins a CPU profile or a trace; the others are taken at finish.
 func (p *profiler) start() error {
 	switch p.name {
 	case "none":
 		return nil
-	case "cpu":
+	case "cpu", "trace":
 	default:
 		if pprof.Lookup(p.name) == nil {
-			return fmt.Errorf("--profile %q: want none, cpu, heap, allocs, goroutine, threadcreate, block or mutex", p.name)
+			return fmt.Errorf("--profile %q: want none, cpu, trace, heap, allocs, goroutine, threadcreate, block or mutex", p.name)
 		}
 		switch p.name {
 		case "block":
@@ -44,11 +47,15 @@ func (p *profiler) start() error {
 		return fmt.Errorf("--profile-output: %w", err)
 	}
 	p.file = f
-	if p.name == "cpu" {
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("--profile cpu: %w", err)
-		}
+	switch p.name {
+	case "cpu":
+		err = pprof.StartCPUProfile(f)
+	case "trace":
+		err = trace.Start(f)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("--profile %s: %w", p.name, err)
 	}
 	return nil
 }
@@ -59,9 +66,12 @@ func (p *profiler) finish() error {
 		return nil
 	}
 	var err error
-	if p.name == "cpu" {
+	switch p.name {
+	case "cpu":
 		pprof.StopCPUProfile()
-	} else {
+	case "trace":
+		trace.Stop()
+	default:
 		if p.name == "heap" {
 			runtime.GC() // the heap as of the last collection: make it now
 		}

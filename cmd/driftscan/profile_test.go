@@ -34,6 +34,25 @@ func TestProfileWritesTheProfileAsked(t *testing.T) {
 	}
 }
 
+// TestProfileTraceWritesAnExecutionTrace: --profile trace writes the
+// runtime's execution trace, which `go tool trace` reads: it starts with
+// the header naming the Go release that wrote it and holds the run's
+// events, not just the header.
+func TestProfileTraceWritesAnExecutionTrace(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "scan.trace")
+	if res := runCLI(t, "version", "--profile", "trace", "--profile-output", out); res.code != 0 {
+		t.Fatalf("--profile trace: exit %d\n%s", res.code, res.err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := []byte("go 1.")
+	if !bytes.HasPrefix(data, header) || !bytes.Contains(data[:16], []byte(" trace")) || len(data) < 1024 {
+		t.Errorf("--profile trace wrote %d bytes starting %q; want an execution trace", len(data), data[:min(len(data), 16)])
+	}
+}
+
 func TestAnUnknownProfileIsRefused(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "p.pprof")
 	res := runCLI(t, "version", "--profile", "everything", "--profile-output", out)
