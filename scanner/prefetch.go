@@ -39,13 +39,16 @@ const listPlanFile = "lists.json"
 const listPlanMax = 4 << 20
 
 // prefetchBudget bounds the bytes of the items the planned LISTs read
-// before read takes them: the LISTs of some 14,000 objects like the
+// before read takes them: the LISTs of some 7,000 objects like the
 // bench's (11 MB at 5,000). At 4 MiB, a warm 5k scan read a third of its
-// pages ahead and then waited on the API server for the rest, once the
-// render was done, page after page: 0.62 s against 0.54 s (medians of 15
-// runs in turn), for 17 MB more RSS (124 MB, below a cold scan's 135).
+// pages ahead and waited on the API server for the rest after its render:
+// 0.62 s against 0.54 s with all of them read ahead (medians of 15 runs
+// in turn). Once discovery no longer queued behind these LISTs (62c4e39)
+// that gap shrank to 0.415 against 0.39 s (10 runs each, 16 MiB), while
+// every MiB read ahead is held at the scan's peak: 32 MiB cost a warm
+// 20k scan 30 MiB of RSS and bought it nothing measurable.
 // A variable for the tests.
-var prefetchBudget int64 = 32 << 20
+var prefetchBudget int64 = 16 << 20
 
 // listPlan is the plan file: the LISTs one scan made, in the order read
 // makes them. Build and Server are the verdict cache's: a plan of another
