@@ -15,10 +15,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -145,7 +144,16 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		}
 		results[i] = parsedFile{ms: ms, errs: docErrs}
 	}
-	if err := eachFile(ctx, len(files), one); err != nil {
+	var g errgroup.Group
+	g.SetLimit(fileWorkers)
+	for i := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { one(i); return nil })
+	}
+	_ = g.Wait() // one returns no error: they are the files'
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	n := 0
@@ -165,36 +173,6 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 // fileWorkers is how many files of one source folder are read and parsed
 // at once.
 const fileWorkers = 4
-
-// eachFile calls one for 0..n-1, up to fileWorkers at a time, and returns
-// ctx's error if it ends first (the calls under way finish).
-func eachFile(ctx context.Context, n int, one func(i int)) error {
-	workers := min(n, fileWorkers)
-	if workers <= 1 {
-		for i := range n {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			one(i)
-		}
-		return nil
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				one(i)
-			}
-		})
-	}
-	wg.Wait()
-	return ctx.Err()
-}
 
 // parseFile reads the manifests of one file's bytes, from cache when it
 // holds them, and keeps them there when they parsed without an error.

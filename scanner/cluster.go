@@ -127,6 +127,16 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 	return c, nil
 }
 
+// discoverAhead asks for discovery (the API versions, and the resources
+// of every kind) in the background. It is the render's first request:
+// sent after a warm scan's planned LISTs, it queued behind their pages at
+// the API server and held the render up by up to 100 ms. The discovery
+// cache makes the render wait for this answer rather than ask again, and
+// ask again should this one fail.
+func (c *api) discoverAhead() {
+	go func() { _, _ = c.discovery.ServerGroups() }()
+}
+
 // apiVersions lists the group/versions the cluster serves, for Helm's
 // .Capabilities.APIVersions.
 func (c *api) apiVersions() ([]string, error) { return APIVersions(c.discovery) }

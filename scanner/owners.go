@@ -39,7 +39,7 @@ func ownership(managedFields []byte, sets *fieldSets) ([]owned, error) {
 		return nil, nil
 	}
 	var out []owned
-	var scratch []byte
+	scratch := make([]byte, 0, 2048) // not nil: jsoniter captures into nil as into nothing
 	for iter.ReadArray() {
 		o, ok, err := readEntry(iter, sets, &scratch)
 		if err != nil {
@@ -138,9 +138,6 @@ func readEntry(iter *jsoniter.Iterator, sets *fieldSets, scratch *[]byte) (o own
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()
 				return true
-			}
-			if *scratch == nil {
-				*scratch = make([]byte, 0, 2048) // nil is no capture to jsoniter
 			}
 			*scratch = iter.SkipAndAppendBytes((*scratch)[:0])
 			if iter.Error != nil {

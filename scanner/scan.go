@@ -217,12 +217,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(), declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	// The render's first request is discovery (the API versions, then the
-	// resources of every kind it renders): sent now, beside the planned
-	// LISTs, it is not queued behind their pages at the API server, which
-	// held up a warm scan's render by up to 100 ms. The discovery cache
-	// makes the render wait for this answer rather than ask again.
-	go func() { _, _ = c.discovery.ServerGroups() }()
+	c.discoverAhead() // before the planned LISTs, not queued behind their pages
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
 	s.parsed, c.typer.cache = files()
