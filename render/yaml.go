@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
@@ -144,13 +145,23 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		}
 		results[i] = parsedFile{ms: ms, errs: docErrs}
 	}
+	// The workers take the files in turn rather than a goroutine each: a
+	// new goroutine's stack starts small and grows by copying as the
+	// decoders recurse, which cost a warm scan more CPU than its reads
+	// (copystack was 11% of a warm 5k scan with a goroutine a file).
+	var next atomic.Int64
 	var g errgroup.Group
-	g.SetLimit(fileWorkers)
-	for i := range files {
-		if ctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { one(i); return nil })
+	for range min(fileWorkers, len(files)) {
+		g.Go(func() error {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) {
+					break
+				}
+				one(i)
+			}
+			return nil
+		})
 	}
 	_ = g.Wait() // one returns no error: they are the files'
 	if err := ctx.Err(); err != nil {
