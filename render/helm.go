@@ -45,6 +45,9 @@ import (
 // an object without kind or name in the output is an error of its own. No
 // error shows a value of opts.Helm.Secret.
 func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
+	if opts.APIVersions == nil && opts.DiscoverAPIVersions != nil {
+		opts.APIVersions = opts.DiscoverAPIVersions()
+	}
 	ms, err := renderChart(ctx, opts)
 	if opts.Helm != nil && len(opts.Helm.Secret) > 0 {
 		// A template may print a value into its error (fail, required,

@@ -167,3 +167,37 @@ func TestRenderHelmErrors(t *testing.T) {
 		})
 	}
 }
+
+// A chart asks DiscoverAPIVersions for the cluster's API versions when it
+// is given none; plain files and kustomizations never ask, so a scan's
+// render of them does not wait on the cluster's discovery.
+func TestDiscoverAPIVersionsOnlyForCharts(t *testing.T) {
+	asked := 0
+	discover := func() []string { asked++; return []string{"example.com/v1"} }
+	got, err := Manifests(t.Context(), Options{Dir: renderFixture(t, "helm/web"), Namespace: "shop",
+		Helm: &config.HelmSource{}, KubeVersion: "v1.37.2", DiscoverAPIVersions: discover})
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	if asked != 1 {
+		t.Errorf("the chart asked for the API versions %d times, want 1", asked)
+	}
+	widgets := ""
+	for _, m := range got {
+		if m.Object.GetKind() == "ConfigMap" {
+			widgets, _, _ = unstructured.NestedString(m.Object.Object, "data", "widgets")
+		}
+	}
+	if widgets != "true" {
+		t.Errorf("the chart saw example.com/v1 served: %q, want \"true\" (.Capabilities.APIVersions from DiscoverAPIVersions)", widgets)
+	}
+	for _, dir := range []string{"plain/apps", "kustomize/overlays/prod"} {
+		asked = 0
+		if _, err := Manifests(t.Context(), Options{Dir: renderFixture(t, dir), Root: renderFixture(t, "."), Namespace: "shop", DiscoverAPIVersions: discover}); err != nil {
+			t.Fatalf("Render %s: %v", dir, err)
+		}
+		if asked != 0 {
+			t.Errorf("rendering %s asked for the API versions %d times, want never", dir, asked)
+		}
+	}
+}

@@ -112,6 +112,10 @@ type Options struct {
 	// APIVersions are the group/versions the cluster serves, given to Helm
 	// as .Capabilities.APIVersions.
 	APIVersions []string
+	// DiscoverAPIVersions, when set and APIVersions is nil, gives them. It
+	// is called when a chart is rendered and not otherwise, so a render of
+	// plain files or a kustomization never waits on the cluster's discovery.
+	DiscoverAPIVersions func() []string
 	// Parsed, when set, holds what earlier renders parsed: a plain manifest
 	// file, or a document of a chart's output, whose bytes it has seen is
 	// read from it instead of being parsed again (see ParseCache); so is a
