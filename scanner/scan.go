@@ -217,7 +217,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(), declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	c.discoverAhead() // before the planned LISTs, not queued behind their pages
+	c.readAhead(ctx) // before the planned LISTs, not queued behind their pages
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
 	s.parsed, c.typer.cache = files()
@@ -307,10 +307,16 @@ func (s *scan) progress(stage string, done, total int) {
 
 // render renders every app and maps its objects to resources.
 func (s *scan) render(ctx context.Context) error {
-	apiVersions, err := s.c.apiVersions()
-	if err != nil {
-		s.warn(report.Warning{Code: report.WarnAPIVersionsUnreadable, Message: fmt.Sprintf("cannot discover the cluster's API versions, so Helm charts rendered without .Capabilities.APIVersions and may differ from what they render on this cluster: %v", err)})
-	}
+	// Only a chart waits on discovery (its .Capabilities.APIVersions): a
+	// warm scan's discovery answers after the first LIST pages, and plain
+	// folders need not wait for it.
+	apiVersions := sync.OnceValue(func() []string {
+		gvs, err := s.c.apiVersions()
+		if err != nil {
+			s.warn(report.Warning{Code: report.WarnAPIVersionsUnreadable, Message: fmt.Sprintf("cannot discover the cluster's API versions, so Helm charts rendered without .Capabilities.APIVersions and may differ from what they render on this cluster: %v", err)})
+		}
+		return gvs
+	})
 	// Fetch and render the apps a few at a time (rendering is most of the
 	// scan's CPU), then add their objects in config order.
 	type rendered struct {
@@ -349,7 +355,7 @@ func (s *scan) render(ctx context.Context) error {
 				// compared) unless the app's applier rewrites them all or its
 				// pending sync compares them all.
 				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
-				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, APIVersions: apiVersions,
+				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
