@@ -42,6 +42,12 @@ type api struct {
 
 	mappingsMu sync.Mutex
 	mappings   map[schema.GroupVersionKind]mappingResult
+
+	// namespacesAhead and webhooksAhead, once readAhead has started them,
+	// give the answers of the scan's LISTs of the namespaces and of the
+	// MutatingWebhookConfigurations.
+	namespacesAhead func() ([]unstructured.Unstructured, error)
+	webhooksAhead   func() ([]admissionregistrationv1.MutatingWebhookConfiguration, error)
 }
 
 // countingTransport counts the requests the scan sends and the 429s it
@@ -127,14 +133,38 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 	return c, nil
 }
 
-// discoverAhead asks for discovery (the API versions, and the resources
-// of every kind) in the background. It is the render's first request:
-// sent after a warm scan's planned LISTs, it queued behind their pages at
-// the API server and held the render up by up to 100 ms. The discovery
-// cache makes the render wait for this answer rather than ask again, and
-// ask again should this one fail.
-func (c *api) discoverAhead() {
+// readAhead sends, in the background, the small requests every scan makes
+// whatever Git holds: discovery (the API versions, and the resources of
+// every kind), and the LISTs of the namespaces and of the
+// MutatingWebhookConfigurations. Sent when they are needed, after a warm
+// scan's planned LISTs, each queued behind their pages at the API server:
+// discovery held the render up by up to 100 ms, and the two LISTs, one
+// after the other, the compare by 15 to 50 ms. The discovery cache makes
+// the render wait for this answer rather than ask again (and ask again
+// should this one fail); namespaceLabels and webhooks wait for theirs.
+func (c *api) readAhead(ctx context.Context) {
 	go func() { _, _ = c.discovery.ServerGroups() }()
+	c.namespacesAhead = ahead(func() ([]unstructured.Unstructured, error) {
+		return c.list(ctx, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "")
+	})
+	c.webhooksAhead = ahead(func() ([]admissionregistrationv1.MutatingWebhookConfiguration, error) { return c.listWebhooks(ctx) })
+}
+
+// ahead runs fn in the background and returns what waits for its answer.
+func ahead[T any](fn func() (T, error)) func() (T, error) {
+	var (
+		v    T
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		v, err = fn()
+	}()
+	return func() (T, error) {
+		<-done
+		return v, err
+	}
 }
 
 // apiVersions lists the group/versions the cluster serves, for Helm's
@@ -289,8 +319,16 @@ func listError(gvr schema.GroupVersionResource, ns string, err error) error {
 
 var errForbidden = errors.New("RBAC denied")
 
-// webhooks lists the MutatingWebhookConfigurations.
+// webhooks lists the MutatingWebhookConfigurations, or gives the answer of
+// the LIST readAhead started.
 func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	if c.webhooksAhead != nil {
+		return c.webhooksAhead()
+	}
+	return c.listWebhooks(ctx)
+}
+
+func (c *api) listWebhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	gvr := admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
 	items, err := c.list(ctx, gvr, "")
 	if err != nil {
@@ -313,7 +351,13 @@ func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingW
 func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error, listed bool) {
 	labels, failed = map[string]map[string]string{}, map[string]error{}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	items, listErr := c.list(ctx, gvr, "")
+	var items []unstructured.Unstructured
+	var listErr error
+	if c.namespacesAhead != nil {
+		items, listErr = c.namespacesAhead()
+	} else {
+		items, listErr = c.list(ctx, gvr, "")
+	}
 	if listErr == nil {
 		for _, ns := range items {
 			labels[ns.GetName()] = ns.GetLabels()
