@@ -44,6 +44,20 @@ func (s *scan) gather(ctx context.Context, gitScalers map[objectKey][]classify.S
 	return cc
 }
 
+// gatherAhead reads the namespaces and Git's autoscalers, then starts
+// gather, as soon as the apps are rendered: its LISTs (the live
+// autoscalers) are then sent while the scan hashes and types Git's
+// objects, not after. The returned func waits for gather.
+func (s *scan) gatherAhead(ctx context.Context) func() classifyContext {
+	s.namespaces = s.readNamespaces(ctx)
+	gitScalers := s.gitScalers()
+	cc := ahead(func() (classifyContext, error) { return s.gather(ctx, gitScalers), nil })
+	return func() classifyContext {
+		c, _ := cc() // gather warns of what it could not read
+		return c
+	}
+}
+
 // scalerKinds are the autoscalers that own fields of their target, with the
 // path of the target reference in their spec.
 var scalerKinds = []struct {
@@ -157,17 +171,15 @@ func (s *scan) loadSchemas() error {
 // (gather) and the audit log are read; until then the LISTs go on and what
 // they find waits in a queue. Objects no page held are then Missing, or
 // errors when the list that should have held them failed.
-func (s *scan) compare(ctx context.Context, auditDone func() *audit.Index) *liveState {
+func (s *scan) compare(ctx context.Context, gathered func() classifyContext, auditDone func() *audit.Index) *liveState {
 	// Without an audit log to wait for, the workers start as soon as
 	// gather's few LISTs are back, so the queue is bounded from the start.
 	q := &objectQueue{limit: queueLimit, started: len(s.auditPaths()) == 0}
 	q.cond = sync.NewCond(&q.mu)
-	s.namespaces = s.readNamespaces(ctx)
 	ready := make(chan struct{})
-	gitScalers := s.gitScalers()
 	go func() {
 		defer close(ready)
-		s.cc = s.gather(ctx, gitScalers)
+		s.cc = gathered()
 		s.audit = auditDone()
 		q.start()
 	}()

@@ -225,6 +225,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		return nil, err
 	}
 	s.verdicts = cached()
+	gathered := s.gatherAhead(ctx)
 	s.hashDesired()
 	if err := s.loadSchemas(); err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	auditDone := s.readAudit(ctx)
 	s.findUnstable()
 	s.warnUnstable()
-	live := s.compare(ctx, auditDone)
+	live := s.compare(ctx, gathered, auditDone)
 	if opts.Extra {
 		s.extra(live)
 	}
