@@ -97,7 +97,7 @@ func (f *FileStore) Save(ctx context.Context, s *State) error {
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
 		return fmt.Errorf("state file:%s: %w", f.Path, err)
 	}
-	err = report.WriteFileAtomic(f.Path, func(w io.Writer) error {
+	err = report.WriteFileDurable(f.Path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
