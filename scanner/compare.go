@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -151,6 +152,24 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 
 // loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
 // one request per group/version, before anything is listed.
+// loadPlanned loads, in the background, the schemas of the kinds the last
+// scan listed (its list plan): on a warm scan they are those of Git's
+// objects, and decoding them (about 20 ms at 5,000 objects) then happens
+// while the apps render, not between the render and the compare, where
+// loadSchemas finds them loaded. A kind no longer in Git costs its
+// schemas' decoding and nothing else: nothing of it is compared or warned.
+func (s *scan) loadPlanned() {
+	var kinds []schema.GroupVersionKind
+	for _, pl := range s.listPlan {
+		if _, gvk := pl.key(); gvk.Version != "" && gvk.Kind != "" && !slices.Contains(kinds, gvk) {
+			kinds = append(kinds, gvk)
+		}
+	}
+	if len(kinds) > 0 {
+		go func() { _ = s.c.typer.load(kinds) }() // loadSchemas's load says what failed
+	}
+}
+
 func (s *scan) loadSchemas() error {
 	var kinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}

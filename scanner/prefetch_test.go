@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
@@ -179,4 +182,77 @@ func TestAPlannedListReadsAheadWithinItsBudget(t *testing.T) {
 			sameAsUncached(t, cfg, warm)
 		})
 	}
+}
+
+// TestAKindGitAddsIsTypedBesideThePlannedOnes: a warm scan loads the
+// schemas of the kinds its list plan names while the apps render; a kind
+// Git has added since (here a CronJob, of a group/version the plan does
+// not name) is still typed with its own schema once rendered, so the
+// dozen fields the API server fills in are dismissed as its defaults, a
+// human's edit is found, and the report is the one a scan without the
+// cache makes.
+func TestAKindGitAddsIsTypedBesideThePlannedOnes(t *testing.T) {
+	ns, src := webCopy(t)
+	applyDir(t, src, ns)
+	cfg := webConfig(ns, src)
+	dir := t.TempDir()
+	cachedScan(t, cfg, dir)
+	for _, p := range readPlan(t, dir) {
+		if p.Group == "batch" {
+			t.Fatalf("the first plan names %+v already", p)
+		}
+	}
+
+	cronJob := `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: web-report
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - name: report
+              image: busybox:1.36
+              args: ["echo", "report"]
+`
+	if err := os.WriteFile(filepath.Join(src, "cronjob.yaml"), []byte(cronJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyDir(t, src, ns)
+	cronJobs := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "CronJob"}
+	env.Patch(t, "kubectl-edit", cronJobs, ns, "web-report", types.MergePatchType, `{"spec":{"schedule":"0 4 * * *"}}`)
+
+	warm := cachedScan(t, cfg, dir, func(o *Options) { o.ExplainDismissed = true })
+	var found []string
+	for _, o := range warm.Apps[0].Objects {
+		if o.Kind != "CronJob" {
+			continue
+		}
+		if o.Status != report.StatusDrifted || o.Error != "" {
+			t.Errorf("CronJob: %s %q, want Drifted", o.Status, o.Error)
+		}
+		for _, f := range o.Findings {
+			found = append(found, f.Path+" by "+f.Manager)
+		}
+		defaults := 0
+		for _, d := range o.Dismissed {
+			if d.Reason == report.Defaulted {
+				defaults++
+			}
+		}
+		if defaults < 5 {
+			t.Errorf("CronJob: %d differences dismissed as the API server's defaults, want its schema's (concurrencyPolicy, the history limits, the pod template's): %+v", defaults, o.Dismissed)
+		}
+	}
+	if want := []string{".spec.schedule by kubectl-edit"}; !slices.Equal(found, want) {
+		t.Errorf("CronJob findings %q, want %q", found, want)
+	}
+	if warm.Stats.Cache == nil || warm.Stats.Cache.Manifests != 3 {
+		t.Errorf("the warm scan took %+v from the cache, want the 3 manifests of the first scan that are no Secret", warm.Stats.Cache)
+	}
+	sameAsUncached(t, cfg, cachedScan(t, cfg, dir))
 }

@@ -221,6 +221,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
 	s.parsed, c.typer.cache = files()
+	s.loadPlanned()
 	if err := s.render(ctx); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 // server's. It fetches the schema of each group/version once.
 type typer struct {
 	openapi openapi.Client
+	loadMu  sync.Mutex // held by load
 	schemas map[string]*spec.Schema
 	failed  map[schema.GroupVersion]error
 	// unpublished are group/versions the server has no schema for.
@@ -126,8 +127,13 @@ func (t *typer) openapiPaths() (map[string]openapi.GroupVersion, error) {
 // the server publishes no schema for is remembered as unpublished: its
 // objects are typed by deduction (toTyped). One whose schema the server
 // has but could not be read is remembered as failed: its objects are
-// errors, not guesses.
+// errors, not guesses. Loads take turns (loadMu): a warm scan loads the
+// kinds of its list plan while the apps render (scan.loadPlanned), and
+// then those of Git's objects. Nothing else reads what load writes before
+// the second load has returned.
 func (t *typer) load(kinds []schema.GroupVersionKind) error {
+	t.loadMu.Lock()
+	defer t.loadMu.Unlock()
 	byGV := map[schema.GroupVersion][]string{}
 	for _, k := range kinds {
 		if !t.loadedKinds[k] && !slices.Contains(byGV[k.GroupVersion()], k.Kind) {
