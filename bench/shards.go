@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,10 +101,14 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 	}
 	// Round after round, the share once and each shard once, so what the
 	// machine does over time (a neighbour's load, an etcd compaction)
-	// falls on every shard and the share alike; each round starts one
-	// shard further on, so that work the control plane does after every
-	// few runs does not fall on one shard's every run. Each shard's
-	// figures, and the share's, are of its median run.
+	// falls on every shard and the share alike; each round takes the
+	// shards in an order of its own, drawn at random, so that work the
+	// control plane does every few runs (its collector) does not fall on
+	// one shard's every run. Taking each round one shard further on did
+	// not do that: a 100k-object API server that collected its heap about
+	// every sixth run slowed the same shard in two rounds of three
+	// (docs/benchmark.md, fifteenth pass). Each shard's figures, and the
+	// share's, are of its median run.
 	seen := map[string]int{}
 	runs := make([][]Tool, k)
 	var shareRuns []Tool
@@ -114,8 +119,9 @@ func shardRun(ctx context.Context, o Options, l *launcher, floorBin, bin, tmp st
 			return nil, fmt.Errorf("the share alone: %w", err)
 		}
 		shareRuns = append(shareRuns, t)
-		for j := 0; j < k; j++ {
-			i := (round + j) % k
+		order := rand.Perm(k)
+		say("shards: round %d takes the shards in the order %v, after the share", round+1, order)
+		for _, i := range order {
 			outDir := filepath.Join(dir, fmt.Sprintf("out-%d", i))
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				b.Close()
