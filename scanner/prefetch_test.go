@@ -54,6 +54,17 @@ func listsLogged(t *testing.T, log string) map[string]int {
 	return out
 }
 
+// scannedWebCopy applies a copy of the web app (webCopy) and scans it
+// once with the cache folder dir, which then holds its list plan.
+func scannedWebCopy(t *testing.T) (ns, src string, cfg *config.Config, dir string) {
+	t.Helper()
+	ns, src = webCopy(t)
+	applyDir(t, src, ns)
+	cfg, dir = webConfig(ns, src), t.TempDir()
+	cachedScan(t, cfg, dir)
+	return ns, src, cfg, dir
+}
+
 // readPlan reads the list plan a scan kept in the cache dir.
 func readPlan(t *testing.T, dir string) []plannedList {
 	t.Helper()
@@ -124,11 +135,7 @@ func TestAWarmScanListsWhileItRenders(t *testing.T) {
 // kind, the LIST the plan names for it is cancelled and reported nowhere,
 // the rest are used, and the plan kept is the new one.
 func TestAPlannedListGitNoLongerNeedsIsLetGo(t *testing.T) {
-	ns, src := webCopy(t)
-	applyDir(t, src, ns)
-	cfg := webConfig(ns, src)
-	dir := t.TempDir()
-	cachedScan(t, cfg, dir)
+	_, src, cfg, dir := scannedWebCopy(t)
 
 	if err := os.Remove(filepath.Join(src, "deployment.yaml")); err != nil {
 		t.Fatal(err)
@@ -192,11 +199,7 @@ func TestAPlannedListReadsAheadWithinItsBudget(t *testing.T) {
 // human's edit is found, and the report is the one a scan without the
 // cache makes.
 func TestAKindGitAddsIsTypedBesideThePlannedOnes(t *testing.T) {
-	ns, src := webCopy(t)
-	applyDir(t, src, ns)
-	cfg := webConfig(ns, src)
-	dir := t.TempDir()
-	cachedScan(t, cfg, dir)
+	ns, src, cfg, dir := scannedWebCopy(t)
 	for _, p := range readPlan(t, dir) {
 		if p.Group == "batch" {
 			t.Fatalf("the first plan names %+v already", p)
