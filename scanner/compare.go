@@ -150,8 +150,6 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 	}
 }
 
-// loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
-// one request per group/version, before anything is listed.
 // loadPlanned loads, in the background, the schemas of the kinds the last
 // scan listed (its list plan): on a warm scan they are those of Git's
 // objects, and decoding them (about 20 ms at 5,000 objects) then happens
@@ -170,6 +168,8 @@ func (s *scan) loadPlanned() {
 	}
 }
 
+// loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
+// one request per group/version, before anything is listed.
 func (s *scan) loadSchemas() error {
 	var kinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
