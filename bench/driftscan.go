@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,8 +54,13 @@ type Tool struct {
 
 // timeDriftscan runs `driftscan scan` over the estate runs times as a child
 // process and returns the median run and its report. With a floor, each
-// run is preceded by a run of the LIST floor, so that both see the same
-// load on the machine; the floor's median is returned too.
+// run has a run of the LIST floor right before or right after it, at
+// random, so that both see the same load on the machine; the floor's
+// median is returned too. The order is drawn for each pair because the
+// API server collects its heap every other LIST set or so: with the floor
+// always first, the collection fell on the scan's run every time in a
+// run of the bench (control plane 0.44 CPU s during two of three scans,
+// 0.22 during the floors; docs/benchmark.md, fifteenth pass).
 func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir string, runs int, floor *floorRunner, extra ...string) (Tool, *Floor, *report.Report, error) {
 	t := Tool{Version: toolVersion(ctx, bin, "version")}
 	var walls []time.Duration
@@ -63,13 +69,20 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 	var reports []*report.Report
 	var floors []floorRun
 	for i := 0; i < runs; i++ {
-		if floor != nil {
+		runFloor := func() error {
 			fr, err := floor.run(ctx, l, b)
 			if err != nil {
+				return err
+			}
+			say("LIST floor run %d: %.2fs (%.2f CPU s), %d pages, %.1f MiB read, %.0f MiB, control plane %.2f CPU s", i+1, fr.proc.Wall.Seconds(), fr.proc.CPU.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS), fr.server.CPUSeconds())
+			floors = append(floors, fr)
+			return nil
+		}
+		floorAfter := floor != nil && rand.IntN(2) == 1
+		if floor != nil && !floorAfter {
+			if err := runFloor(); err != nil {
 				return t, nil, nil, err
 			}
-			say("LIST floor run %d: %.2fs (%.2f CPU s), %d pages, %.1f MiB read, %.0f MiB", i+1, fr.proc.Wall.Seconds(), fr.proc.CPU.Seconds(), fr.pages, mib(fr.bytes), mib(fr.proc.MaxRSS))
-			floors = append(floors, fr)
 		}
 		name := fmt.Sprintf("driftscan-%s%d", runLabel(extra), i)
 		file := filepath.Join(outDir, name+".json")
@@ -104,6 +117,11 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 		}
 		say("driftscan run %d: %.2fs (%.2f CPU s), %d requests, %.0f MiB, control plane %.2f CPU s", i+1, p.Wall.Seconds(), p.CPU.Seconds(), r.Stats.APIRequests, mib(p.MaxRSS), cost.CPUSeconds())
 		walls, procs, costs, reports = append(walls, p.Wall), append(procs, p), append(costs, cost), append(reports, r)
+		if floorAfter {
+			if err := runFloor(); err != nil {
+				return t, nil, nil, err
+			}
+		}
 	}
 	m := median(walls)
 	p, r := procs[m], reports[m]
