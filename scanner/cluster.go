@@ -43,9 +43,9 @@ type api struct {
 	mappingsMu sync.Mutex
 	mappings   map[schema.GroupVersionKind]mappingResult
 
-	// namespacesAhead and webhooksAhead, once readAhead has started them,
-	// give the answers of the scan's LISTs of the namespaces and of the
-	// MutatingWebhookConfigurations.
+	// namespacesAhead and webhooksAhead give the answers of the scan's
+	// LISTs of the namespaces and of the MutatingWebhookConfigurations,
+	// which connect starts (readAhead).
 	namespacesAhead func() ([]unstructured.Unstructured, error)
 	webhooksAhead   func() ([]admissionregistrationv1.MutatingWebhookConfiguration, error)
 }
@@ -130,6 +130,7 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 	c.discovery = memory.NewMemCacheClient(dc)
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
 	c.typer = newTyper(dc.OpenAPIV3())
+	c.readAhead(ctx)
 	return c, nil
 }
 
@@ -142,13 +143,14 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 // after the other, the compare by 15 to 50 ms. The discovery cache makes
 // the render wait for this answer rather than ask again (and ask again
 // should this one fail); namespaceLabels and webhooks wait for theirs.
+// connect sends them, before the scan starts its planned LISTs.
 func (c *api) readAhead(ctx context.Context) {
 	go func() { _, _ = c.discovery.ServerGroups() }()
-	c.namespacesAhead = ahead(func() ([]unstructured.Unstructured, error) {
-		return c.list(ctx, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "")
-	})
+	c.namespacesAhead = ahead(func() ([]unstructured.Unstructured, error) { return c.list(ctx, namespacesGVR, "") })
 	c.webhooksAhead = ahead(func() ([]admissionregistrationv1.MutatingWebhookConfiguration, error) { return c.listWebhooks(ctx) })
 }
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // ahead runs fn in the background and returns what waits for its answer.
 func ahead[T any](fn func() (T, error)) func() (T, error) {
@@ -319,15 +321,13 @@ func listError(gvr schema.GroupVersionResource, ns string, err error) error {
 
 var errForbidden = errors.New("RBAC denied")
 
-// webhooks lists the MutatingWebhookConfigurations, or gives the answer of
-// the LIST readAhead started.
-func (c *api) webhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	if c.webhooksAhead != nil {
-		return c.webhooksAhead()
-	}
-	return c.listWebhooks(ctx)
+// webhooks gives the MutatingWebhookConfigurations, as the LIST readAhead
+// started answers.
+func (c *api) webhooks() ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	return c.webhooksAhead()
 }
 
+// listWebhooks lists the MutatingWebhookConfigurations.
 func (c *api) listWebhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	gvr := admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
 	items, err := c.list(ctx, gvr, "")
@@ -350,14 +350,7 @@ func (c *api) listWebhooks(ctx context.Context) ([]admissionregistrationv1.Mutat
 // failed holds why a namespace that exists could not be read.
 func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[string]map[string]string, failed map[string]error, listed bool) {
 	labels, failed = map[string]map[string]string{}, map[string]error{}
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	var items []unstructured.Unstructured
-	var listErr error
-	if c.namespacesAhead != nil {
-		items, listErr = c.namespacesAhead()
-	} else {
-		items, listErr = c.list(ctx, gvr, "")
-	}
+	items, listErr := c.namespacesAhead() // the LIST readAhead started
 	if listErr == nil {
 		for _, ns := range items {
 			labels[ns.GetName()] = ns.GetLabels()
@@ -365,7 +358,7 @@ func (c *api) namespaceLabels(ctx context.Context, names []string) (labels map[s
 		return labels, failed, true
 	}
 	for _, n := range names {
-		ns, err := c.dynamic.Resource(gvr).Get(ctx, n, metav1.GetOptions{})
+		ns, err := c.dynamic.Resource(namespacesGVR).Get(ctx, n, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			labels[n] = ns.GetLabels()

@@ -3,7 +3,6 @@ package scanner
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -32,7 +31,7 @@ type classifyContext struct {
 func (s *scan) gather(ctx context.Context, gitScalers map[objectKey][]classify.Scaler) classifyContext {
 	cc := classifyContext{scalers: gitScalers}
 	var err error
-	cc.webhooks, err = s.c.webhooks(ctx)
+	cc.webhooks, err = s.c.webhooks()
 	if s.verdicts != nil {
 		cc.apps = s.appContexts(webhooksID(cc.webhooks, err))
 	}
@@ -157,9 +156,9 @@ func (s *scan) gatherScalers(ctx context.Context, out map[objectKey][]classify.S
 // loadSchemas finds them loaded. A kind no longer in Git costs its
 // schemas' decoding and nothing else: nothing of it is compared or warned.
 func (s *scan) loadPlanned() {
-	var kinds []schema.GroupVersionKind
+	var kinds []schema.GroupVersionKind // load takes each kind once
 	for _, pl := range s.listPlan {
-		if _, gvk := pl.key(); gvk.Version != "" && gvk.Kind != "" && !slices.Contains(kinds, gvk) {
+		if _, gvk := pl.key(); gvk.Version != "" && gvk.Kind != "" {
 			kinds = append(kinds, gvk)
 		}
 	}

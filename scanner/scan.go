@@ -217,7 +217,6 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(), declared: map[objectKey]int{},
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
-	c.readAhead(ctx) // before the planned LISTs, not queued behind their pages
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
 	s.parsed, c.typer.cache = files()
