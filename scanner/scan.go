@@ -292,6 +292,9 @@ type scan struct {
 	// the classification context, set before the compare workers start.
 	verdicts *verdicts
 	cc       classifyContext
+	// nsContexts keeps classifyHash's answer for an app's objects in a
+	// namespace, for objects with no autoscaler and no unstable field.
+	nsContexts sync.Map // appNamespace → string
 	// parseStats say what the parse cache spared the render.
 	parseStats render.ParseCacheStats
 	// listPlan is the plan read from the cache, prefetched the LISTs

@@ -165,8 +165,11 @@ func (t *typer) load(kinds []schema.GroupVersionKind) error {
 			if bytes.Equal(t.decodedFrom[name], raw) {
 				continue // decoded from another group/version's document
 			}
+			// The schema's own decoder (kube-openapi's JSON v2) checks
+			// the text as it reads; json.Unmarshal would check it first
+			// in a pass of its own (3 of a warm 5k scan's 15 ms here).
 			s := &spec.Schema{}
-			if err := json.Unmarshal(raw, s); err != nil {
+			if err := s.UnmarshalJSON(raw); err != nil {
 				t.failed[gv] = fmt.Errorf("read the OpenAPI v3 schema of %s: %s: %w", gv, name, err)
 				break
 			}

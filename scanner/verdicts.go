@@ -339,6 +339,15 @@ func (s *scan) classifyHash(d desired) string {
 	if s.audit != nil || d.app >= len(s.cc.apps) || s.cc.apps[d.app] == "" {
 		return ""
 	}
+	// Most objects share their app's and namespace's answer: hashing the
+	// namespace's labels again for each was 10 ms of a warm 5k scan.
+	shared := len(s.cc.scalers[d.key]) == 0 && d.unstable == nil
+	an := appNamespace{d.app, d.key.ns}
+	if shared {
+		if h, ok := s.nsContexts.Load(an); ok {
+			return h.(string)
+		}
+	}
 	h := newValueHasher()
 	h.str(s.cc.apps[d.app])
 	labels := map[string]any{}
@@ -353,7 +362,17 @@ func (s *scan) classifyHash(d desired) string {
 	if d.unstable != nil {
 		h.str(d.unstable.String())
 	}
-	return hex.EncodeToString(h.sum())
+	sum := hex.EncodeToString(h.sum())
+	if shared {
+		s.nsContexts.Store(an, sum)
+	}
+	return sum
+}
+
+// appNamespace keys classifyHash's shared answers.
+type appNamespace struct {
+	app int
+	ns  string
 }
 
 // appContexts hashes, for each app, what the classification of any of its
