@@ -393,7 +393,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			who = s.attribute(d, cl, obj, ch, owner)
 		}
 		cch := classify.Change{
-			Path: ch.Path.String(), Type: ch.Type, Owner: owner, NewKey: ch.NewKey,
+			Path: pathText(ch.Path), Type: ch.Type, Owner: owner, NewKey: ch.NewKey,
 			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
 			Attribution: who,
 		}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
@@ -361,4 +363,49 @@ func withoutSame(a, b map[string]any, root bool) (ra, rb map[string]any, changed
 		}
 	}
 	return ra, rb, changed, same
+}
+
+// pathText is p.String(), built in one buffer: a cold scan names each of
+// its 24,000 dismissed defaults' paths, and smd's String, which joins a
+// string per element and formats keys with fmt, was 3.5% of its CPU.
+// Elements other than field names, indexes and keys of strings and ints
+// are left to smd.
+func pathText(p fieldpath.Path) string {
+	n := 0
+	for _, e := range p {
+		if e.FieldName != nil {
+			n += 1 + len(*e.FieldName)
+		} else {
+			n += 24
+		}
+	}
+	b := make([]byte, 0, n)
+	for _, e := range p {
+		switch {
+		case e.FieldName != nil:
+			b = append(append(b, '.'), *e.FieldName...)
+		case e.Key != nil:
+			b = append(b, '[')
+			for i, k := range *e.Key {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(append(b, k.Name...), '=')
+				switch v := k.Value; {
+				case v.IsString():
+					b = strconv.AppendQuote(b, v.AsString())
+				case v.IsInt():
+					b = strconv.AppendInt(b, v.AsInt(), 10)
+				default:
+					b = append(b, value.ToString(v)...)
+				}
+			}
+			b = append(b, ']')
+		case e.Value == nil && e.Index != nil:
+			b = append(strconv.AppendInt(append(b, '['), int64(*e.Index), 10), ']')
+		default:
+			b = append(b, e.String()...)
+		}
+	}
+	return string(b)
 }

@@ -49,7 +49,7 @@ func (s *scan) dismiss(ro *report.Object, group, kind string, ch change, owner *
 	// Masked exactly as a finding of the same change would be: Secret data,
 	// redact rules, credentials in env vars (which need the path's
 	// elements and the values).
-	f := report.Finding{Path: ch.Path.String(), Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent)}
+	f := report.Finding{Path: pathText(ch.Path), Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent)}
 	ch.record(&f)
 	s.masker.mask(group, kind, &f)
 	d := report.Dismissal{Path: f.Path, Type: ch.Type, Reason: res.Reason, Detail: res.Detail, Git: f.Git, Live: f.Live}
