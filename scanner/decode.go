@@ -151,23 +151,30 @@ func number(iter *jsoniter.Iterator, s string) any {
 // (the page's decoder read it), so the rest of the item is stepped over a
 // byte at a time. Anything but plain ASCII keys and string values without
 // escapes, where the two could differ, is left to json.Unmarshal.
-func readHead(raw []byte, h *itemHead) error {
+func readHead(raw []byte, h *itemHead) error { return readHeadAt(raw, nil, h) }
+
+// readHeadAt is readHead given the offsets of raw's keys (the page's
+// decoder records them as it checks the item: pageReader.valueKeys): the
+// values of the keys that are not the head's (spec, status, data, most of
+// a page's bytes) are not stepped over again.
+func readHeadAt(raw []byte, keys []int, h *itemHead) error {
 	var got itemHead
-	if !scanHead(raw, &got) {
+	if !scanHead(raw, keys, &got) {
 		return json.Unmarshal(raw, h)
 	}
 	*h = got
 	return nil
 }
 
-// scanHead reads raw's head into h; false when json.Unmarshal must.
-func scanHead(raw []byte, h *itemHead) bool {
+// scanHead reads raw's head into h, with keys as readHeadAt takes them;
+// false when json.Unmarshal must.
+func scanHead(raw []byte, keys []int, h *itemHead) bool {
 	ok := true
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	i = eachField(raw, i, func(key []byte, v int) (int, bool) {
+	field := func(key []byte, v int) (int, bool) {
 		switch {
 		case !plainASCII(key):
 			return 0, false
@@ -200,8 +207,21 @@ func scanHead(raw []byte, h *itemHead) bool {
 			}, &ok)
 			return end, ok
 		}
+		if keys != nil {
+			return v, true // the caller goes on from the next key
+		}
 		return skipValue(raw, v), true
-	}, &ok)
+	}
+	if keys != nil {
+		for _, k := range keys {
+			end := skipValue(raw, k) // the key, quotes included
+			if _, fine := field(raw[k+1:end-1], skipSpace(raw, skipSpace(raw, end)+1)); !fine {
+				return false
+			}
+		}
+		return true
+	}
+	i = eachField(raw, i, field, &ok)
 	return ok && i > 0
 }
 

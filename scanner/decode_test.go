@@ -31,11 +31,19 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 		"an item that is no object":            `["kind"]`,
 		"a string item":                        `"x"`,
 	} {
-		var want, got itemHead
+		var want, got, gotAt itemHead
 		werr := json.Unmarshal([]byte(in), &want)
 		gerr := readHead([]byte(in), &got)
 		if (werr == nil) != (gerr == nil) || want != got {
 			t.Errorf("%s: %s: got %+v (error %v), want %+v (error %v)", name, in, got, gerr, want, werr)
+		}
+		// As a page reads it: with the keys its check recorded.
+		var keys []int
+		if _, err := scanJSON([]byte(in), 0, 0, true, &keys); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := readHeadAt([]byte(in), keys, &gotAt); (werr == nil) != (err == nil) || want != gotAt {
+			t.Errorf("%s: %s: with the keys %v: got %+v (error %v), want %+v (error %v)", name, in, keys, gotAt, err, want, werr)
 		}
 	}
 }

@@ -109,13 +109,27 @@ func (p *pageReader) expect(want byte) error {
 // value reads the next JSON value, after white space, and returns its
 // bytes, which are valid until the next call.
 func (p *pageReader) value() ([]byte, error) {
+	return p.valueKeys(nil)
+}
+
+// valueKeys is value that, when the value is an object and keys is not
+// nil, sets *keys to the offsets in it of its keys' opening quotes.
+func (p *pageReader) valueKeys(keys *[]int) ([]byte, error) {
 	if _, err := p.peek(); err != nil {
 		return nil, err
 	}
 	for {
-		end, err := scanJSON(p.buf, p.pos, 0, p.eof || p.err != nil)
+		if keys != nil {
+			*keys = (*keys)[:0]
+		}
+		end, err := scanJSON(p.buf, p.pos, 0, p.eof || p.err != nil, keys)
 		if err == nil {
 			v := p.buf[p.pos:end]
+			if keys != nil {
+				for i := range *keys {
+					(*keys)[i] -= p.pos
+				}
+			}
 			p.pos = end
 			return v, nil
 		}
@@ -137,8 +151,10 @@ var errShort = errors.New("short")
 
 // scanJSON checks the JSON value at b[i] and returns the index after it.
 // It returns errShort when b ends inside it, unless final (b holds all
-// there is: then that is a syntax error).
-func scanJSON(b []byte, i, depth int, final bool) (int, error) {
+// there is: then that is a syntax error). When the value is an object and
+// keys is not nil, the index of each of its keys' opening quote is
+// appended to *keys (not those of the objects inside it).
+func scanJSON(b []byte, i, depth int, final bool, keys *[]int) (int, error) {
 	i = skipSpace(b, i)
 	if i >= len(b) {
 		return 0, short(final)
@@ -167,6 +183,9 @@ func scanJSON(b []byte, i, depth int, final bool) (int, error) {
 				if b[i] != '"' {
 					return 0, syntaxError(b[i], "an object key")
 				}
+				if keys != nil {
+					*keys = append(*keys, i)
+				}
 				if i, err = scanString(b, i, final); err != nil {
 					return 0, err
 				}
@@ -178,7 +197,7 @@ func scanJSON(b []byte, i, depth int, final bool) (int, error) {
 				}
 				i++
 			}
-			if i, err = scanJSON(b, i, depth+1, final); err != nil {
+			if i, err = scanJSON(b, i, depth+1, final, nil); err != nil {
 				return 0, err
 			}
 			if i = skipSpace(b, i); i >= len(b) {

@@ -197,6 +197,7 @@ func readItems(p *pageReader, apiVersion, kind string, fn func(*listItem) error)
 		return fmt.Errorf("items: want an array, got %q", c)
 	}
 	p.pos++
+	var keys []int // each item's, reused
 	for first := true; ; first = false {
 		c, err := p.peek()
 		if err != nil {
@@ -211,12 +212,12 @@ func readItems(p *pageReader, apiVersion, kind string, fn func(*listItem) error)
 				return err
 			}
 		}
-		raw, err := p.value()
+		raw, err := p.valueKeys(&keys)
 		if err != nil {
 			return err
 		}
 		it := listItem{raw: raw}
-		if err := readHead(raw, &it.head); err != nil {
+		if err := readHeadAt(raw, keys, &it.head); err != nil {
 			return err
 		}
 		if it.head.Kind == "" && it.head.APIVersion == "" {

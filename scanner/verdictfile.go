@@ -20,7 +20,7 @@ import (
 // 5,000-object scan's 0.7 CPU s to read the 4,750 verdicts.
 func decodeVerdictFile(data []byte) (verdictFile, error) {
 	var file verdictFile
-	end, err := scanJSON(data, 0, 0, true)
+	end, err := scanJSON(data, 0, 0, true, nil)
 	if err != nil {
 		return file, err
 	}
