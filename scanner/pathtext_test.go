@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestPathTextIsSMDsString(t *testing.T) {
 		{{Key: key("k", int64(-9223372036854775808)), Index: idx(2)}},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	scalars := []any{"", "a", "ü\"\\\n", int64(0), int64(-1), int64(1 << 40), true, false, 1.25, -0.0, nil}
+	scalars := []any{"", "a", "ü\"\\\n", int64(0), int64(-1), int64(1 << 40), true, false, 1.25, math.Copysign(0, -1), nil}
 	for range 500 {
 		var p fieldpath.Path
 		for range r.IntN(6) {
