@@ -27,6 +27,8 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 		"uid and resourceVersion":              `{"metadata":{"uid":"6b1f","resourceVersion":"42","RESOURCEVERSION":"43","UID":null}}`,
 		"metadata twice":                       `{"metadata":{"name":"a"},"metadata":{"namespace":"b"}}`,
 		"a number where a string goes":         `{"kind":1}`,
+		"names deeper than the head":           `{"metadata":{"labels":{"name":"l","uid":"u"},"ownerReferences":[{"name":"o","uid":"p"}],"managedFields":[{"manager":"m","fieldsV1":{"f:metadata":{"f:name":{}}}}],"name":"n"},"spec":{"metadata":{"name":"inner"},"kind":"K"},"status":[{"kind":"S"}]}`,
+		"metadata empty, then not":             `{"metadata":{},"kind":"K","metadata":{"name":"b"}}`,
 		"metadata that is no object":           `{"metadata":"x"}`,
 		"an item that is no object":            `["kind"]`,
 		"a string item":                        `"x"`,
