@@ -142,7 +142,7 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 // discovery held the render up by up to 100 ms, and the two LISTs, one
 // after the other, the compare by 15 to 50 ms. The discovery cache makes
 // the render wait for this answer rather than ask again (and ask again
-// should this one fail); namespaceLabels and webhooks wait for theirs.
+// should this one fail); namespaceLabels and gather wait for theirs.
 // connect sends them, before the scan starts its planned LISTs.
 func (c *api) readAhead(ctx context.Context) {
 	go func() { _, _ = c.discovery.ServerGroups() }()
@@ -320,12 +320,6 @@ func listError(gvr schema.GroupVersionResource, ns string, err error) error {
 }
 
 var errForbidden = errors.New("RBAC denied")
-
-// webhooks gives the MutatingWebhookConfigurations, as the LIST readAhead
-// started answers.
-func (c *api) webhooks() ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	return c.webhooksAhead()
-}
 
 // listWebhooks lists the MutatingWebhookConfigurations.
 func (c *api) listWebhooks(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration, error) {

@@ -31,7 +31,7 @@ type classifyContext struct {
 func (s *scan) gather(ctx context.Context, gitScalers map[objectKey][]classify.Scaler) classifyContext {
 	cc := classifyContext{scalers: gitScalers}
 	var err error
-	cc.webhooks, err = s.c.webhooks()
+	cc.webhooks, err = s.c.webhooksAhead() // the LIST connect started
 	if s.verdicts != nil {
 		cc.apps = s.appContexts(webhooksID(cc.webhooks, err))
 	}

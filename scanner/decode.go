@@ -148,16 +148,14 @@ func number(iter *jsoniter.Iterator, s string) any {
 // json.Unmarshal into it would, without building the rest: every item of
 // every page has its head read, declared or not, and encoding/json would
 // check the whole item again and read each key it skips. raw is valid JSON
-// (the page's decoder read it), so the rest of the item is stepped over a
-// byte at a time. Anything but plain ASCII keys and string values without
-// escapes, where the two could differ, is left to json.Unmarshal.
-func readHead(raw []byte, h *itemHead) error { return readHeadAt(raw, nil, h) }
-
-// readHeadAt is readHead given the offsets of raw's keys (the page's
-// decoder records them as it checks the item: pageReader.valueKeys): the
-// values of the keys that are not the head's (spec, status, data, most of
-// a page's bytes) are not stepped over again.
-func readHeadAt(raw []byte, keys []int, h *itemHead) error {
+// (the page's decoder read it). keys, when not nil, are the offsets of
+// raw's keys, which the page's decoder records as it checks the item
+// (pageReader.valueKeys): the values of the keys that are not the head's
+// (spec, status, data, most of a page's bytes) are then not stepped over
+// again; without them the rest of the item is stepped over a byte at a
+// time. Anything but plain ASCII keys and string values without escapes,
+// where the two could differ, is left to json.Unmarshal.
+func readHead(raw []byte, keys []int, h *itemHead) error {
 	var got itemHead
 	if !scanHead(raw, keys, &got) {
 		return json.Unmarshal(raw, h)
@@ -166,7 +164,7 @@ func readHeadAt(raw []byte, keys []int, h *itemHead) error {
 	return nil
 }
 
-// scanHead reads raw's head into h, with keys as readHeadAt takes them;
+// scanHead reads raw's head into h, with keys as readHead takes them;
 // false when json.Unmarshal must.
 func scanHead(raw []byte, keys []int, h *itemHead) bool {
 	ok := true

@@ -35,7 +35,7 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 	} {
 		var want, got, gotAt itemHead
 		werr := json.Unmarshal([]byte(in), &want)
-		gerr := readHead([]byte(in), &got)
+		gerr := readHead([]byte(in), nil, &got)
 		if (werr == nil) != (gerr == nil) || want != got {
 			t.Errorf("%s: %s: got %+v (error %v), want %+v (error %v)", name, in, got, gerr, want, werr)
 		}
@@ -44,7 +44,7 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 		if _, err := scanJSON([]byte(in), 0, 0, true, &keys); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := readHeadAt([]byte(in), keys, &gotAt); (werr == nil) != (err == nil) || want != gotAt {
+		if err := readHead([]byte(in), keys, &gotAt); (werr == nil) != (err == nil) || want != gotAt {
 			t.Errorf("%s: %s: with the keys %v: got %+v (error %v), want %+v (error %v)", name, in, keys, gotAt, err, want, werr)
 		}
 	}

@@ -66,7 +66,7 @@ func readPageEncodingJSON(r io.Reader, gvk schema.GroupVersionKind, fn func(*lis
 					return "", err
 				}
 				it := listItem{raw: raw}
-				if err := readHead(raw, &it.head); err != nil {
+				if err := readHead(raw, nil, &it.head); err != nil {
 					return "", err
 				}
 				if it.head.Kind == "" && it.head.APIVersion == "" {

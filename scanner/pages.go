@@ -217,7 +217,7 @@ func readItems(p *pageReader, apiVersion, kind string, fn func(*listItem) error)
 			return err
 		}
 		it := listItem{raw: raw}
-		if err := readHeadAt(raw, keys, &it.head); err != nil {
+		if err := readHead(raw, keys, &it.head); err != nil {
 			return err
 		}
 		if it.head.Kind == "" && it.head.APIVersion == "" {
