@@ -1,11 +1,12 @@
 package main
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
+
+	"github.com/calricon/driftscan/cmd/driftscan/internal/gcfloor"
 )
 
 // A scan holds little for long (Git's objects until compared, a page of
@@ -43,23 +44,20 @@ import (
 //
 // kubectl diff's peak is 146 MiB, and a scan should stay below it: 48.
 // At 20,000 objects, where the live heap is well above the floor, the
-// collector paces as GOGC=50 does.
-const heapFloor = 48 << 20
+// collector paces as GOGC=50 does. The first goal is set at the floor
+// before the other packages' init runs (internal/gcfloor).
+const heapFloor = gcfloor.HeapFloor
 
 // goalPercent is how far above the live heap the goal is set: GOGC=50.
 const goalPercent = 50
 
-// minHeapGoal is the Go runtime's goal before its first collection at
-// GOGC=100 (its heapMinimum scales with GOGC).
-const minHeapGoal = 4 << 20
-
 // paceGC starts the pacing, unless the environment sets GOGC or GOMEMLIMIT;
 // stop ends it (the GC percent stays where it was).
 func paceGC() (stop func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if gcfloor.Off() {
 		return func() {}
 	}
-	debug.SetGCPercent(heapFloor * 100 / minHeapGoal)
+	debug.SetGCPercent(gcfloor.Percent)
 	return afterEachGC(func() { debug.SetGCPercent(percentGoal()) })
 }
 

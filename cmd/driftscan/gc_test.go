@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"math"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,5 +89,47 @@ func gcSettings(t *testing.T) func() {
 	return func() {
 		debug.SetGCPercent(percent)
 		debug.SetMemoryLimit(limit)
+	}
+}
+
+// TestNoCollectionBeforeMainPacesTheHeap: the packages' init functions
+// (Helm's JSON schema compiler, client-go's scheme) allocate some 6 MiB,
+// which at the Go runtime's first goal of 4 MiB was two collections before
+// main; internal/gcfloor sets the first goal at the floor before they run.
+// The binary (this test binary, run as the command) prints `version` with
+// GODEBUG=gctrace=1: the only collection is the one main forces
+// (hugePageHeap), if any. With GOGC set, the runtime's own goal stands and
+// init collects again, which shows that the check can fail.
+func TestNoCollectionBeforeMainPacesTheHeap(t *testing.T) {
+	collections := func(extra ...string) (unforced, all int) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "version")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GODEBUG=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, append([]string{runAsDriftscan + "=1", "GODEBUG=gctrace=1"}, extra...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("driftscan version: %v\n%s", err, stderr.String())
+		}
+		for line := range strings.Lines(stderr.String()) {
+			if !strings.HasPrefix(line, "gc ") {
+				continue
+			}
+			all++
+			if !strings.Contains(line, "(forced)") {
+				unforced++
+			}
+		}
+		return unforced, all
+	}
+	if unforced, _ := collections(); unforced != 0 {
+		t.Errorf("%d collections before main set the pacing, want none", unforced)
+	}
+	if unforced, _ := collections("GOGC=100"); unforced == 0 {
+		t.Errorf("with GOGC=100 no collection at start-up either: the check above shows nothing")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/calricon/driftscan/cmd/driftscan/internal/gcfloor" // before the other packages' init
 )
 
 func main() {

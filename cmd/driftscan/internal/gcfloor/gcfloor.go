@@ -1,0 +1,37 @@
+// Package gcfloor sets the collector's first heap goal to the scan's heap
+// floor before the other packages' init functions run. Their init
+// allocates some 6 MiB (Helm's JSON schema compiler, client-go's scheme),
+// and at the Go runtime's first goal of 4 MiB that was two collections,
+// each with its stop-the-world pauses, before main could set the pacing
+// (cmd/driftscan/gc.go). Go initializes the packages whose imports are
+// initialized in the order of their import paths, and this one imports
+// only the runtime's and os: it comes before github.com/santhosh-tekuri
+// and k8s.io. GOGC or GOMEMLIMIT in the environment turn it off, as they
+// turn off the pacing.
+package gcfloor
+
+import (
+	"os"
+	"runtime/debug"
+)
+
+// HeapFloor is the heap goal below which the collector does not run
+// (cmd/driftscan/gc.go says why 48 MiB).
+const HeapFloor = 48 << 20
+
+// MinHeapGoal is the Go runtime's goal before its first collection at
+// GOGC=100 (its heapMinimum scales with GOGC).
+const MinHeapGoal = 4 << 20
+
+// Percent is the GC percent that puts the first goal at HeapFloor.
+const Percent = HeapFloor * 100 / MinHeapGoal
+
+// Off says whether the environment sets the collector (GOGC or
+// GOMEMLIMIT): the user's settings stand.
+func Off() bool { return os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" }
+
+func init() {
+	if !Off() {
+		debug.SetGCPercent(Percent)
+	}
+}
