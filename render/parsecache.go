@@ -597,10 +597,10 @@ func (c *ParseCache) Save() error {
 			c.dirty = true
 		}
 	}
-	slices.Sort(paths)
 	if !c.dirty {
 		return nil
 	}
+	slices.Sort(paths)
 	slices.SortFunc(keys, func(a, b cacheKey) int {
 		if a.kind != b.kind {
 			return int(a.kind) - int(b.kind)
