@@ -214,7 +214,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		cluster = opts.RESTConfig.Host
 	}
 	r := report.New(now, cluster)
-	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(), declared: map[objectKey]int{},
+	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(),
 		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
 	cached := s.openCache()
 	s.prefetchLists(ctx)
@@ -392,6 +392,7 @@ func (s *scan) render(ctx context.Context) error {
 		total += len(res.manifests)
 	}
 	s.objects = make([]desired, 0, total)
+	s.declared = make(map[objectKey]int, total)
 	for i, app := range s.cfg.Apps {
 		cl, err := classify.New(classify.Options{Appliers: append(append([]string{}, s.cfg.Appliers...), app.Appliers...), Rules: s.cfg.Rules})
 		if err != nil {
@@ -428,8 +429,13 @@ func (s *scan) render(ctx context.Context) error {
 
 func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
 	obj := mf.Head() // the whole object, unless the parse cache gave it undecoded
-	gvk := obj.GroupVersionKind()
-	ro := report.Object{APIVersion: obj.GetAPIVersion(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), File: mf.File, Line: mf.Line}
+	apiVersion := obj.GetAPIVersion()
+	var gvk schema.GroupVersionKind // as Unstructured.GroupVersionKind reads it
+	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
+		gvk = gv.WithKind(obj.GetKind())
+	}
+	name, ns := obj.GetName(), obj.GetNamespace()
+	ro := report.Object{APIVersion: apiVersion, Kind: gvk.Kind, Namespace: ns, Name: name, File: mf.File, Line: mf.Line}
 	ra := &s.r.Apps[ai]
 	mapping, err := s.c.mapping(gvk)
 	if err != nil {
@@ -438,22 +444,23 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		return
 	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			ns := app.Namespace
+		if ns == "" {
+			ns = app.Namespace
 			if ns == "" {
 				ns = "default"
 			}
 			obj.SetNamespace(ns)
 		}
 	} else {
+		ns = ""
 		obj.SetNamespace("")
 	}
-	ro.Namespace = obj.GetNamespace()
-	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+	ro.Namespace = ns
+	if name == "" && obj.GetGenerateName() != "" {
 		// The API server names such an object anew on every create (Argo
 		// CD's hooks, a Job run per sync): no live object ever carries
 		// this name, and comparing it would report it Missing every run.
-		ref := report.Object{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetGenerateName() + "*"}.Ref()
+		ref := report.Object{Kind: gvk.Kind, Namespace: ns, Name: obj.GetGenerateName() + "*"}.Ref()
 		s.warn(report.Warning{Code: report.WarnGenerateNameSkipped, App: app.Name, Object: ref,
 			Message: fmt.Sprintf("%s (%s line %d) has metadata.generateName and no name: the API server names each copy it creates, so it is not compared", ref, mf.File, mf.Line)})
 		return
@@ -465,9 +472,9 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		return
 	}
 	if twin != nil {
-		twin.SetNamespace(obj.GetNamespace())
+		twin.SetNamespace(ns)
 	}
-	key := objectKey{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}
+	key := objectKey{gvk.Group, gvk.Kind, ns, name}
 	if di, dup := s.declared[key]; dup {
 		other := s.r.Apps[s.objects[di].app].Name
 		ro.Status = report.StatusError
