@@ -70,6 +70,13 @@ var verdictKeys = append([]string{"format", "build", "server", "verdicts", "at",
 // names, as encoding/json matches keys to fields: unescaped, and in any
 // case (bytes.EqualFold); "" for none.
 func (d *verdictDecoder) key(key []byte) string {
+	// First the keys as the scan writes them; any other is unescaped
+	// and matched in any case.
+	for _, k := range verdictKeys {
+		if string(key) == k {
+			return k
+		}
+	}
 	text, err := d.keyText(key)
 	if err != nil {
 		return ""

@@ -15,6 +15,7 @@ import (
 var verdictFileSeeds = []string{
 	`{"format":1,"build":"b","server":"https://127.0.0.1:6443 v1.37.2","verdicts":[{"k":"ConfigMap","ns":"shop","n":"web","git":"e160","uid":"fbb6","rv":"242","at":1796176180},{"g":"apps","k":"Deployment","ns":"shop","n":"web","git":"87","uid":"c2","rv":"241","owner":"team-web","dismissed":{"defaulted":4,"builtin":1},"ctx":"ab","at":1796176181}]}`,
 	` { "format" : 1 , "verdicts" : [ { "k" : "A\u00e9\"\\" , "dismissed" : { "webh\u006fok" : 2 } } ] , "other" : [1, {"x": null}] } `,
+	`{"Format":1,"VERDICTS":[{"K":"ConfigMap","N\u0073":"shop","Git":"x","nS":"y","AT":2}]}`,
 	`{"format":1,"verdicts":null}`,
 	`{"format":null,"build":null,"verdicts":[{"k":null,"at":null,"dismissed":null}]}`,
 	`{"format":"1"}`,
