@@ -204,7 +204,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
-	files := openCacheFiles(opts.CacheDir, opts.Logger) // while the scan connects
+	openParsed, openSchemas := openCacheFiles(opts.CacheDir, opts.Logger) // while the scan connects
 	c, err := connect(ctx, opts.RESTConfig, opts.PageSize, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	cached := s.openCache()
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
-	s.parsed, c.typer.cache = files()
+	c.typer.cache = openSchemas // the first fetch waits for it
+	s.parsed = openParsed()
 	s.loadPlanned()
 	if err := s.render(ctx); err != nil {
 		return nil, err
@@ -253,7 +254,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		if err := s.verdicts.save(); err != nil {
 			opts.Logger.Warn("the scan cache is not kept: the next scan compares every object", "err", err)
 		}
-		if err := c.typer.cache.save(); err != nil {
+		if err := c.typer.schemaCache().save(); err != nil {
 			opts.Logger.Warn("the OpenAPI schemas are not kept in the scan cache: the next scan fetches every document", "err", err)
 		}
 	}
@@ -509,31 +510,28 @@ func (d *desired) git() (*unstructured.Unstructured, error) {
 }
 
 // openCacheFiles reads the scan cache's parsed manifests and OpenAPI
-// schemas in dir in the background (they do not depend on the cluster, so
-// they are read while the scan connects); the function it returns waits
-// for them (nil, nil without a cache). A file that cannot be used is a
+// schemas in dir in the background, each file on its own (they do not
+// depend on the cluster, so they are read while the scan connects, and
+// the render waits for the manifests alone); the functions it returns
+// wait for them (nil without a cache). A file that cannot be used is a
 // warning: the scan parses or fetches everything instead.
-func openCacheFiles(dir string, log *slog.Logger) func() (*render.ParseCache, *schemaCache) {
+func openCacheFiles(dir string, log *slog.Logger) (parsed func() *render.ParseCache, schemas func() *schemaCache) {
 	if dir == "" {
-		return func() (*render.ParseCache, *schemaCache) { return nil, nil }
+		return func() *render.ParseCache { return nil }, func() *schemaCache { return nil }
 	}
-	var (
-		parsed  *render.ParseCache
-		schemas *schemaCache
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		var err error
-		if parsed, err = render.OpenParseCache(filepath.Join(dir, "manifests.json")); err != nil {
+	p := ahead(func() (*render.ParseCache, error) {
+		c, err := render.OpenParseCache(filepath.Join(dir, "manifests.json"))
+		if err != nil {
 			log.Warn("the parsed manifests in the scan cache are not used: every manifest is parsed", "err", err)
 		}
-		if schemas, err = openSchemaCache(dir); err != nil {
+		return c, nil
+	})
+	sc := ahead(func() (*schemaCache, error) {
+		c, err := openSchemaCache(dir)
+		if err != nil {
 			log.Warn("the OpenAPI schemas in the scan cache are not used: every document is fetched", "err", err)
 		}
-	}()
-	return func() (*render.ParseCache, *schemaCache) {
-		<-done
-		return parsed, schemas
-	}
+		return c, nil
+	})
+	return func() *render.ParseCache { c, _ := p(); return c }, func() *schemaCache { c, _ := sc(); return c }
 }

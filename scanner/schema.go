@@ -50,9 +50,17 @@ type typer struct {
 	pathsOnce sync.Once
 	paths     map[string]openapi.GroupVersion
 	pathsErr  error
-	// cache keeps the schemas read for the next scan (nil: none); set
-	// before the first fetch.
-	cache *schemaCache
+	// cache waits for the cache of the schemas read for the next scan
+	// (nil, or nil returned: none); set before the first fetch.
+	cache func() *schemaCache
+}
+
+// schemaCache is the cache of the schemas read, nil for none.
+func (t *typer) schemaCache() *schemaCache {
+	if t.cache == nil {
+		return nil
+	}
+	return t.cache()
 }
 
 // schemaFetch is the reading of one group/version's component schemas,
@@ -102,7 +110,7 @@ func (t *typer) fetchOf(gv schema.GroupVersion, background bool) *schemaFetch {
 	if !ok {
 		read := func() {
 			defer close(f.done)
-			f.components, f.err = componentSchemas(t.openapiPaths, gv, t.cache)
+			f.components, f.err = componentSchemas(t.openapiPaths, gv, t.schemaCache())
 		}
 		if background {
 			go read()
