@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +70,47 @@ func TestIndentIsWhatEncodingJSONWrites(t *testing.T) {
 			if got := indented(t, compact.Bytes(), chunk); !bytes.Equal(got, want.Bytes()) {
 				t.Errorf("input %d, written %d bytes at a time: writeIndented differs from encoding/json (-want +got):\n%s", i, chunk, cmp.Diff(want.String(), string(got)))
 			}
+		}
+	}
+}
+
+// TestJSONIsWhatEncodingJSONWrites: the report written with its apps
+// encoded in batches by several goroutines is, byte for byte, what
+// json.Encoder with SetIndent writes of the whole report, for every number
+// of apps (none, one, and batches of uneven sizes), with a cluster name
+// that holds the text the apps are placed by, and written in small
+// chunks; a write that fails stops it with its error.
+func TestJSONIsWhatEncodingJSONWrites(t *testing.T) {
+	fixture := loadFixture(t)
+	for _, n := range []int{0, 1, 2, 3, 17, 33, 250} {
+		r := *fixture
+		r.Cluster = `a<b>,"apps":null,` + "\\"
+		r.Apps = nil
+		for i := 0; len(r.Apps) < n; i++ {
+			app := fixture.Apps[i%len(fixture.Apps)]
+			app.Name = fmt.Sprintf("%s-%d", app.Name, i)
+			r.Apps = append(r.Apps, app)
+		}
+		if n == 0 {
+			r.Apps = []App{}
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := writeJSON(&got, &r); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%d apps: writeJSON differs from encoding/json (-want +got):\n%s", n, cmp.Diff(want.String(), got.String()))
+		}
+		broken := errors.New("disk full")
+		if err := writeJSON(failingWriter{broken}, &r); n >= 2 && !errors.Is(err, broken) {
+			t.Errorf("%d apps: a failing write gave %v, want %v", n, err, broken)
 		}
 	}
 }
@@ -162,4 +206,27 @@ func FuzzIndentJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkWriteJSON writes a report of 200 apps, made from the fixture's,
+// as the scan writes its JSON report.
+func BenchmarkWriteJSON(b *testing.B) {
+	data, err := os.ReadFile(fixturePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		b.Fatal(err)
+	}
+	apps := r.Apps
+	r.Apps = nil
+	for i := 0; len(r.Apps) < 200; i++ {
+		r.Apps = append(r.Apps, apps[i%len(apps)])
+	}
+	for b.Loop() {
+		if err := writeJSON(io.Discard, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
