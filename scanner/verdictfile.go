@@ -33,19 +33,25 @@ func decodeVerdictFile(data []byte) (verdictFile, error) {
 	}
 	d := verdictDecoder{raw: data, text: string(data)}
 	ok := true
+	// Each read returns the index after its value, so no value is
+	// stepped over twice (the verdicts are most of the file).
 	eachField(data, i, func(key []byte, v int) (int, bool) {
+		var end int
 		switch d.key(key) {
 		case "format":
-			n, err := d.int(v)
-			file.Format, d.err = int(n), err
+			var n int64
+			n, end, d.err = d.int(v)
+			file.Format = int(n)
 		case "build":
-			file.Build, d.err = d.str(v)
+			file.Build, end, d.err = d.str(v)
 		case "server":
-			file.Server, d.err = d.str(v)
+			file.Server, end, d.err = d.str(v)
 		case "verdicts":
-			file.Verdicts, d.err = d.verdicts(v)
+			file.Verdicts, end, d.err = d.verdicts(v)
+		default:
+			end = skipValue(data, v)
 		}
-		return skipValue(data, v), d.err == nil
+		return end, d.err == nil
 	}, &ok)
 	return file, d.err
 }
@@ -92,7 +98,8 @@ func (d *verdictDecoder) key(key []byte) string {
 // keyText is the text of key, the bytes eachField gives between a key's
 // quotes (a slice of raw), unescaped.
 func (d *verdictDecoder) keyText(key []byte) (string, error) {
-	return d.str(cap(d.raw) - cap(key) - 1) // its opening quote
+	s, _, err := d.str(cap(d.raw) - cap(key) - 1) // its opening quote
+	return s, err
 }
 
 // container says whether the value at v is null, when it is not one that
@@ -108,95 +115,102 @@ func (d *verdictDecoder) container(v int, delim byte, what string) (null bool, e
 	return false, errors.New(what)
 }
 
-// str reads the string (or null) at v.
-func (d *verdictDecoder) str(v int) (string, error) {
+// str reads the string (or null) at v, and returns the index after it.
+func (d *verdictDecoder) str(v int) (string, int, error) {
 	end := skipValue(d.raw, v)
 	switch d.raw[v] {
 	case 'n':
-		return "", nil
+		return "", end, nil
 	case '"':
 	default:
-		return "", fmt.Errorf("%.20s is no string", d.raw[v:end])
+		return "", end, fmt.Errorf("%.20s is no string", d.raw[v:end])
 	}
 	for _, c := range d.raw[v+1 : end-1] {
 		if c == '\\' {
 			var s string
 			err := json.Unmarshal(d.raw[v:end], &s)
-			return s, err
+			return s, end, err
 		}
 	}
-	return d.text[v+1 : end-1], nil
+	return d.text[v+1 : end-1], end, nil
 }
 
-// int reads the integer (or null) at v.
-func (d *verdictDecoder) int(v int) (int64, error) {
+// int reads the integer (or null) at v, and returns the index after it.
+func (d *verdictDecoder) int(v int) (int64, int, error) {
 	end := skipValue(d.raw, v)
 	if d.raw[v] == 'n' {
-		return 0, nil
+		return 0, end, nil
 	}
 	n, err := strconv.ParseInt(d.text[v:end], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%.20s is no integer", d.raw[v:end])
+		return 0, end, fmt.Errorf("%.20s is no integer", d.raw[v:end])
 	}
-	return n, nil
+	return n, end, nil
 }
 
-// verdicts reads the array (or null) of verdicts at v.
-func (d *verdictDecoder) verdicts(v int) ([]verdict, error) {
+// verdicts reads the array (or null) of verdicts at v, and returns the
+// index after it.
+func (d *verdictDecoder) verdicts(v int) ([]verdict, int, error) {
 	if null, err := d.container(v, '[', "verdicts is no array"); null || err != nil {
-		return nil, err
+		return nil, skipValue(d.raw, v), err
 	}
 	out := []verdict{}
-	for i := skipSpace(d.raw, v+1); d.raw[i] != ']'; {
+	i := skipSpace(d.raw, v+1)
+	for d.raw[i] != ']' {
 		if d.raw[i] == ',' {
 			i = skipSpace(d.raw, i+1)
 		}
 		if d.raw[i] != '{' {
-			return nil, errors.New("a verdict is no object")
+			return nil, 0, errors.New("a verdict is no object")
 		}
 		var e verdict
 		var err error
 		ok := true
 		strs := [...]*string{&e.Group, &e.Kind, &e.Namespace, &e.Name, &e.Git, &e.UID, &e.ResourceVersion, &e.Owner, &e.Context}
 		end := eachField(d.raw, i, func(key []byte, v int) (int, bool) {
+			var end int
 			switch k := d.key(key); k {
 			case "at":
-				e.At, err = d.int(v)
+				e.At, end, err = d.int(v)
 			case "dismissed":
-				e.Dismissed, err = d.dismissed(v)
+				e.Dismissed, end, err = d.dismissed(v)
 			default:
 				if j := slices.Index(verdictStringKeys[:], k); j >= 0 {
-					*strs[j], err = d.str(v)
+					*strs[j], end, err = d.str(v)
+				} else {
+					end = skipValue(d.raw, v)
 				}
 			}
-			return skipValue(d.raw, v), err == nil
+			return end, err == nil
 		}, &ok)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, e)
 		i = skipSpace(d.raw, end)
 	}
-	return out, nil
+	return out, i + 1, nil
 }
 
-// dismissed reads the counts by reason (or null) at v.
-func (d *verdictDecoder) dismissed(v int) (report.Dismissed, error) {
+// dismissed reads the counts by reason (or null) at v, and returns the
+// index after them.
+func (d *verdictDecoder) dismissed(v int) (report.Dismissed, int, error) {
 	if null, err := d.container(v, '{', "dismissed is no object"); null || err != nil {
-		return nil, err
+		return nil, skipValue(d.raw, v), err
 	}
 	out := report.Dismissed{}
 	var err error
 	ok := true
-	eachField(d.raw, v, func(key []byte, v int) (int, bool) {
+	end := eachField(d.raw, v, func(key []byte, v int) (int, bool) {
 		var reason string
 		if reason, err = d.keyText(key); err != nil {
 			return 0, false
 		}
 		var n int64
-		n, err = d.int(v)
+		var end int
+		n, end, err = d.int(v)
 		out[report.Reason(reason)] = int(n)
-		return skipValue(d.raw, v), err == nil
+		return end, err == nil
 	}, &ok)
-	return out, err
+	return out, end, err
 }
