@@ -26,6 +26,12 @@ func ValueText(v any) string {
 		return strconv.FormatFloat(t, 'f', -1, 64)
 	case float32:
 		return strconv.FormatFloat(float64(t), 'f', -1, 32)
+	case int64: // as fmt.Sprint writes them, without its reflection
+		return strconv.FormatInt(t, 10)
+	case int:
+		return strconv.Itoa(t)
+	case bool:
+		return strconv.FormatBool(t)
 	}
 	return fmt.Sprint(v)
 }
