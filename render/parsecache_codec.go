@@ -13,6 +13,8 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/internal/kubekeys"
 )
 
 // A cache entry's objects are JSON: [[line,{object}],...]. JSON alone
@@ -321,7 +323,7 @@ func (d *cacheDecoder) object(depth int, keep func(key []byte) bool) (map[string
 			}
 			continue
 		}
-		key := internKey(k)
+		key := kubekeys.Intern(k)
 		if _, twice := m[key]; twice {
 			return nil, errCacheEntry
 		}
@@ -488,15 +490,6 @@ func (d *cacheDecoder) stringBytes() (b []byte, escaped bool, err error) {
 	return nil, false, errCacheEntry
 }
 
-// internKey is the key whose text is k. The keys of Kubernetes objects
-// repeat from object to object; those in cacheKeys are not allocated again.
-func internKey(k []byte) string {
-	if s, ok := cacheKeys[string(k)]; ok {
-		return s
-	}
-	return string(k)
-}
-
 // cacheString is the string whose JSON text, between the quotes, is b.
 func cacheString(b []byte, escaped bool) (string, error) {
 	if !utf8.Valid(b) {
@@ -644,56 +637,3 @@ func plainInt(text []byte) (int64, bool) {
 	}
 	return n, true
 }
-
-// cacheKeys are keys Kubernetes objects hold over and over, each kept
-// once (a key of its own, or a value, is allocated as it is read).
-var cacheKeys = func() map[string]string {
-	keys := []string{
-		"apiVersion", "kind", "metadata", "name", "namespace", "labels",
-		"annotations", "generateName", "finalizers", "ownerReferences", "spec",
-		"status", "data", "stringData", "binaryData", "type", "immutable",
-		"items", "selector", "matchLabels", "matchExpressions", "key", "operator",
-		"values", "template", "containers", "initContainers", "image",
-		"imagePullPolicy", "imagePullSecrets", "command", "args", "workingDir",
-		"ports", "containerPort", "hostPort", "protocol", "port", "targetPort",
-		"nodePort", "appProtocol", "resources", "requests", "limits", "cpu",
-		"memory", "ephemeral-storage", "env", "envFrom", "value", "valueFrom",
-		"fieldRef", "fieldPath", "secretKeyRef", "configMapKeyRef",
-		"configMapRef", "secretRef", "optional", "prefix", "volumeMounts",
-		"mountPath", "subPath", "readOnly", "volumes", "configMap", "secret",
-		"secretName", "emptyDir", "persistentVolumeClaim", "claimName",
-		"defaultMode", "path", "readinessProbe", "livenessProbe", "startupProbe",
-		"httpGet", "tcpSocket", "grpc", "exec", "scheme", "initialDelaySeconds",
-		"periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold",
-		"replicas", "revisionHistoryLimit", "progressDeadlineSeconds",
-		"minReadySeconds", "strategy", "rollingUpdate", "maxSurge",
-		"maxUnavailable", "serviceAccountName", "automountServiceAccountToken",
-		"securityContext", "runAsNonRoot", "runAsUser", "runAsGroup", "fsGroup",
-		"allowPrivilegeEscalation", "readOnlyRootFilesystem", "privileged",
-		"capabilities", "drop", "add", "seccompProfile", "nodeSelector",
-		"tolerations", "effect", "tolerationSeconds", "affinity",
-		"podAntiAffinity", "podAffinity", "nodeAffinity", "topologyKey", "weight",
-		"podAffinityTerm", "labelSelector", "topologySpreadConstraints",
-		"maxSkew", "whenUnsatisfiable", "terminationGracePeriodSeconds",
-		"restartPolicy", "dnsPolicy", "priorityClassName", "hostNetwork",
-		"lifecycle", "preStop", "clusterIP", "clusterIPs", "sessionAffinity",
-		"externalTrafficPolicy", "loadBalancerIP", "rules", "host", "http",
-		"paths", "backend", "service", "number", "pathType", "tls", "hosts",
-		"ingressClassName", "scaleTargetRef", "minReplicas", "maxReplicas",
-		"metrics", "target", "averageUtilization", "resource", "behavior",
-		"schedule", "jobTemplate", "backoffLimit", "completions", "parallelism",
-		"activeDeadlineSeconds", "ttlSecondsAfterFinished", "concurrencyPolicy",
-		"suspend", "subjects", "roleRef", "apiGroup", "apiGroups",
-		"resourceNames", "verbs", "nonResourceURLs", "storageClassName",
-		"accessModes", "volumeName", "storage", "app", "component", "version",
-		"part-of", "instance", "app.kubernetes.io/name",
-		"app.kubernetes.io/instance", "app.kubernetes.io/version",
-		"app.kubernetes.io/component", "app.kubernetes.io/part-of",
-		"app.kubernetes.io/managed-by", "helm.sh/chart",
-	}
-	m := make(map[string]string, len(keys))
-	for _, k := range keys {
-		m[k] = k
-	}
-	return m
-}()

@@ -79,3 +79,42 @@ func TestDecodeLiveDecodesAsTheDynamicClientDoes(t *testing.T) {
 		t.Errorf("managedFields = %s, want %s", managedFields, wantManaged)
 	}
 }
+
+// FuzzDecodeLive: whatever object the page's reader accepts, decodeLive
+// builds what the dynamic client's decoder (utiljson) does, without status
+// and managedFields, or both refuse it.
+func FuzzDecodeLive(f *testing.F) {
+	for _, seed := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","managedFields":[{"manager":"m"}],"labels":{"a":"b"}},"data":{"k":"v"}}`,
+		`{"spec":{"i":42,"neg":-7,"z":-0,"big":123456789012345678901234,"max":9223372036854775807,"over":9223372036854775808,"f":1.5,"e":1e3,"E":2E-2,"l":[],"m":{},"n":null,"t":true,"f2":false,"nested":[[1,[2]],{"x":[{}]}]}}`,
+		`{"data":{"e":"\u00e9\n\"\\","u":"é","bad":"` + "\xff\xfe" + `","sur":"\ud83d\ude00","half":"\ud800"}, "k\u0069nd":"escaped key", "st\u0061tus":{"phase":"x"}}`,
+		` { "metadata" : { "m\u0061nagedFields" : [ ] , "name" : "spaced" } , "status" : 1 , "a" : [ 1 , 2 ] } `,
+		`{"metadata":null,"x":1e400}`,
+		`{"a":1,"a":2,"metadata":{"name":"one"},"metadata":{"name":"two"}}`,
+		`{"` + "\xc3" + `":1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		end, err := scanJSON(raw, 0, 0, true, nil)
+		if err != nil || skipSpace(raw, end) != len(raw) || raw[skipSpace(raw, 0)] != '{' {
+			return
+		}
+		got, _, err := decodeLive(raw)
+		var want map[string]any
+		wantErr := utiljson.Unmarshal(raw, &want)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: decodeLive %v, utiljson %v", raw, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		delete(want, "status")
+		if md, ok := want["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q: decoded (-utiljson +decodeLive):\n%s", raw, diff)
+		}
+	})
+}

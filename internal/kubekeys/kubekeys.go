@@ -1,0 +1,67 @@
+// Package kubekeys keeps one copy of each key Kubernetes objects hold over
+// and over ("metadata", "containerPort", "app.kubernetes.io/name"), for
+// the scan's JSON readers (the parse cache's, the live objects'): a key
+// read from bytes is otherwise a string allocated anew in every object.
+package kubekeys
+
+// Intern is the string whose bytes are k: one kept copy for the keys
+// Kubernetes objects repeat, a new string for any other. Looking k up
+// allocates nothing.
+func Intern(k []byte) string {
+	if s, ok := keys[string(k)]; ok {
+		return s
+	}
+	return string(k)
+}
+
+// keys are the keys Kubernetes objects hold over and over.
+var keys = func() map[string]string {
+	list := []string{
+		"apiVersion", "kind", "metadata", "name", "namespace", "labels",
+		"annotations", "generateName", "finalizers", "ownerReferences", "spec",
+		"status", "data", "stringData", "binaryData", "type", "immutable",
+		"items", "selector", "matchLabels", "matchExpressions", "key", "operator",
+		"values", "template", "containers", "initContainers", "image",
+		"imagePullPolicy", "imagePullSecrets", "command", "args", "workingDir",
+		"ports", "containerPort", "hostPort", "protocol", "port", "targetPort",
+		"nodePort", "appProtocol", "resources", "requests", "limits", "cpu",
+		"memory", "ephemeral-storage", "env", "envFrom", "value", "valueFrom",
+		"fieldRef", "fieldPath", "secretKeyRef", "configMapKeyRef",
+		"configMapRef", "secretRef", "optional", "prefix", "volumeMounts",
+		"mountPath", "subPath", "readOnly", "volumes", "configMap", "secret",
+		"secretName", "emptyDir", "persistentVolumeClaim", "claimName",
+		"defaultMode", "path", "readinessProbe", "livenessProbe", "startupProbe",
+		"httpGet", "tcpSocket", "grpc", "exec", "scheme", "initialDelaySeconds",
+		"periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold",
+		"replicas", "revisionHistoryLimit", "progressDeadlineSeconds",
+		"minReadySeconds", "strategy", "rollingUpdate", "maxSurge",
+		"maxUnavailable", "serviceAccountName", "automountServiceAccountToken",
+		"securityContext", "runAsNonRoot", "runAsUser", "runAsGroup", "fsGroup",
+		"allowPrivilegeEscalation", "readOnlyRootFilesystem", "privileged",
+		"capabilities", "drop", "add", "seccompProfile", "nodeSelector",
+		"tolerations", "effect", "tolerationSeconds", "affinity",
+		"podAntiAffinity", "podAffinity", "nodeAffinity", "topologyKey", "weight",
+		"podAffinityTerm", "labelSelector", "topologySpreadConstraints",
+		"maxSkew", "whenUnsatisfiable", "terminationGracePeriodSeconds",
+		"restartPolicy", "dnsPolicy", "priorityClassName", "hostNetwork",
+		"lifecycle", "preStop", "clusterIP", "clusterIPs", "sessionAffinity",
+		"externalTrafficPolicy", "loadBalancerIP", "rules", "host", "http",
+		"paths", "backend", "service", "number", "pathType", "tls", "hosts",
+		"ingressClassName", "scaleTargetRef", "minReplicas", "maxReplicas",
+		"metrics", "target", "averageUtilization", "resource", "behavior",
+		"schedule", "jobTemplate", "backoffLimit", "completions", "parallelism",
+		"activeDeadlineSeconds", "ttlSecondsAfterFinished", "concurrencyPolicy",
+		"suspend", "subjects", "roleRef", "apiGroup", "apiGroups",
+		"resourceNames", "verbs", "nonResourceURLs", "storageClassName",
+		"accessModes", "volumeName", "storage", "app", "component", "version",
+		"part-of", "instance", "app.kubernetes.io/name",
+		"app.kubernetes.io/instance", "app.kubernetes.io/version",
+		"app.kubernetes.io/component", "app.kubernetes.io/part-of",
+		"app.kubernetes.io/managed-by", "helm.sh/chart",
+	}
+	m := make(map[string]string, len(list))
+	for _, k := range list {
+		m[k] = k
+	}
+	return m
+}()
