@@ -53,7 +53,7 @@ func writeJSON(w io.Writer, r *Report) error {
 			}
 		}()
 	}
-	in := newIndenter(w, "  ", indentChunk, len(compact))
+	in := newIndenter(w, "  ", indentChunk, indentChunk) // the report is larger than the chunk it holds
 	in.write(compact[:at+len(`,"apps":`)])
 	for i := range encoded {
 		e := <-encoded[i]

@@ -45,12 +45,12 @@ func decodeLive(raw []byte) (obj map[string]any, managedFields []byte, err error
 		case "status":
 			return skipValue(raw, v), true
 		case "metadata":
+			managedFields = nil // the last metadata's, as utiljson keeps the last
 			if raw[v] != '{' {
 				val, end, err = liveValue(raw, v)
 				break
 			}
 			md := map[string]any{}
-			managedFields = nil
 			end = eachField(raw, v, func(key []byte, v int) (int, bool) {
 				k := jsonKey(key)
 				if k == "managedFields" {

@@ -91,6 +91,7 @@ func FuzzDecodeLive(f *testing.F) {
 		` { "metadata" : { "m\u0061nagedFields" : [ ] , "name" : "spaced" } , "status" : 1 , "a" : [ 1 , 2 ] } `,
 		`{"metadata":null,"x":1e400}`,
 		`{"a":1,"a":2,"metadata":{"name":"one"},"metadata":{"name":"two"}}`,
+		`{"metadata":{"managedFields":[{"manager":"m"}]},"metadata":null}`,
 		`{"` + "\xc3" + `":1}`,
 	} {
 		f.Add([]byte(seed))
@@ -100,7 +101,7 @@ func FuzzDecodeLive(f *testing.F) {
 		if err != nil || skipSpace(raw, end) != len(raw) || raw[skipSpace(raw, 0)] != '{' {
 			return
 		}
-		got, _, err := decodeLive(raw)
+		got, managedFields, err := decodeLive(raw)
 		var want map[string]any
 		wantErr := utiljson.Unmarshal(raw, &want)
 		if (err != nil) != (wantErr != nil) {
@@ -110,8 +111,20 @@ func FuzzDecodeLive(f *testing.F) {
 			return
 		}
 		delete(want, "status")
-		if md, ok := want["metadata"].(map[string]any); ok {
+		var wantManaged any
+		md, ok := want["metadata"].(map[string]any)
+		if ok {
+			wantManaged, ok = md["managedFields"]
 			delete(md, "managedFields")
+		}
+		var gotManaged any
+		if managedFields != nil {
+			if err := utiljson.Unmarshal(managedFields, &gotManaged); err != nil {
+				t.Fatalf("%q: managedFields %q: %v", raw, managedFields, err)
+			}
+		}
+		if (managedFields != nil) != ok || !cmp.Equal(wantManaged, gotManaged) {
+			t.Fatalf("%q: managedFields %q, utiljson %v", raw, managedFields, wantManaged)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%q: decoded (-utiljson +decodeLive):\n%s", raw, diff)
