@@ -116,6 +116,7 @@ func newScalePoint(t Tool, fl *Floor, apps int, applySeconds float64) ScalePoint
 		Server: t.Server, LoadAverage: loadAverage()}
 	if fl != nil {
 		p.FloorWallSeconds, p.OverFloor = fl.WallSeconds, ratio(t.WallSeconds, fl.WallSeconds)
+		p.FastestOverFloor = fastestOver(t, fl)
 		p.FloorServer = fl.Server
 		p.Bound = cpuBound(t, fl)
 	}

@@ -8,31 +8,32 @@ import "fmt"
 func (r *Result) floorTargets() []Target {
 	var ts []Target
 	// Wall time over the floor, at 5,000 and 20,000 objects (the main run
-	// stands for its size).
-	over := map[int]float64{}
+	// stands for its size): the median run over the median floor, and the
+	// fastest over the fastest (fastestOver), both within the goal.
+	over := map[int]overFloor{}
 	if r.Floor != nil {
-		over[r.Objects] = ratio(r.Driftscan.WallSeconds, r.Floor.WallSeconds)
+		over[r.Objects] = overFloor{r.OverFloor, r.FastestOverFloor}
 	}
 	for _, p := range r.Scaling {
 		if p.OverFloor > 0 {
-			over[p.Objects] = p.OverFloor
+			over[p.Objects] = overFloor{p.OverFloor, p.FastestOverFloor}
 		}
 	}
-	warm := map[int]float64{}
+	warm := map[int]overFloor{}
 	if r.Warm != nil && r.Warm.OverFloor > 0 {
-		warm[r.Objects] = r.Warm.OverFloor
+		warm[r.Objects] = overFloor{r.Warm.OverFloor, r.Warm.FastestOverFloor}
 	}
 	for _, p := range r.Scaling {
 		if p.Warm != nil && p.Warm.OverFloor > 0 {
-			warm[p.Objects] = p.Warm.OverFloor
+			warm[p.Objects] = overFloor{p.Warm.OverFloor, p.Warm.FastestOverFloor}
 		}
 	}
 	for _, n := range []int{5000, 20000} {
 		if x, ok := over[n]; ok {
-			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects, every object compared (--no-cache)", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
+			ts = append(ts, x.target(fmt.Sprintf("wall time over the LIST floor, %d objects, every object compared (--no-cache)", n), 1.5))
 		}
 		if x, ok := warm[n]; ok {
-			ts = append(ts, Target{Name: fmt.Sprintf("wall time over the LIST floor, %d objects, a scheduled scan (the last one's cache)", n), Want: "<= 1.5x", Got: fmt.Sprintf("%.2fx", x), Met: x <= 1.5})
+			ts = append(ts, x.target(fmt.Sprintf("wall time over the LIST floor, %d objects, a scheduled scan (the last one's cache)", n), 1.5))
 		}
 	}
 	if r.Objects == 5000 {
@@ -66,4 +67,20 @@ func (r *Result) floorTargets() []Target {
 			Got: fmt.Sprintf("%.2fx (%.2f s vs %.2f s, in turn), covered %v", sh.Ratio, sh.MaxWallSeconds, sh.ShareInTurn.WallSeconds, sh.Covered), Met: sh.Ratio <= 1.2 && sh.Covered})
 	}
 	return ts
+}
+
+// overFloor is a run's wall time over the LIST floor's: the medians', and
+// the fastest runs' (fastestOver; 0 when not measured).
+type overFloor struct{ median, fastest float64 }
+
+// target is the goal of at most max times the floor, met when both
+// ratios are within it.
+func (o overFloor) target(name string, max float64) Target {
+	got := fmt.Sprintf("%.2fx", o.median)
+	met := o.median <= max
+	if o.fastest > 0 {
+		got += fmt.Sprintf(" (fastest run over fastest floor run %.2fx)", o.fastest)
+		met = met && o.fastest <= max
+	}
+	return Target{Name: name, Want: fmt.Sprintf("<= %.1fx", max), Got: got, Met: met}
 }
