@@ -54,8 +54,11 @@ const secretPageSize = 50
 // from the LIST goroutines, once per object found, and must not block for
 // long: the next page waits for it.
 func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
+	// Each object by its index: prepareAhead sets other fields of it
+	// meanwhile (findUnstable).
 	byGVR := map[schema.GroupVersionResource]map[string]bool{}
-	for _, d := range s.objects {
+	for i := range s.objects {
+		d := &s.objects[i]
 		gvr := d.mapping.Resource
 		if byGVR[gvr] == nil {
 			byGVR[gvr] = map[string]bool{}
@@ -92,8 +95,8 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		sem  = make(chan struct{}, listWorkers)
 	)
 	gvks := map[schema.GroupVersionResource]schema.GroupVersionKind{}
-	for _, d := range s.objects {
-		gvks[d.mapping.Resource] = d.mapping.GroupVersionKind
+	for i := range s.objects {
+		gvks[s.objects[i].mapping.Resource] = s.objects[i].mapping.GroupVersionKind
 	}
 	s.saveListPlan(keys, gvks)
 	handle := func(it *listItem) error {

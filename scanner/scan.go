@@ -228,14 +228,11 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	s.verdicts = cached()
 	gathered := s.gatherAhead(ctx)
 	s.hashDesired()
-	if err := s.loadSchemas(); err != nil {
+	auditDone := s.readAudit(ctx)
+	live, err := s.compare(ctx, s.prepareAhead(), gathered, auditDone)
+	if err != nil {
 		return nil, err
 	}
-	s.warnUnpublished()
-	auditDone := s.readAudit(ctx)
-	s.findUnstable()
-	s.warnUnstable()
-	live := s.compare(ctx, gathered, auditDone)
 	if opts.Extra {
 		s.extra(live)
 	}
@@ -293,6 +290,9 @@ type scan struct {
 	// the classification context, set before the compare workers start.
 	verdicts *verdicts
 	cc       classifyContext
+	// prepared waits for prepareAhead: the schemas loaded, the fields
+	// charts render differently each time found.
+	prepared func() error
 	// nsContexts keeps classifyHash's answer for an app's objects in a
 	// namespace, for objects with no autoscaler and no unstable field.
 	nsContexts sync.Map // appNamespace → string

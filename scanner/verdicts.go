@@ -276,6 +276,10 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	if s.verdicts == nil {
 		return "", nil
 	}
+	// The key names the schema: it is known once loaded (prepareAhead).
+	if s.prepared() != nil {
+		return "", nil
+	}
 	d := &s.objects[di]
 	gvk := d.mapping.GroupVersionKind
 	git = gitHash(d.content, gvk, d.mapping.Resource, s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
