@@ -190,7 +190,7 @@ func TestTheOrderCheckCatchesEachKindOfViolation(t *testing.T) {
 | 5 | notify | library | senders |
 | 0 | fixtures/cluster | test support | a control plane |
 | 8 | cmd/driftscan | tool | flags |
-| 0 | cmd/driftscan/internal/gcfloor | library | the first heap goal |
+| 0 | cmd/driftscan/internal/startheap | library | the heap at start |
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestTheOrderCheckCatchesEachKindOfViolation(t *testing.T) {
 		{ImportPath: module + "/notify", Imports: []string{module + "/report", module + "/fixtures/cluster", "github.com/spf13/cobra"}},
 		{ImportPath: module + "/classify", Imports: []string{module + "/report", "k8s.io/client-go/kubernetes"}},
 		{ImportPath: module + "/report", Imports: []string{module + "/report"}},
-		{ImportPath: module + "/cmd/driftscan", Imports: []string{module + "/report", module + "/scanner", module + "/cmd/driftscan/internal/gcfloor", "github.com/spf13/cobra"}},
+		{ImportPath: module + "/cmd/driftscan", Imports: []string{module + "/report", module + "/scanner", module + "/cmd/driftscan/internal/startheap", "github.com/spf13/cobra"}},
 		{ImportPath: module + "/newpkg"},
 	}
 	want := []string{

@@ -6,7 +6,7 @@ import (
 	"runtime/metrics"
 	"sync/atomic"
 
-	"github.com/calricon/driftscan/cmd/driftscan/internal/gcfloor"
+	"github.com/calricon/driftscan/cmd/driftscan/internal/startheap"
 )
 
 // A scan holds little for long (Git's objects until compared, a page of
@@ -45,8 +45,8 @@ import (
 // kubectl diff's peak is 146 MiB, and a scan should stay below it: 48.
 // At 20,000 objects, where the live heap is well above the floor, the
 // collector paces as GOGC=50 does. The first goal is set at the floor
-// before the other packages' init runs (internal/gcfloor).
-const heapFloor = gcfloor.HeapFloor
+// before the other packages' init runs (internal/startheap).
+const heapFloor = startheap.HeapFloor
 
 // goalPercent is how far above the live heap the goal is set: GOGC=50.
 const goalPercent = 50
@@ -54,10 +54,10 @@ const goalPercent = 50
 // paceGC starts the pacing, unless the environment sets GOGC or GOMEMLIMIT;
 // stop ends it (the GC percent stays where it was).
 func paceGC() (stop func()) {
-	if gcfloor.Off() {
+	if startheap.Off() {
 		return func() {}
 	}
-	debug.SetGCPercent(gcfloor.Percent)
+	debug.SetGCPercent(startheap.Percent)
 	return afterEachGC(func() { debug.SetGCPercent(percentGoal()) })
 }
 

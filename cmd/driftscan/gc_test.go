@@ -95,9 +95,9 @@ func gcSettings(t *testing.T) func() {
 // TestNoCollectionBeforeMainPacesTheHeap: the packages' init functions
 // (Helm's JSON schema compiler, client-go's scheme) allocate some 6 MiB,
 // which at the Go runtime's first goal of 4 MiB was two collections before
-// main; internal/gcfloor sets the first goal at the floor before they run.
+// main; internal/startheap sets the first goal at the floor before they run.
 // The binary (this test binary, run as the command) prints `version` with
-// GODEBUG=gctrace=1: the only collection is the one main forces
+// GODEBUG=gctrace=1: the only collection is the one startheap forces
 // (hugePageHeap), if any. With GOGC set, the runtime's own goal stands and
 // init collects again, which shows that the check can fail.
 func TestNoCollectionBeforeMainPacesTheHeap(t *testing.T) {

@@ -9,11 +9,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	_ "github.com/calricon/driftscan/cmd/driftscan/internal/gcfloor" // before the other packages' init
+	_ "github.com/calricon/driftscan/cmd/driftscan/internal/startheap" // before the other packages' init
 )
 
 func main() {
-	adviseHugePages()
 	paceGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})

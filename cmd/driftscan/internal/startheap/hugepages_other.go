@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package startheap
 
 // adviseHugePages does nothing: huge pages for the heap are asked for on
 // Linux only (hugepages_linux.go).

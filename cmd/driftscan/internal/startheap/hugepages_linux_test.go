@@ -1,4 +1,4 @@
-package main
+package startheap
 
 import (
 	"bufio"
@@ -22,16 +22,23 @@ import (
 // and freed at the top. After the marking the collector is off, as it
 // would be in no hurry to run before a scan's first allocations: the range
 // must be freed by hugePageHeap itself.
+// runAlone set to "1" makes the test binary run TestTheHeapGrowsIntoHugePages
+// as the child it starts.
+const runAlone = "DRIFTSCAN_TEST_RUN_ALONE"
+
 func TestTheHeapGrowsIntoHugePages(t *testing.T) {
 	if os.Getenv(runAlone) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTheHeapGrowsIntoHugePages$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), runAlone+"=1", "GODEBUG=")
+		// disablethp: the child's init does not mark its heap (startheap's
+		// init), so the test marks a heap as fresh as a scan's at its start.
+		cmd.Env = append(os.Environ(), runAlone+"=1", "GODEBUG=disablethp=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestTheHeapGrowsIntoHugePages") {
 			t.Fatalf("the child: %v\n%s", err, out)
 		}
 		return
 	}
+	os.Setenv("GODEBUG", "") // hugePageHeap reads it: now it marks
 	// What start-up leaves: heap at the top used (written, so resident)
 	// and freed. An allocation that begins there is zeroed whole.
 	const freed = 32 << 20
