@@ -45,10 +45,8 @@ type Result struct {
 	// Floor is the LIST floor of the main estate, timed in turn with
 	// driftscan.
 	Floor *Floor `json:"floor,omitempty"`
-	// OverFloor is driftscan's median wall time over the floor's, and
-	// FastestOverFloor its fastest run over the floor's (fastestOver).
-	OverFloor        float64 `json:"overFloor,omitempty"`
-	FastestOverFloor float64 `json:"fastestOverFloor,omitempty"`
+	// FloorRatios are driftscan's wall time over the floor's.
+	FloorRatios
 	// Bound is driftscan's and the floor's CPU bound (CPUBound).
 	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// Warm is driftscan with the scan cache a scheduled scan finds; every
@@ -100,12 +98,9 @@ type ScalePoint struct {
 	MicrosPerObject float64 `json:"microsPerObject"`
 	ApplySeconds    float64 `json:"applySeconds"`
 	// FloorWallSeconds is the LIST floor's wall time at this size, timed
-	// in turn with the scan; OverFloor is WallSeconds over it.
+	// in turn with the scan, and FloorRatios the scan's over it.
 	FloorWallSeconds float64 `json:"floorWallSeconds,omitempty"`
-	OverFloor        float64 `json:"overFloor,omitempty"`
-	// FastestOverFloor is the fastest run over the fastest floor run
-	// (fastestOver).
-	FastestOverFloor float64 `json:"fastestOverFloor,omitempty"`
+	FloorRatios
 	// Bound is the scan's and the floor's CPU bound (CPUBound).
 	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// Warm is the same size with the scan cache.
@@ -154,20 +149,30 @@ func loadAverage() string {
 	return f[0]
 }
 
-// ratio returns a/b, or 0 when b is 0.
-// fastestOver is the fastest of a tool's runs over the fastest of the
-// floor's runs timed in turn with them, 0 without a floor. The API
-// server collects its heap about every other LIST set (docs/verified.md),
-// and which runs it falls in is chance: when it falls in two of three
-// floor runs, the median floor is the slowed one and the median ratio
-// flatters the scan (make bench at 04c0124: 1.30x at 20k warm, about 1.8x
-// against the one floor run it spared). The fastest runs of both are those
-// it spared, so a goal is met only when this ratio meets it too.
-func fastestOver(t Tool, f *Floor) float64 {
+// FloorRatios are a tool's wall time over the LIST floor's timed in turn
+// with it: OverFloor the median run's over the median floor run's, and
+// FastestOverFloor the fastest run's over the fastest floor run's. The
+// API server collects its heap about every other LIST set
+// (docs/verified.md), and which runs it falls in is chance: when it falls
+// in two of three floor runs, the median floor is the slowed one and the
+// median ratio flatters the scan (make bench at 04c0124: 1.30x at 20k
+// warm, about 1.8x against the one floor run it spared). The fastest runs
+// of both are those it spared, so a goal is met only when both ratios
+// meet it (target).
+type FloorRatios struct {
+	OverFloor        float64 `json:"overFloor,omitempty"`
+	FastestOverFloor float64 `json:"fastestOverFloor,omitempty"`
+}
+
+// floorRatios are t's FloorRatios over f, zero without a floor.
+func floorRatios(t Tool, f *Floor) FloorRatios {
 	if f == nil {
-		return 0
+		return FloorRatios{}
 	}
-	return ratio(fastest(t.RunsWallSeconds, t.WallSeconds), fastest(f.RunsWallSeconds, f.WallSeconds))
+	return FloorRatios{
+		OverFloor:        ratio(t.WallSeconds, f.WallSeconds),
+		FastestOverFloor: ratio(fastest(t.RunsWallSeconds, t.WallSeconds), fastest(f.RunsWallSeconds, f.WallSeconds)),
+	}
 }
 
 // fastest is the least of runs, or median when there was one run.
@@ -178,6 +183,7 @@ func fastest(runs []float64, median float64) float64 {
 	return slices.Min(runs)
 }
 
+// ratio returns a/b, or 0 when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0

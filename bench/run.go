@@ -111,9 +111,7 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan, res.Floor = ds, fl
-	if fl != nil {
-		res.OverFloor, res.FastestOverFloor = ratio(ds.WallSeconds, fl.WallSeconds), fastestOver(ds, fl)
-	}
+	res.FloorRatios = floorRatios(ds, fl)
 	res.Bound = cpuBound(ds, fl)
 	say("timing driftscan scan with the scan cache (one run fills it, %d run(s) use it, in turn with the floor)...", o.Runs)
 	if res.Warm, err = timeWarm(ctx, l, driftscan, b, outDir, o.Runs, floor, rep); err != nil {

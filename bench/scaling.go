@@ -115,8 +115,7 @@ func newScalePoint(t Tool, fl *Floor, apps int, applySeconds float64) ScalePoint
 		MicrosPerObject: t.WallSeconds / float64(max(1, t.Objects)) * 1e6, ApplySeconds: applySeconds,
 		Server: t.Server, LoadAverage: loadAverage()}
 	if fl != nil {
-		p.FloorWallSeconds, p.OverFloor = fl.WallSeconds, ratio(t.WallSeconds, fl.WallSeconds)
-		p.FastestOverFloor = fastestOver(t, fl)
+		p.FloorWallSeconds, p.FloorRatios = fl.WallSeconds, floorRatios(t, fl)
 		p.FloorServer = fl.Server
 		p.Bound = cpuBound(t, fl)
 	}

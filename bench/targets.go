@@ -8,24 +8,20 @@ import "fmt"
 func (r *Result) floorTargets() []Target {
 	var ts []Target
 	// Wall time over the floor, at 5,000 and 20,000 objects (the main run
-	// stands for its size): the median run over the median floor, and the
-	// fastest over the fastest (fastestOver), both within the goal.
-	over := map[int]overFloor{}
+	// stands for its size): both FloorRatios within the goal.
+	over, warm := map[int]FloorRatios{}, map[int]FloorRatios{}
 	if r.Floor != nil {
-		over[r.Objects] = overFloor{r.OverFloor, r.FastestOverFloor}
+		over[r.Objects] = r.FloorRatios
+	}
+	if r.Warm != nil && r.Warm.OverFloor > 0 {
+		warm[r.Objects] = r.Warm.FloorRatios
 	}
 	for _, p := range r.Scaling {
 		if p.OverFloor > 0 {
-			over[p.Objects] = overFloor{p.OverFloor, p.FastestOverFloor}
+			over[p.Objects] = p.FloorRatios
 		}
-	}
-	warm := map[int]overFloor{}
-	if r.Warm != nil && r.Warm.OverFloor > 0 {
-		warm[r.Objects] = overFloor{r.Warm.OverFloor, r.Warm.FastestOverFloor}
-	}
-	for _, p := range r.Scaling {
 		if p.Warm != nil && p.Warm.OverFloor > 0 {
-			warm[p.Objects] = overFloor{p.Warm.OverFloor, p.Warm.FastestOverFloor}
+			warm[p.Objects] = p.Warm.FloorRatios
 		}
 	}
 	for _, n := range []int{5000, 20000} {
@@ -69,18 +65,14 @@ func (r *Result) floorTargets() []Target {
 	return ts
 }
 
-// overFloor is a run's wall time over the LIST floor's: the medians', and
-// the fastest runs' (fastestOver; 0 when not measured).
-type overFloor struct{ median, fastest float64 }
-
 // target is the goal of at most max times the floor, met when both
-// ratios are within it.
-func (o overFloor) target(name string, max float64) Target {
-	got := fmt.Sprintf("%.2fx", o.median)
-	met := o.median <= max
-	if o.fastest > 0 {
-		got += fmt.Sprintf(" (fastest run over fastest floor run %.2fx)", o.fastest)
-		met = met && o.fastest <= max
+// ratios are within it (FastestOverFloor only when measured).
+func (o FloorRatios) target(name string, max float64) Target {
+	got := fmt.Sprintf("%.2fx", o.OverFloor)
+	met := o.OverFloor <= max
+	if o.FastestOverFloor > 0 {
+		got += fmt.Sprintf(" (fastest run over fastest floor run %.2fx)", o.FastestOverFloor)
+		met = met && o.FastestOverFloor <= max
 	}
 	return Target{Name: name, Want: fmt.Sprintf("<= %.1fx", max), Got: got, Met: met}
 }

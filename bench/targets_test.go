@@ -25,9 +25,8 @@ func TestAFloorTheCollectorSlowedMeetsNoGoal(t *testing.T) {
 			if tc.scan.RunsWallSeconds == nil {
 				fl = &Floor{WallSeconds: 0.65}
 			}
-			r := &Result{Objects: 20000, Driftscan: tc.scan, Floor: fl,
-				OverFloor: ratio(tc.scan.WallSeconds, fl.WallSeconds), FastestOverFloor: fastestOver(tc.scan, fl)}
-			r.Warm = &Warm{Warm: tc.scan, Floor: fl, OverFloor: r.OverFloor, FastestOverFloor: r.FastestOverFloor}
+			r := &Result{Objects: 20000, Driftscan: tc.scan, Floor: fl, FloorRatios: floorRatios(tc.scan, fl)}
+			r.Warm = &Warm{Warm: tc.scan, Floor: fl, FloorRatios: r.FloorRatios}
 			var n int
 			for _, tg := range r.floorTargets() {
 				if !strings.HasPrefix(tg.Name, "wall time over the LIST floor") {

@@ -19,12 +19,10 @@ type Warm struct {
 	// Fill is the run that found the cache empty and filled it.
 	Fill Tool `json:"fill"`
 	// Warm is the median run with the filled cache; Floor the floor timed
-	// in turn with it, OverFloor Warm's wall time over it and
-	// FastestOverFloor its fastest run over the floor's (fastestOver).
-	Warm             Tool    `json:"warm"`
-	Floor            *Floor  `json:"floor,omitempty"`
-	OverFloor        float64 `json:"overFloor,omitempty"`
-	FastestOverFloor float64 `json:"fastestOverFloor,omitempty"`
+	// in turn with it, FloorRatios Warm's wall time over it.
+	Warm  Tool   `json:"warm"`
+	Floor *Floor `json:"floor,omitempty"`
+	FloorRatios
 	// Bound is the warm run's and its floor's CPU bound (CPUBound).
 	Bound *CPUBound `json:"cpuBound,omitempty"`
 	// InSync counts the objects the warm run found in sync without a
@@ -55,7 +53,7 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 		out.InSync = r.Stats.Cache.InSync
 	}
 	if fl != nil {
-		out.OverFloor, out.FastestOverFloor = ratio(warm.WallSeconds, fl.WallSeconds), fastestOver(warm, fl)
+		out.FloorRatios = floorRatios(warm, fl)
 		out.Bound = cpuBound(warm, fl)
 	}
 	return out, nil

@@ -177,7 +177,7 @@ func (s *scan) loadPlanned() {
 // (cachedVerdict): its key names the schema, and keep lets go of the
 // second render that findUnstable reads. Its error (a type converter
 // that cannot be built) fails the scan.
-func (s *scan) prepareAhead() func() error {
+func (s *scan) prepareAhead() {
 	wait := ahead(func() (struct{}, error) {
 		if err := s.loadSchemas(); err != nil {
 			return struct{}{}, err
@@ -191,7 +191,6 @@ func (s *scan) prepareAhead() func() error {
 		_, err := wait()
 		return err
 	}
-	return s.prepared
 }
 
 // loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
@@ -213,11 +212,11 @@ func (s *scan) loadSchemas() error {
 // live self as the page holding it arrives, on Workers goroutines, so that
 // of the live state only the pages in flight and the objects waiting for a
 // worker are ever held. The workers start once the schemas are loaded
-// (prepared), the classification context (gather) and the audit log are
+// (s.prepared), the classification context (gather) and the audit log are
 // read; until then the LISTs go on and what they find waits in a queue.
 // Objects no page held are then Missing, or errors when the list that
 // should have held them failed.
-func (s *scan) compare(ctx context.Context, prepared func() error, gathered func() classifyContext, auditDone func() *audit.Index) (*liveState, error) {
+func (s *scan) compare(ctx context.Context, gathered func() classifyContext, auditDone func() *audit.Index) (*liveState, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Without an audit log to wait for, the workers start as soon as
@@ -228,7 +227,7 @@ func (s *scan) compare(ctx context.Context, prepared func() error, gathered func
 	var prepErr error
 	go func() {
 		defer close(ready)
-		if prepErr = prepared(); prepErr != nil {
+		if prepErr = s.prepared(); prepErr != nil {
 			// Nothing can be compared: the LISTs stop, and the workers
 			// let go of what they had read.
 			cancel()

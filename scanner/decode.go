@@ -86,12 +86,10 @@ func liveValue(raw []byte, i int) (any, int, error) {
 		m := map[string]any{}
 		i = skipSpace(raw, i+1)
 		for raw[i] != '}' {
-			k, end, err := liveKey(raw, i)
-			if err != nil {
-				return nil, 0, err
-			}
+			k, end := liveKey(raw, i)
 			i = skipSpace(raw, skipSpace(raw, end)+1) // past ':'
 			var v any
+			var err error
 			if v, i, err = liveValue(raw, i); err != nil {
 				return nil, 0, err
 			}
@@ -127,17 +125,11 @@ func liveValue(raw []byte, i int) (any, int, error) {
 	return n, end, err
 }
 
-// liveKey is liveString for an object's key: a key that Kubernetes
-// objects repeat is not allocated again (kubekeys).
-func liveKey(raw []byte, i int) (string, int, error) {
-	end := i + 1
-	for end < len(raw) && raw[end] != '"' && raw[end] != '\\' && raw[end] < utf8.RuneSelf {
-		end++
-	}
-	if end < len(raw) && raw[end] == '"' {
-		return kubekeys.Intern(raw[i+1 : end]), end + 1, nil
-	}
-	return liveString(raw, i)
+// liveKey is the key at raw[i] (its opening quote), as jsonKey reads
+// it, and the index after it.
+func liveKey(raw []byte, i int) (string, int) {
+	end := skipValue(raw, i)
+	return jsonKey(raw[i+1 : end-1]), end
 }
 
 // liveString decodes the string at raw[i] (its opening quote). A string of

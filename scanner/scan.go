@@ -229,7 +229,8 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	gathered := s.gatherAhead(ctx)
 	s.hashDesired()
 	auditDone := s.readAudit(ctx)
-	live, err := s.compare(ctx, s.prepareAhead(), gathered, auditDone)
+	s.prepareAhead()
+	live, err := s.compare(ctx, gathered, auditDone)
 	if err != nil {
 		return nil, err
 	}

@@ -117,20 +117,26 @@ func (d *verdictDecoder) container(v int, delim byte, what string) (null bool, e
 
 // str reads the string (or null) at v, and returns the index after it.
 func (d *verdictDecoder) str(v int) (string, int, error) {
-	end := skipValue(d.raw, v)
-	switch d.raw[v] {
-	case 'n':
-		return "", end, nil
-	case '"':
-	default:
+	if d.raw[v] != '"' {
+		end := skipValue(d.raw, v)
+		if d.raw[v] == 'n' {
+			return "", end, nil
+		}
 		return "", end, fmt.Errorf("%.20s is no string", d.raw[v:end])
 	}
-	for _, c := range d.raw[v+1 : end-1] {
-		if c == '\\' {
-			var s string
-			err := json.Unmarshal(d.raw[v:end], &s)
-			return s, end, err
+	// One pass to the closing quote (the file was checked: there is one).
+	escaped, end := false, v+1
+	for ; d.raw[end] != '"'; end++ {
+		if d.raw[end] == '\\' {
+			escaped = true
+			end++
 		}
+	}
+	end++
+	if escaped {
+		var s string
+		err := json.Unmarshal(d.raw[v:end], &s)
+		return s, end, err
 	}
 	return d.text[v+1 : end-1], end, nil
 }

@@ -23,10 +23,10 @@ import (
 // madvise(MADV_HUGEPAGE), and the Go runtime has not marked its heap
 // since Go 1.21.1 (golang/go#61718: long-running servers whose freed
 // memory the kernel collapsed back into huge pages grew). A scan is short.
-// So before it allocates (in startheap's init, before the other packages'
-// init functions allocate their 6 MiB), driftscan has the runtime map hugeHeapReserve
-// bytes of heap (allocations that are never touched), marks them, and
-// frees them; the runtime hands out the lowest free pages first, so the
+// So before it allocates (in startheap's init, before the other
+// packages' init functions allocate their 6 MiB), driftscan has the
+// runtime map hugeHeapReserve bytes of heap (allocations that are never
+// touched), marks them, and frees them; the runtime hands out the lowest free pages first, so the
 // scan's heap grows into the marked range. Untouched, the range costs
 // address space only.
 //
