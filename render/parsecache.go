@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -308,9 +307,20 @@ func appendFileLine(b []byte, p string, fe *fileEntry) []byte {
 }
 
 // splitFileLine reads a file line (appendFileLine, without its newline).
+// It makes one string, the path: a string of the whole line, of which the
+// path was a piece, kept each line's key and stamps alive as long as the
+// file index (with its map, 331 against 219 bytes a file; 2.2 MB at
+// 20,000 files).
 func splitFileLine(line []byte) (string, *fileEntry, error) {
-	fields := strings.SplitN(string(line), " ", 6)
-	if len(fields) != 6 || len(fields[0]) != cacheKeyLen {
+	var fields [6][]byte // the last is the rest of the line, the quoted path
+	fields[5] = line
+	for i := range 5 {
+		var ok bool
+		if fields[i], fields[5], ok = bytes.Cut(fields[5], []byte(" ")); !ok {
+			return "", nil, errors.New("not a file line")
+		}
+	}
+	if len(fields[0]) != cacheKeyLen {
 		return "", nil, errors.New("not a file line")
 	}
 	fe := &fileEntry{}
@@ -320,22 +330,22 @@ func splitFileLine(line []byte) (string, *fileEntry, error) {
 	default:
 		return "", nil, fmt.Errorf("kind %q is no file's", fields[0][0])
 	}
-	if n, err := hex.Decode(fe.key.sum[:], []byte(fields[0][1:])); err != nil || n != sha256.Size {
+	if n, err := hex.Decode(fe.key.sum[:], fields[0][1:]); err != nil || n != sha256.Size {
 		return "", nil, errors.New("the key is not a sha256")
 	}
 	for i, n := range []*int64{&fe.stamp.size, &fe.stamp.mtime, &fe.stamp.ctime} {
-		v, err := strconv.ParseInt(fields[1+i], 10, 64)
+		v, err := strconv.ParseInt(string(fields[1+i]), 10, 64)
 		if err != nil {
 			return "", nil, errors.New("a stamp is not a number")
 		}
 		*n = v
 	}
-	ino, err := strconv.ParseUint(fields[4], 10, 64)
+	ino, err := strconv.ParseUint(string(fields[4]), 10, 64)
 	if err != nil {
 		return "", nil, errors.New("the inode is not a number")
 	}
 	fe.stamp.ino = ino
-	p, err := strconv.Unquote(fields[5])
+	p, err := strconv.Unquote(string(fields[5]))
 	if err != nil || !filepath.IsAbs(p) || !utf8.ValidString(p) {
 		return "", nil, errors.New("the path is not a quoted absolute path")
 	}

@@ -81,7 +81,7 @@ func TestTheVerdictFileReadsWhatSaveWrites(t *testing.T) {
 	}
 	for _, e := range kept {
 		e.At = nowForTest.Unix()
-		if got, ok := again.old[e.key()]; !ok || !reflect.DeepEqual(got, e) {
+		if got, ok := again.read(e.key()); !ok || !reflect.DeepEqual(got, e) {
 			t.Errorf("read back %+v, want %+v", got, e)
 		}
 	}
