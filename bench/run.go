@@ -111,12 +111,13 @@ func run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	res.Driftscan, res.Floor = ds, fl
-	res.FloorRatios = floorRatios(ds, fl)
 	res.Bound = cpuBound(ds, fl)
 	say("timing driftscan scan with the scan cache (one run fills it, %d run(s) use it, in turn with the floor)...", o.Runs)
 	if res.Warm, err = timeWarm(ctx, l, driftscan, b, outDir, o.Runs, floor, rep); err != nil {
 		return err
 	}
+	settleFloors(floor, fl, res.Warm)
+	res.FloorRatios = floorRatios(ds, fl)
 	if o.BinaryProfile != "" {
 		if _, _, _, err := timeDriftscan(ctx, l, driftscan, b, outDir, 1, nil, "--profile", "cpu", "--profile-output", o.BinaryProfile); err != nil {
 			return fmt.Errorf("the profiled run: %w", err)

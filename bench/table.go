@@ -61,7 +61,7 @@ func (r *Result) print(w io.Writer) {
 		if f.Server != nil {
 			fmt.Fprintf(w, ", control plane %.2f CPU s", f.Server.CPUSeconds())
 		}
-		fmt.Fprintf(w, "; driftscan takes %.2fx the floor (fastest run over fastest floor run %.2fx)%s\n", r.OverFloor, r.FastestOverFloor, boundText(r.Bound))
+		fmt.Fprintf(w, "; driftscan takes %.2fx the floor (fastest run over the estate's fastest floor run %.2fx)%s\n", r.OverFloor, r.FastestOverFloor, boundText(r.Bound))
 	}
 	if wm := r.Warm; wm != nil {
 		writeWarm(w, wm)
@@ -220,7 +220,7 @@ func writeWarm(w io.Writer, wm *Warm) {
 	fmt.Fprintf(w, "with the scan cache (docs/cache.md): filling it %.2fs (%.2f CPU s); then %.2fs wall (%.2f CPU s), %d objects in sync without a compare, %.0f MiB max RSS",
 		wm.Fill.WallSeconds, wm.Fill.CPUSeconds, wm.Warm.WallSeconds, wm.Warm.CPUSeconds, wm.InSync, wm.Warm.MaxRSSMiB)
 	if wm.Floor != nil {
-		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor (fastest run over fastest floor run %.2fx)%s", wm.Floor.WallSeconds, wm.OverFloor, wm.FastestOverFloor, boundText(wm.Bound))
+		fmt.Fprintf(w, "; floor %.2fs, %.2fx the floor (fastest run over the estate's fastest floor run %.2fx)%s", wm.Floor.WallSeconds, wm.OverFloor, wm.FastestOverFloor, boundText(wm.Bound))
 	}
 	fmt.Fprintln(w)
 }

@@ -71,7 +71,7 @@ func (o FloorRatios) target(name string, max float64) Target {
 	got := fmt.Sprintf("%.2fx", o.OverFloor)
 	met := o.OverFloor <= max
 	if o.FastestOverFloor > 0 {
-		got += fmt.Sprintf(" (fastest run over fastest floor run %.2fx)", o.FastestOverFloor)
+		got += fmt.Sprintf(" (fastest run over the estate's fastest floor run %.2fx)", o.FastestOverFloor)
 		met = met && o.FastestOverFloor <= max
 	}
 	return Target{Name: name, Want: fmt.Sprintf("<= %.1fx", max), Got: got, Met: met}

@@ -19,7 +19,7 @@ type Warm struct {
 	// Fill is the run that found the cache empty and filled it.
 	Fill Tool `json:"fill"`
 	// Warm is the median run with the filled cache; Floor the floor timed
-	// in turn with it, FloorRatios Warm's wall time over it.
+	// in turn with it, FloorRatios Warm's wall time over it (settled).
 	Warm  Tool   `json:"warm"`
 	Floor *Floor `json:"floor,omitempty"`
 	FloorRatios
@@ -53,10 +53,19 @@ func timeWarm(ctx context.Context, l *launcher, bin string, b *bed, outDir strin
 		out.InSync = r.Stats.Cache.InSync
 	}
 	if fl != nil {
-		out.FloorRatios = floorRatios(warm, fl)
 		out.Bound = cpuBound(warm, fl)
 	}
 	return out, nil
+}
+
+// settleFloors gives the cold scans' floor and the warm ones' the
+// estate's fastest floor run, and the warm scans their FloorRatios over
+// it; the cold scans' are the caller's.
+func settleFloors(floor *floorRunner, coldFloor *Floor, w *Warm) {
+	floor.settle(coldFloor, w.Floor)
+	if w.Floor != nil {
+		w.FloorRatios = floorRatios(w.Warm, w.Floor)
+	}
 }
 
 // findingsOf sums up a report for comparing two scans of one estate: each
