@@ -47,7 +47,10 @@ type itemTracking struct {
 // listItem is one item of a page as it is read.
 type listItem struct {
 	head itemHead
-	raw  []byte // valid only during the call it is handed to
+	raw  []byte // valid only during the call it is handed to, unless owned
+	// owned says raw is the item's own copy (a planned LIST's item read
+	// before the scan took it), which whoever it is handed to may keep.
+	owned bool
 }
 
 // decode decodes the item for its compare (decodeLive): its content

@@ -110,7 +110,7 @@ func (p *prefetch) item(ctx context.Context, budget *atomic.Int64, it *listItem)
 		default:
 			if budget.Add(-int64(len(it.raw))) >= 0 {
 				kept := *it
-				kept.raw = bytes.Clone(it.raw)
+				kept.raw, kept.owned = bytes.Clone(it.raw), true
 				p.read = append(p.read, kept)
 				return nil
 			}
