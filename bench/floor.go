@@ -31,8 +31,8 @@ type Floor struct {
 	// RunsWallSeconds lists every run's wall time when there was more than one.
 	RunsWallSeconds []float64 `json:"runsWallSeconds,omitempty"`
 	// EstateFastestSeconds is the fastest run of the floor on this estate,
-	// with these runs or with the other scans' (floorRunner.settle): the
-	// cold and the warm scans' floors send the same LISTs.
+	// with these runs or with the other scans' (settleFloors): the cold and
+	// the warm scans' floors send the same LISTs.
 	EstateFastestSeconds float64 `json:"estateFastestSeconds,omitempty"`
 }
 
@@ -47,7 +47,6 @@ type floorRunner struct {
 	bin       string
 	listsFile string
 	lists     int
-	fastest   time.Duration // of every run
 }
 
 // buildTool builds a package of the bench (run from the repository root)
@@ -120,24 +119,7 @@ func (f *floorRunner) run(ctx context.Context, l *launcher, b *bed) (floorRun, e
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return floorRun{}, fmt.Errorf("listfloor result %q: %w", out.String(), err)
 	}
-	if f.fastest == 0 || p.Wall < f.fastest {
-		f.fastest = p.Wall
-	}
 	return floorRun{proc: p, server: cost, pages: r.Pages, bytes: r.Bytes}, nil
-}
-
-// settle gives the floors timed on this estate its fastest run of all
-// (Floor.EstateFastestSeconds), once every scan on it is timed. In make
-// bench at 68ccadc the API server's collection fell in all three floor
-// runs beside the warm 20k scans (0.81-0.92 s, the control plane 0.98-1.17
-// CPU s), which then met 1.5x by both ratios (1.34x, 1.31x); the same
-// LISTs beside the cold scans a minute before took 0.53-0.64 s.
-func (f *floorRunner) settle(floors ...*Floor) {
-	for _, fl := range floors {
-		if fl != nil && f.fastest > 0 {
-			fl.EstateFastestSeconds = f.fastest.Seconds()
-		}
-	}
 }
 
 // summary is the median of the runs as a Floor.

@@ -158,7 +158,7 @@ func loadAverage() string {
 // runs, the median floor is the slowed one and the median ratio flatters
 // the scan (make bench at 04c0124: 1.30x at 20k warm, about 1.8x against
 // the one floor run it spared), and it has fallen in all three
-// (floorRunner.settle). The fastest runs of both are those it spared, so a
+// (settleFloors). The fastest runs of both are those it spared, so a
 // goal is met only when both ratios meet it (target).
 type FloorRatios struct {
 	OverFloor        float64 `json:"overFloor,omitempty"`

@@ -116,7 +116,7 @@ func run(ctx context.Context, o Options) (err error) {
 	if res.Warm, err = timeWarm(ctx, l, driftscan, b, outDir, o.Runs, floor, rep); err != nil {
 		return err
 	}
-	settleFloors(floor, fl, res.Warm)
+	settleFloors(fl, res.Warm)
 	res.FloorRatios = floorRatios(ds, fl)
 	if o.BinaryProfile != "" {
 		if _, _, _, err := timeDriftscan(ctx, l, driftscan, b, outDir, 1, nil, "--profile", "cpu", "--profile-output", o.BinaryProfile); err != nil {

@@ -97,7 +97,7 @@ func measurePoint(ctx context.Context, o Options, l *launcher, floorBin, bin str
 	if err != nil {
 		return ScalePoint{}, nil, err
 	}
-	settleFloors(floor, fl, warm)
+	settleFloors(fl, warm)
 	var hp *HeapProfile
 	if o.HeapProfile != "" && spec.Objects == o.HeapProfileObjects {
 		if hp, err = profileHeap(ctx, b, o.HeapProfile); err != nil {

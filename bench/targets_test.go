@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // The wall-time goals are met only when the fastest runs meet them too: a
@@ -57,11 +56,10 @@ func TestAFloorTheCollectorSlowedMeetsNoGoal(t *testing.T) {
 // The cold and the warm scans' floors send the same LISTs: once both are
 // timed, each is held to the fastest of all their runs.
 func TestTheFloorsOfAnEstateShareTheirFastestRun(t *testing.T) {
-	f := &floorRunner{fastest: 530 * time.Millisecond}
 	cold := &Floor{WallSeconds: 0.60, RunsWallSeconds: []float64{0.64, 0.53, 0.60}}
 	warm := &Warm{Warm: Tool{WallSeconds: 1.23, RunsWallSeconds: []float64{1.06, 1.23, 1.23}},
 		Floor: &Floor{WallSeconds: 0.91, RunsWallSeconds: []float64{0.92, 0.81, 0.91}}}
-	settleFloors(f, cold, warm)
+	settleFloors(cold, warm)
 	if cold.EstateFastestSeconds != 0.53 || warm.Floor.EstateFastestSeconds != 0.53 {
 		t.Fatalf("the estate's fastest floor run: cold %v, warm %v; want 0.53 s both", cold.EstateFastestSeconds, warm.Floor.EstateFastestSeconds)
 	}

@@ -115,14 +115,14 @@ type verdicts struct {
 	index               map[objectKey]int // of old
 
 	mu sync.Mutex
-	// reused marks the verdicts of old kept again (marked of them), and
-	// recorded are the ones this scan found; a recorded verdict takes the
-	// place of a reused one on the same object.
+	// reused marks the verdicts of old kept again (marked of them, the
+	// objects marked in sync), and recorded are the ones this scan found;
+	// a recorded verdict takes the place of a reused one on the same
+	// object.
 	reused   []bool
 	marked   int
 	recorded map[objectKey]verdict
 	changed  bool
-	reuses   int
 }
 
 // openVerdicts reads the cache in dir for a scan of server at now. A
@@ -186,7 +186,6 @@ func (v *verdicts) reuse(e verdict) {
 		v.reused[i] = true
 		v.marked++
 	}
-	v.reuses++
 	v.mu.Unlock()
 }
 
@@ -206,7 +205,7 @@ func (v *verdicts) record(e verdict) {
 func (v *verdicts) reusedCount() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.reuses
+	return v.marked
 }
 
 // save writes the verdicts kept by this scan, and only those: an object
