@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -219,27 +218,29 @@ func (d *cacheDecoder) objects(file string) ([]Manifest, error) {
 			return nil, errCacheEntry
 		}
 		start := d.i
-		var v any
+		var m Manifest
 		if d.lazy {
-			v, err = d.head()
+			id, err := d.ident()
+			if err != nil {
+				return nil, err
+			}
+			m.lazy = &undecoded{data: d.data[start:d.i], ident: id}
 		} else {
-			v, err = d.value(0)
+			v, err := d.value(0)
+			if err != nil {
+				return nil, err
+			}
+			if m.Object, _, err = toManifest(v.(map[string]any), true); err != nil {
+				return nil, err
+			}
+			if m.Object.GetKind() == "Secret" {
+				return nil, errCacheEntry
+			}
 		}
-		if err != nil {
-			return nil, err
-		}
-		end := d.i
-		u, _, err := toManifest(v.(map[string]any), true)
-		if err != nil {
-			return nil, err
-		}
-		if u.GetKind() == "Secret" || !d.take(']') {
+		if !d.take(']') {
 			return nil, errCacheEntry
 		}
-		m := Manifest{Object: u, File: file, Line: int(line.(int64))}
-		if d.lazy {
-			m.Object, m.head, m.rest = nil, u, &undecoded{data: d.data[start:end]}
-		}
+		m.File, m.Line = file, int(line.(int64))
 		ms = append(ms, m)
 	}
 	if d.next() != 0 || d.i != len(d.data) {
@@ -339,18 +340,120 @@ func (d *cacheDecoder) object(depth int, keep func(key []byte) bool) (map[string
 	return m, nil
 }
 
-// The members of an object's head (Manifest.Head), and the rest.
-func headKey(k []byte) bool {
-	return string(k) == "apiVersion" || string(k) == "kind" || string(k) == "metadata"
-}
-func restKey(k []byte) bool { return !headKey(k) }
-func noKey([]byte) bool     { return false }
+func noKey([]byte) bool { return false }
 
-// head reads the object at d.i, decoding its apiVersion, kind and
-// metadata (a map of those alone) and checking the rest as it skips it:
-// Manifest.Load decodes that.
-func (d *cacheDecoder) head() (map[string]any, error) {
-	return d.object(0, headKey)
+// ident reads the object at d.i, which the cache wrote as a whole object
+// (toManifest's checks hold, and it is no Secret), giving what names it
+// (Manifest.Ident) and checking the rest as value would read it, building
+// nothing else: Manifest.Load decodes that.
+func (d *cacheDecoder) ident() (Ident, error) {
+	var id Ident
+	var apiVersion, kind, metadata any
+	var has [3]bool
+	err := d.members(0, func(k []byte, depth int) (err error) {
+		switch string(k) {
+		case "apiVersion":
+			apiVersion, err = d.value(depth)
+			has[0] = true
+		case "kind":
+			kind, err = d.value(depth)
+			has[1] = true
+		case "metadata":
+			if d.next() != '{' {
+				metadata, err = d.value(depth)
+				has[2] = metadata != nil
+				break
+			}
+			err = d.metadata(depth, &id)
+		default:
+			err = d.skip(depth)
+		}
+		return err
+	})
+	if err != nil {
+		return Ident{}, err
+	}
+	// As toManifest checks the whole object.
+	id.APIVersion, _ = apiVersion.(string)
+	id.Kind, _ = kind.(string)
+	if !has[0] || !has[1] || id.APIVersion == "" || id.Kind == "" || has[2] ||
+		id.Name == "" && id.GenerateName == "" || id.Kind == "Secret" {
+		return Ident{}, errCacheEntry
+	}
+	return id, nil
+}
+
+// metadata reads the object at d.i, an object's metadata, into id as the
+// object's getters read it, and checks the rest.
+func (d *cacheDecoder) metadata(depth int, id *Ident) error {
+	str := func(to *string, depth int) error {
+		v, err := d.value(depth)
+		*to, _ = v.(string)
+		return err
+	}
+	return d.members(depth, func(k []byte, depth int) error {
+		switch string(k) {
+		case "name":
+			return str(&id.Name, depth)
+		case "namespace":
+			return str(&id.Namespace, depth)
+		case "generateName":
+			return str(&id.GenerateName, depth)
+		case "annotations":
+			v, err := d.value(depth)
+			id.Annotations = stringMap(v)
+			return err
+		}
+		return d.skip(depth)
+	})
+}
+
+// stringMap is v as unstructured.NestedStringMap reads it: nil unless v is
+// a map whose every value is a string.
+func stringMap(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// members reads the object at d.i, at depth as value counts it, calling
+// member with each key, at the depth of its value, to read that value.
+// A key twice is refused.
+func (d *cacheDecoder) members(depth int, member func(k []byte, depth int) error) error {
+	if depth >= maxCacheDepth {
+		return errCacheEntry
+	}
+	d.i++ // the '{'
+	var keys objectKeys
+	for first := true; !d.take('}'); first = false {
+		if !first && !d.take(',') || d.next() != '"' {
+			return errCacheEntry
+		}
+		k, err := d.skipString()
+		if err != nil {
+			return err
+		}
+		if !d.take(':') {
+			return errCacheEntry
+		}
+		if keys.seen(k) {
+			return errCacheEntry
+		}
+		if err := member(k, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // skip reads the value at d.i, at depth as value counts it, and checks it
@@ -438,28 +541,36 @@ func (o *objectKeys) seen(k []byte) bool {
 	return false
 }
 
-// undecoded is the rest of an object the parse cache gave with only its
-// head decoded (Options.Lazy): its bytes in the cache entry.
+// undecoded is an object the parse cache gave undecoded
+// (Options.Lazy): its bytes in the cache entry and what names it, and,
+// once Manifest.Load has decoded it, the object.
 type undecoded struct {
-	once sync.Once
-	data []byte
-	err  error
+	ident Ident
+	once  sync.Once
+	data  []byte
+	obj   *unstructured.Unstructured
+	err   error
 }
 
-// decodeInto decodes the members of the object that head does not hold
-// into head.
-func (u *undecoded) decodeInto(head *unstructured.Unstructured) error {
+// decode decodes the object.
+func (u *undecoded) decode() (*unstructured.Unstructured, error) {
 	d := cacheDecoder{data: u.data}
-	rest, err := d.object(0, restKey)
+	if d.next() != '{' {
+		return nil, errCacheEntry
+	}
+	v, err := d.value(0)
 	if err == nil && (d.next() != 0 || d.i != len(d.data)) {
 		err = errCacheEntry
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	maps.Copy(head.Object, rest)
+	obj, _, err := toManifest(v.(map[string]any), true)
+	if err != nil {
+		return nil, err
+	}
 	u.data = nil
-	return nil
+	return obj, nil
 }
 
 // literal reads the literal lit at d.i.

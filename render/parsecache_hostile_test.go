@@ -43,9 +43,9 @@ func writeCacheFileWith(t *testing.T, path string, file []byte, objects, fileLin
 // thousand digits or in another form, the wrong shape, an object the
 // parser would refuse, a Secret) is not trusted: the file is parsed
 // again and renders as it is in Git, within bounds. A lazy render
-// (Options.Lazy), which decodes only an object's head, checks the rest as
-// closely: it refuses the same entries, wherever in the object the fault
-// is.
+// (Options.Lazy), which decodes only what names an object (Ident), checks
+// the rest as closely: it refuses the same entries, wherever in the object
+// the fault is.
 func TestParseCacheRejectsHostileEntries(t *testing.T) {
 	if !bounded.InChild(t, bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}) {
 		return
@@ -105,13 +105,13 @@ func TestParseCacheRejectsHostileEntries(t *testing.T) {
 				if got.openErr != nil {
 					t.Fatalf("open: %v", got.openErr)
 				}
-				if got.err != nil || len(got.ms) != 1 || got.ms[0].Head().GetName() != "git" {
+				if got.err != nil || len(got.ms) != 1 || got.ms[0].Ident().Name != "git" {
 					t.Fatalf("rendered %v, %v; want Git's object", renderSummary(got.ms), got.err)
 				}
 				if want := (ParseCacheStats{Parsed: 1, Rejected: 1}); got.stats != want {
 					t.Errorf("%+v, want %+v", got.stats, want)
 				}
-				if again := renderCached(t, Options{Dir: dir, Lazy: lazy}, path); again.stats != (ParseCacheStats{Hits: 1}) || again.ms[0].Head().GetName() != "git" {
+				if again := renderCached(t, Options{Dir: dir, Lazy: lazy}, path); again.stats != (ParseCacheStats{Hits: 1}) || again.ms[0].Ident().Name != "git" {
 					t.Errorf("after Save: %+v, %v; want Git's object from the replaced entry", again.stats, renderSummary(again.ms))
 				}
 			})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/calricon/driftscan/config"
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // cachedRender is one render of dir with the cache file at path: opened,
@@ -142,17 +141,20 @@ func TestParseCacheGivesWhatTheParserGives(t *testing.T) {
 		if second.stats != wantStats {
 			t.Errorf("second render: %+v, want %+v", second.stats, wantStats)
 		}
-		// Lazily: what the cache gives comes undecoded but for its head,
-		// and decodes into what the parser gave.
+		// Lazily: what the cache gives comes undecoded, named as the
+		// decoded object names itself, and decodes into what the parser
+		// gave.
 		lazy := renderCached(t, Options{Dir: dir, Lazy: true}, cache)
 		for _, m := range lazy.ms {
 			if wantStats.Hits == 1 && m.Object != nil {
-				t.Errorf("lazy render from the cache: %s decoded whole before Load", m.Head().GetName())
+				t.Errorf("lazy render from the cache: %s decoded whole before Load", m.Ident().Name)
 			}
-			for k := range m.Head().Object {
-				if m.Object == nil && k != "apiVersion" && k != "kind" && k != "metadata" {
-					t.Errorf("lazy render: the head of %s holds %q", m.Head().GetName(), k)
-				}
+			obj, err := m.Load()
+			if err != nil {
+				t.Fatalf("Load %s line %d: %v", m.File, m.Line, err)
+			}
+			if got, want := m.Ident(), identOf(obj); !reflect.DeepEqual(got, want) {
+				t.Errorf("lazy render: %s line %d is named %+v before Load, %+v after", m.File, m.Line, got, want)
 			}
 		}
 		sameManifests(t, "lazy cache, loaded", want, loaded(t, lazy.ms), wantErr, lazy.err)
@@ -177,11 +179,10 @@ func loaded(t *testing.T, ms []Manifest) []Manifest {
 	return out
 }
 
-// TestALazyManifestKeepsWhatItsHeadWasGiven: what a caller sets in the
-// head of an undecoded object (the scanner sets a namespace) is in the
-// object Load gives, which is the head itself, decoded once: every copy
-// of the manifest gives that one object.
-func TestALazyManifestKeepsWhatItsHeadWasGiven(t *testing.T) {
+// TestALazyManifestLoadsOneObject: an object the cache gave undecoded is
+// decoded once, into the object the parser gave, and every copy of the
+// manifest gives that one object (the scanner sets its namespace on it).
+func TestALazyManifestLoadsOneObject(t *testing.T) {
 	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
 	data := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {app: web}}\nspec:\n  replicas: 3\n  template: {spec: {containers: [{name: app, image: \"nginx:1.25\", args: [\"a\\tb\", \"\\u00e9\"]}]}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(data), 0o644); err != nil {
@@ -197,22 +198,80 @@ func TestALazyManifestKeepsWhatItsHeadWasGiven(t *testing.T) {
 		t.Fatalf("%+v %v %v: want the Deployment from the cache, undecoded", lazy.stats, renderSummary(lazy.ms), lazy.err)
 	}
 	m, copied := lazy.ms[0], lazy.ms[0]
-	head := m.Head()
-	if _, found, _ := unstructured.NestedFieldNoCopy(head.Object, "spec", "replicas"); found {
-		t.Fatal("the head holds the spec")
-	}
-	head.SetNamespace("team-a")
 	obj, err := m.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
+	obj.SetNamespace("team-a")
 	again, err := copied.Load()
-	if err != nil || again != obj || obj != head {
-		t.Errorf("Load gave %p, then %p from a copy (%v); the head is %p: want one object", obj, again, err, head)
+	if err != nil || again != obj {
+		t.Errorf("Load gave %p, then %p from a copy (%v): want one object", obj, again, err)
 	}
 	want[0].Object.SetNamespace("team-a")
 	if !reflect.DeepEqual(want[0].Object, obj) {
 		t.Errorf("loaded object differs from the parser's with the namespace set (-parser +loaded):\n%s", cmp.Diff(want[0].Object, obj))
+	}
+}
+
+// TestALazyManifestIsNamedAsItsGettersNameIt: what names an object the
+// cache gave undecoded (Manifest.Ident) is what Unstructured's getters
+// read of the decoded object, whatever the metadata holds: values that
+// are not strings, escapes, annotations of another shape, members twice
+// deeper down that are not the ones read.
+func TestALazyManifestIsNamedAsItsGettersNameIt(t *testing.T) {
+	docs := map[string]string{
+		"plain.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: team-a, labels: {app: a}}\ndata: {k: v}\n",
+		"escaped.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"caf\\u00e9\\t\\\"x\\\"\", namespace: \"\\u2028\"}\n",
+		"generated.yaml":         "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: migrate-, name: 7}\n",
+		"namespace-int.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: 3, generateName: [x]}\n",
+		"hook.yaml":              "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, annotations: {argocd.argoproj.io/hook: PreSync, helm.sh/hook: pre-install}}\n",
+		"annotations-int.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, annotations: {a: b, n: 1}}\n",
+		"annotations-list.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, annotations: [a, b]}\n",
+		"annotations-null.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: e, annotations: null, labels: {}}\n",
+		"annotations-empty.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f, annotations: {}}\n",
+		"nested.yaml":            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: g}\nspec: {template: {metadata: {name: other, namespace: other, annotations: {helm.sh/hook: x}}}}\n",
+		"two.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: h1}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: h2, namespace: n}\n",
+		"object.json":            `{"kind": "ConfigMap", "metadata": {"namespace": "j", "name": "i", "annotations": {"x": "y"}}, "apiVersion": "v1"}`,
+	}
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
+	for name, doc := range docs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eager, err := Manifests(t.Context(), Options{Dir: dir})
+	if err != nil || len(eager) != len(docs)+1 {
+		t.Fatalf("%v, %v", renderSummary(eager), err)
+	}
+	renderCached(t, Options{Dir: dir}, cache)
+	lazy := renderCached(t, Options{Dir: dir, Lazy: true}, cache)
+	if lazy.err != nil || len(lazy.ms) != len(eager) || lazy.stats.Hits != len(docs) {
+		t.Fatalf("%+v %v %v: want every file from the cache", lazy.stats, renderSummary(lazy.ms), lazy.err)
+	}
+	for i, m := range lazy.ms {
+		if m.Object != nil {
+			t.Errorf("%s line %d: decoded before Load", m.File, m.Line)
+		}
+		if got, want := m.Ident(), identOf(eager[i].Object); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s line %d: named %+v undecoded, %+v by the parser's object", m.File, m.Line, got, want)
+		}
+	}
+	// The getters' reading, spelled out for the cases it decides.
+	byFile := map[string]Ident{}
+	for _, m := range lazy.ms {
+		byFile[m.File] = m.Ident()
+	}
+	for file, want := range map[string]Ident{
+		"generated.yaml":         {APIVersion: "batch/v1", Kind: "Job", GenerateName: "migrate-"},
+		"namespace-int.yaml":     {APIVersion: "v1", Kind: "ConfigMap", Name: "b"},
+		"annotations-int.yaml":   {APIVersion: "v1", Kind: "ConfigMap", Name: "c"},
+		"annotations-empty.yaml": {APIVersion: "v1", Kind: "ConfigMap", Name: "f", Annotations: map[string]string{}},
+		"hook.yaml": {APIVersion: "batch/v1", Kind: "Job", Name: "j",
+			Annotations: map[string]string{"argocd.argoproj.io/hook": "PreSync", "helm.sh/hook": "pre-install"}},
+	} {
+		if got := byFile[file]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: named %+v, want %+v", file, got, want)
+		}
 	}
 }
 
@@ -696,8 +755,8 @@ func mustParse(t *testing.T, c *ParseCache, file string, data []byte) []Manifest
 	return ms
 }
 
-// TestALazyObjectThatDoesNotDecodeSaysWhere: should the rest of an object
-// not decode after its head did (the cache checks every byte at the head,
+// TestALazyObjectThatDoesNotDecodeSaysWhere: should an object not decode
+// after its Ident was read (the cache checks every byte as it reads that,
 // so this is a defect), Load says which file and line, every time.
 func TestALazyObjectThatDoesNotDecodeSaysWhere(t *testing.T) {
 	ms, err := decodeObjects([]byte(`[[3,{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v"}}]]`), "cm.yaml", true)
@@ -705,14 +764,14 @@ func TestALazyObjectThatDoesNotDecodeSaysWhere(t *testing.T) {
 		t.Fatalf("%v, %v", renderSummary(ms), err)
 	}
 	m := ms[0]
-	m.rest.data = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v","k":"w"}}`)
+	m.lazy.data = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v","k":"w"}}`)
 	for range 2 {
 		obj, err := m.Load()
 		if obj != nil || err == nil || !strings.Contains(err.Error(), "cm.yaml line 3") || !strings.Contains(err.Error(), "does not decode") {
 			t.Errorf("Load = %v, %v; want an error naming cm.yaml line 3", obj, err)
 		}
 	}
-	if _, found := m.Head().Object["data"]; found {
-		t.Error("a failed Load left part of the object in the head")
+	if id := m.Ident(); id.Name != "c" || id.Kind != "ConfigMap" {
+		t.Errorf("a failed Load changed what names the object: %+v", id)
 	}
 }

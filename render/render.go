@@ -34,12 +34,28 @@ type Manifest struct {
 	// the object itself. "" without a cache, and for what a kustomization
 	// builds.
 	Digest string
-	// head and rest stand for Object while it is nil: the parse cache
-	// gave the object undecoded (Options.Lazy). See Head and Load.
-	head *unstructured.Unstructured
-	rest *undecoded
+	// lazy stands for Object while it is nil: the parse cache gave the
+	// object undecoded (Options.Lazy). See Ident and Load.
+	lazy *undecoded
 	// settled: see Settled.
 	settled bool
+}
+
+// Ident is what names a manifest's object, and what a scan reads of it
+// before it loads the rest: the values the object's getters give
+// (Unstructured.GetName and the others), so "" for a field that is
+// missing or not a string, and Annotations nil when a value of them is
+// not a string.
+type Ident struct {
+	APIVersion, Kind              string
+	Namespace, Name, GenerateName string
+	Annotations                   map[string]string
+}
+
+// identOf is the Ident of obj.
+func identOf(obj *unstructured.Unstructured) Ident {
+	return Ident{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		GenerateName: obj.GetGenerateName(), Annotations: obj.GetAnnotations()}
 }
 
 // Settled says that the object came from a chart whose every render
@@ -49,30 +65,34 @@ type Manifest struct {
 // twice to find what changes between renders need not render it again.
 func (m Manifest) Settled() bool { return m.settled }
 
-// Head returns the object's apiVersion, kind and metadata: Object, or,
-// while Object is nil (Options.Lazy), an object that holds only those
-// three. What is changed in its metadata, Load keeps.
-func (m Manifest) Head() *unstructured.Unstructured {
-	if m.Object != nil {
-		return m.Object
+// Ident returns what names the object (see Ident). While Object is nil
+// (Options.Lazy) the parse cache read it from the object's bytes without
+// decoding the rest.
+func (m Manifest) Ident() Ident {
+	switch {
+	case m.Object != nil:
+		return identOf(m.Object)
+	case m.lazy != nil:
+		return m.lazy.ident
 	}
-	return m.head
+	return Ident{}
 }
 
 // Load returns the whole object: Object, or, when the parse cache gave it
-// undecoded (Options.Lazy), Head with the rest of the object decoded into
-// it (once; every copy of m then gives that object). The cache checked
-// every byte of the object when it read the head, so an error here is a
+// undecoded (Options.Lazy), the object decoded from the cache's bytes
+// (once; every copy of m then gives that object). The cache checked every
+// byte of the object when it read its Ident, so an error here is a
 // defect; it says that the object's bytes in the cache do not decode.
 func (m Manifest) Load() (*unstructured.Unstructured, error) {
-	if m.Object != nil || m.rest == nil {
+	if m.Object != nil || m.lazy == nil {
 		return m.Object, nil
 	}
-	m.rest.once.Do(func() { m.rest.err = m.rest.decodeInto(m.head) })
-	if m.rest.err != nil {
-		return nil, fmt.Errorf("%s line %d: the scan cache's copy does not decode: %w", m.File, m.Line, m.rest.err)
+	u := m.lazy
+	u.once.Do(func() { u.obj, u.err = u.decode() })
+	if u.err != nil {
+		return nil, fmt.Errorf("%s line %d: the scan cache's copy does not decode: %w", m.File, m.Line, u.err)
 	}
-	return m.head, nil
+	return u.obj, nil
 }
 
 // Options say how to render one source folder.
@@ -126,10 +146,10 @@ type Options struct {
 	Parsed *ParseCache
 	// Lazy lets the manifests read from Parsed (plain files, and the
 	// outputs of charts and kustomizations it holds whole) come
-	// undecoded: Object nil, Head their apiVersion, kind and metadata,
-	// and Load the whole object, decoded when it is first asked for. A
-	// warm scan compares few of the objects it renders (the verdict cache
-	// says the rest are in sync) and so decodes few.
+	// undecoded: Object nil, Ident read from their bytes, and Load the
+	// whole object, decoded when it is first asked for. A warm scan
+	// compares few of the objects it renders (the verdict cache says the
+	// rest are in sync) and so decodes few.
 	Lazy bool
 }
 

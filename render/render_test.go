@@ -27,15 +27,15 @@ type renderedObject struct {
 func renderSummary(ms []Manifest) []renderedObject {
 	out := make([]renderedObject, 0, len(ms))
 	for _, m := range ms {
-		h := m.Head()
-		name := h.GetName()
+		h := m.Ident()
+		name := h.Name
 		if name == "" {
-			name = h.GetGenerateName()
+			name = h.GenerateName
 		}
-		if ns := h.GetNamespace(); ns != "" {
-			name = ns + "/" + name
+		if h.Namespace != "" {
+			name = h.Namespace + "/" + name
 		}
-		out = append(out, renderedObject{File: m.File, Line: m.Line, ID: h.GetAPIVersion() + " " + h.GetKind() + " " + name})
+		out = append(out, renderedObject{File: m.File, Line: m.Line, ID: h.APIVersion + " " + h.Kind + " " + name})
 	}
 	return out
 }

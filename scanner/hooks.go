@@ -3,8 +3,6 @@ package scanner
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/calricon/driftscan/config"
 )
 
@@ -14,8 +12,8 @@ const (
 	helmHookAnnotation = "helm.sh/hook"
 )
 
-// hookOf says why obj is not desired state the way app's reconciler sees
-// it, or "" when it is. Argo CD runs an object annotated
+// hookOf says why an object annotated ann is not desired state the way
+// app's reconciler sees it, or "" when it is. Argo CD runs an object annotated
 // argocd.argoproj.io/hook (PreSync, Sync, PostSync, SyncFail, PostDelete)
 // or helm.sh/hook (Argo CD maps Helm's hooks onto its own) at its phase of a
 // sync and then, by its delete policy, deletes it; one annotated
@@ -26,11 +24,10 @@ const (
 // object of a Kustomization, hooks included, so for a Flux app they are
 // compared like any other; the Helm renderer leaves Helm's hooks out of a
 // chart for every app, as Helm does.
-func hookOf(app config.App, obj *unstructured.Unstructured) string {
+func hookOf(app config.App, ann map[string]string) string {
 	if app.GitOps != nil && app.GitOps.Tool == "flux" {
 		return ""
 	}
-	ann := obj.GetAnnotations()
 	if v, ok := ann[argoHookAnnotation]; ok {
 		for _, t := range strings.Split(v, ",") {
 			if strings.TrimSpace(t) != "Skip" {

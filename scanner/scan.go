@@ -365,7 +365,8 @@ func (s *scan) render(ctx context.Context) error {
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
-					s.c.typer.prefetch(mf.Head().GroupVersionKind().GroupVersion())
+					id := mf.Ident()
+					s.c.typer.prefetch(schema.FromAPIVersionAndKind(id.APIVersion, id.Kind).GroupVersion())
 				}
 				if err == nil {
 					res.release = helmRelease(ropts)
@@ -430,14 +431,13 @@ func (s *scan) render(ctx context.Context) error {
 }
 
 func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
-	obj := mf.Head() // the whole object, unless the parse cache gave it undecoded
-	apiVersion := obj.GetAPIVersion()
+	id := mf.Ident()                // read without decoding the rest when the parse cache gave the object undecoded
 	var gvk schema.GroupVersionKind // as Unstructured.GroupVersionKind reads it
-	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
-		gvk = gv.WithKind(obj.GetKind())
+	if gv, err := schema.ParseGroupVersion(id.APIVersion); err == nil {
+		gvk = gv.WithKind(id.Kind)
 	}
-	name, ns := obj.GetName(), obj.GetNamespace()
-	ro := report.Object{APIVersion: apiVersion, Kind: gvk.Kind, Namespace: ns, Name: name, File: mf.File, Line: mf.Line}
+	name, ns := id.Name, id.Namespace
+	ro := report.Object{APIVersion: id.APIVersion, Kind: gvk.Kind, Namespace: ns, Name: name, File: mf.File, Line: mf.Line}
 	ra := &s.r.Apps[ai]
 	mapping, err := s.c.mapping(gvk)
 	if err != nil {
@@ -445,29 +445,32 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		ra.Objects = append(ra.Objects, ro)
 		return
 	}
+	// The namespace the object is compared in, set on Git's object now or
+	// when it is decoded.
+	var setNamespace func(*unstructured.Unstructured)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if ns == "" {
 			ns = app.Namespace
 			if ns == "" {
 				ns = "default"
 			}
-			obj.SetNamespace(ns)
+			setNamespace = func(obj *unstructured.Unstructured) { obj.SetNamespace(ns) }
 		}
 	} else {
 		ns = ""
-		obj.SetNamespace("")
+		setNamespace = func(obj *unstructured.Unstructured) { obj.SetNamespace("") }
 	}
 	ro.Namespace = ns
-	if name == "" && obj.GetGenerateName() != "" {
+	if name == "" && id.GenerateName != "" {
 		// The API server names such an object anew on every create (Argo
 		// CD's hooks, a Job run per sync): no live object ever carries
 		// this name, and comparing it would report it Missing every run.
-		ref := report.Object{Kind: gvk.Kind, Namespace: ns, Name: obj.GetGenerateName() + "*"}.Ref()
+		ref := report.Object{Kind: gvk.Kind, Namespace: ns, Name: id.GenerateName + "*"}.Ref()
 		s.warn(report.Warning{Code: report.WarnGenerateNameSkipped, App: app.Name, Object: ref,
 			Message: fmt.Sprintf("%s (%s line %d) has metadata.generateName and no name: the API server names each copy it creates, so it is not compared", ref, mf.File, mf.Line)})
 		return
 	}
-	if why := hookOf(app, obj); why != "" {
+	if why := hookOf(app, id.Annotations); why != "" {
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnHookSkipped, App: app.Name, Object: ref,
 			Message: fmt.Sprintf("%s (%s line %d) is a hook, so it is not compared: %s", ref, mf.File, mf.Line, why)})
@@ -491,8 +494,17 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
 	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest}
-	if mf.Object == nil {
-		d.load = mf.Load // it decodes into obj, whose namespace is set above
+	switch {
+	case mf.Object == nil:
+		d.load = func() (*unstructured.Unstructured, error) {
+			obj, err := mf.Load()
+			if err == nil && setNamespace != nil {
+				setNamespace(obj)
+			}
+			return obj, err
+		}
+	case setNamespace != nil:
+		setNamespace(mf.Object)
 	}
 	s.objects = append(s.objects, d)
 }
