@@ -53,7 +53,9 @@ type Options struct {
 	// KustomizeRemote lets kustomizations fetch remote resources and bases
 	// (within RenderTimeout); by default they render offline.
 	KustomizeRemote bool
-	// PageSize is the LIST page size.
+	// PageSize is the LIST page size; 0 leaves it to the scan, which
+	// lists whole from an API server that serves whole lists from its
+	// watch cache (listPageSize).
 	PageSize int64
 	// Workers is how many apps are fetched and rendered, and how many
 	// objects compared, at once; DefaultOptions has max(2, GOMAXPROCS).
@@ -111,7 +113,6 @@ func DefaultOptions() Options {
 	return Options{
 		GitCacheDir:      source.DefaultCacheDir(),
 		RenderTimeout:    2 * time.Minute,
-		PageSize:         500,
 		Workers:          max(2, runtime.GOMAXPROCS(0)),
 		ClusterWideAbove: 3,
 		JQ:               classify.DefaultJQLimits(),
@@ -181,9 +182,6 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	if opts.Logger == nil {
 		opts.Logger = DefaultOptions().Logger
-	}
-	if opts.PageSize == 0 {
-		opts.PageSize = 500
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultOptions().Workers
