@@ -77,7 +77,10 @@ var wholeListsFrom = utilversion.MajorMinor(1, 34)
 // bench's 20,000 objects that was about 2.3 CPU s of kube-apiserver and
 // 0.23 of etcd against about 0.6 for the same objects listed whole from
 // the cache (docs/verified.md). The page reader streams a whole list as it
-// streams a page, so the scan holds no more of it.
+// streams a page, so the scan holds no more of it; and a whole list whose
+// reader pauses (a planned LIST waiting for the render) is written to its
+// end however long the pause, as the request timeout bounds a request only
+// until its answer begins.
 func listPageSize(gitVersion string) int64 {
 	v, err := utilversion.ParseGeneric(gitVersion)
 	if err != nil || v.LessThan(wholeListsFrom) {
