@@ -348,23 +348,23 @@ func noKey([]byte) bool { return false }
 // nothing else: Manifest.Load decodes that.
 func (d *cacheDecoder) ident() (Ident, error) {
 	var id Ident
-	var apiVersion, kind, metadata any
-	var has [3]bool
+	var apiVersion, kind any
+	var hasAPIVersion, hasKind, metadataNotAMap bool
 	err := d.members(0, func(k []byte, depth int) (err error) {
 		switch string(k) {
 		case "apiVersion":
 			apiVersion, err = d.value(depth)
-			has[0] = true
+			hasAPIVersion = true
 		case "kind":
 			kind, err = d.value(depth)
-			has[1] = true
+			hasKind = true
 		case "metadata":
-			if d.next() != '{' {
-				metadata, err = d.value(depth)
-				has[2] = metadata != nil
-				break
+			if d.next() == '{' {
+				return d.metadata(depth, &id)
 			}
-			err = d.metadata(depth, &id)
+			var v any
+			v, err = d.value(depth)
+			metadataNotAMap = v != nil // null is no metadata
 		default:
 			err = d.skip(depth)
 		}
@@ -373,10 +373,10 @@ func (d *cacheDecoder) ident() (Ident, error) {
 	if err != nil {
 		return Ident{}, err
 	}
-	// As toManifest checks the whole object.
+	// What toManifest checks of the whole object, and no Secret.
 	id.APIVersion, _ = apiVersion.(string)
 	id.Kind, _ = kind.(string)
-	if !has[0] || !has[1] || id.APIVersion == "" || id.Kind == "" || has[2] ||
+	if !hasAPIVersion || !hasKind || id.APIVersion == "" || id.Kind == "" || metadataNotAMap ||
 		id.Name == "" && id.GenerateName == "" || id.Kind == "Secret" {
 		return Ident{}, errCacheEntry
 	}

@@ -153,8 +153,11 @@ func connect(ctx context.Context, cfg *rest.Config, pageSize int64, log *slog.Lo
 		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
 	}
 	c.version = v.GitVersion
-	if c.pageSize == 0 {
+	switch {
+	case c.pageSize == 0:
 		c.pageSize = listPageSize(c.version)
+	case c.pageSize < 0:
+		c.pageSize = 0 // whole lists
 	}
 	hc, err := rest.HTTPClientFor(dynamic.ConfigFor(cfg))
 	if err != nil {

@@ -74,6 +74,7 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 		{name: "v1.37, whole", want: []string{""}},
 		{name: "v1.33, pages", version: "v1.33.4", want: []string{"limit=500"}},
 		{name: "told a page size", pageSize: 3, want: []string{"limit=3", "continue,limit=3", "continue,limit=3"}},
+		{name: "v1.33, told to list whole", version: "v1.33.4", pageSize: -1, want: []string{""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newFaultProxy(t)

@@ -53,9 +53,9 @@ type Options struct {
 	// KustomizeRemote lets kustomizations fetch remote resources and bases
 	// (within RenderTimeout); by default they render offline.
 	KustomizeRemote bool
-	// PageSize is the LIST page size; 0 leaves it to the scan, which
+	// PageSize is the LIST page size: 0 leaves it to the scan, which
 	// lists whole from an API server that serves whole lists from its
-	// watch cache (listPageSize).
+	// watch cache (listPageSize), and a negative size lists whole.
 	PageSize int64
 	// Workers is how many apps are fetched and rendered, and how many
 	// objects compared, at once; DefaultOptions has max(2, GOMAXPROCS).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ type scanOptions struct {
 	autoResume bool
 	backportPR bool
 	qps        float32
+	chunkSize  string
 	burst      int
 	timeout    time.Duration
 	renderTime time.Duration
@@ -111,6 +113,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.params, "contract-params", "", "NAMESPACE/NAME of the contract policies' break-glass ConfigMap: remove from it the suspensions that ended or expired (a write, like --auto-resume; default: leave it alone)")
 	f.Float32Var(&o.qps, "qps", 20, "maximum requests per second to the API server")
 	f.IntVar(&o.burst, "burst", 40, "maximum burst of requests to the API server")
+	f.StringVar(&o.chunkSize, "chunk-size", "auto", "objects per LIST page, or 0 to list whole; auto lists whole from an API server of v1.34 or later (which serves whole lists from its watch cache) and in pages of 500 from an older one")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
 	f.DurationVar(&o.renderTime, "render-timeout", run.DefaultOptions().Scan.RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
 	f.BoolVar(&o.kustRemote, "kustomize-remote", false, "let kustomizations fetch remote resources and bases (http(s) URLs, Git repositories) within --render-timeout; by default they render offline and naming one is an app error")
@@ -206,13 +209,16 @@ func (o *scanOptions) completeScan() error {
 	s.AuditLogs, s.AuditStdin = o.auditLogs, o.streams.In
 	s.ExplainDismissed = o.explain
 	s.RenderTimeout, s.KustomizeRemote = o.renderTime, o.kustRemote
+	var err error
+	if s.PageSize, err = parseChunkSize(o.chunkSize); err != nil {
+		return err
+	}
 	if o.gitCache != "" {
 		s.GitCacheDir = o.gitCache
 	}
 	if !o.noCache {
 		o.run.CacheDir = o.cacheDir
 	}
-	var err error
 	if s.GitMaxBytes, err = parseGitMaxSize(o.gitMaxSize); err != nil {
 		return err
 	}
@@ -318,6 +324,22 @@ func addGitMaxSize(f *pflag.FlagSet, v *string) {
 }
 
 // parseGitMaxSize reads --git-max-size.
+// parseChunkSize reads --chunk-size as scanner.Options.PageSize takes it:
+// auto is 0 (the scan chooses), 0 is negative (whole lists).
+func parseChunkSize(v string) (int64, error) {
+	if v == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil || n < 0:
+		return 0, fmt.Errorf("--chunk-size %q: want auto, 0 (whole lists) or a number of objects", v)
+	case n == 0:
+		return -1, nil
+	}
+	return n, nil
+}
+
 func parseGitMaxSize(v string) (int64, error) {
 	q, err := resource.ParseQuantity(v)
 	if err != nil {

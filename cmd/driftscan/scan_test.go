@@ -204,6 +204,8 @@ func TestBadInvocationsSayWhatIsWrong(t *testing.T) {
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "/does/not/exist"}, "--path: stat /does/not/exist"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "-o", "yaml"}, `unknown output format "yaml"`},
 		{[]string{"scan", "--kubeconfig", filepath.Join(dir, "missing"), "--path", "."}, "missing"},
+		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "--chunk-size", "-5"}, `--chunk-size "-5": want auto, 0 (whole lists) or a number of objects`},
+		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "--chunk-size", "lots"}, `--chunk-size "lots"`},
 	}
 	for _, c := range cases {
 		res := runCLI(t, c.args...)
@@ -224,5 +226,18 @@ func TestVersion(t *testing.T) {
 	}
 	if res := runCLI(t, "version"); !strings.HasPrefix(res.out, "driftscan ") {
 		t.Errorf("version = %q", res.out)
+	}
+}
+
+func TestChunkSizeIsWhatTheScanTakes(t *testing.T) {
+	for in, want := range map[string]int64{"auto": 0, "0": -1, "1": 1, "500": 500} {
+		if got, err := parseChunkSize(in); err != nil || got != want {
+			t.Errorf("--chunk-size %s = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5", "Auto", "500 "} {
+		if got, err := parseChunkSize(in); err == nil {
+			t.Errorf("--chunk-size %q = %d, want an error", in, got)
+		}
 	}
 }
