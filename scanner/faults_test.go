@@ -103,14 +103,27 @@ func TestAnAPIServerGoneMidScanEndsWithWhatFinished(t *testing.T) {
 	applyDir(t, fixture("apps", "web"), ns)
 	p := newFaultProxy(t)
 	// The Deployments are listed; then the API server goes away: it stops
-	// listening and drops the other LISTs, which wait for that moment.
-	gone := make(chan struct{})
-	var once sync.Once
+	// listening and drops the other LISTs, which wait for that moment. It
+	// goes once the Deployment's compare has its schema too (the scan
+	// fetches it while it renders, so as not to wait for it after the
+	// LIST): the LIST could otherwise end before the schema's fetch.
+	gone, schema := make(chan struct{}), make(chan struct{})
+	var once, schemaOnce sync.Once
 	p.fault = func(_ int64, r *http.Request, w http.ResponseWriter) bool {
+		if r.URL.Path == "/openapi/v3/apis/apps/v1" {
+			p.forward.ServeHTTP(w, r)
+			schemaOnce.Do(func() { close(schema) })
+			return true
+		}
 		if !isList(r) {
 			return false
 		}
 		if strings.HasSuffix(r.URL.Path, "/deployments") {
+			select {
+			case <-schema:
+			case <-time.After(10 * time.Second):
+				t.Error("the scan did not fetch the apps/v1 schema before the Deployments' LIST ended")
+			}
 			// The whole page, with its length, is on the wire before
 			// the server goes: streamed in chunks, its last chunk would
 			// be written only after this handler returned, and closing
