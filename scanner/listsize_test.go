@@ -41,18 +41,23 @@ func TestListPageSizeFollowsTheServerVersion(t *testing.T) {
 
 // TestListsAreWholeWhereTheWatchCacheServesThem: against an API server
 // that serves a LIST without a limit from its watch cache (v1.34 on, the
-// test's v1.37), the scan lists each kind in one request; against an
-// older one (the proxy answers /version as v1.33 would) it pages as
-// kubectl does, and so it does when told a page size. The objects, and
-// what the scan finds of them, are the same every way.
+// test's v1.37), the scan lists each kind in one request, Secrets too;
+// against an older one (the proxy answers /version as v1.33 would) it
+// pages as kubectl does (Secrets by 50), and so it does when told a page
+// size. The objects, and what the scan finds of them, are the same every
+// way.
 func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 	ns := env.Namespace(t, nil)
-	const objects = 7
+	const configMaps, secrets = 7, 2
 	dir := t.TempDir()
 	var docs []string
-	for i := range objects {
+	for i := range configMaps {
 		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d, namespace: %s}\ndata: {k: v%d}\n", i, ns, i))
 	}
+	for i := range secrets {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: s-%d, namespace: %s}\nstringData: {k: v%d}\n", i, ns, i))
+	}
+	const objects = configMaps + secrets
 	if err := os.WriteFile(filepath.Join(dir, "cms.yaml"), []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +74,18 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 		name     string
 		version  string // what /version says; "" is the server's own
 		pageSize int64
-		want     []string
+		want     map[string][]string // each resource's LISTs, their parameters
 	}{
-		{name: "v1.37, whole", want: []string{""}},
-		{name: "v1.33, pages", version: "v1.33.4", want: []string{"limit=500"}},
-		{name: "told a page size", pageSize: 3, want: []string{"limit=3", "continue,limit=3", "continue,limit=3"}},
-		{name: "v1.33, told to list whole", version: "v1.33.4", pageSize: -1, want: []string{""}},
+		{name: "v1.37, whole", want: map[string][]string{"configmaps": {""}, "secrets": {""}}},
+		{name: "v1.33, pages", version: "v1.33.4", want: map[string][]string{"configmaps": {"limit=500"}, "secrets": {"limit=50"}}},
+		{name: "told a page size", pageSize: 3, want: map[string][]string{"configmaps": {"limit=3", "continue,limit=3", "continue,limit=3"}, "secrets": {"limit=3"}}},
+		{name: "v1.33, told to list whole", version: "v1.33.4", pageSize: -1, want: map[string][]string{"configmaps": {""}, "secrets": {""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newFaultProxy(t)
 			var (
 				mu    sync.Mutex
-				lists []string
+				lists = map[string][]string{}
 			)
 			p.fault = func(_ int64, r *http.Request, w http.ResponseWriter) bool {
 				if r.URL.Path == "/version" && tc.version != "" {
@@ -88,7 +93,8 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 					_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": strings.Split(tc.version, ".")[1], "gitVersion": tc.version, "platform": "linux/amd64"})
 					return true
 				}
-				if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/"+ns+"/configmaps" {
+				resource, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/"+ns+"/")
+				if r.Method == http.MethodGet && ok && (resource == "configmaps" || resource == "secrets") {
 					var params []string
 					for k := range r.URL.Query() {
 						if k == "limit" {
@@ -97,7 +103,7 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 						params = append(params, k)
 					}
 					mu.Lock()
-					lists = append(lists, strings.Join(slices.Sorted(slices.Values(params)), ","))
+					lists[resource] = append(lists[resource], strings.Join(slices.Sorted(slices.Values(params)), ","))
 					mu.Unlock()
 				}
 				return false
@@ -110,7 +116,7 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 			got := lists
 			mu.Unlock()
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("the ConfigMap LISTs' parameters (-want +got):\n%s", diff)
+				t.Errorf("the LISTs' parameters (-want +got):\n%s", diff)
 			}
 			if len(r.Apps) != 1 || len(r.Apps[0].Objects) != objects || r.HasErrors() {
 				t.Fatalf("report: %d apps, errors %v", len(r.Apps), r.HasErrors())

@@ -42,8 +42,13 @@ type extraObject struct {
 // Secret of every tenant to compare a few.
 var neverClusterWide = map[schema.GroupResource]bool{{Group: "", Resource: "secrets"}: true}
 
-// secretPageSize bounds a page of Secrets, which may be up to 1 MiB each
-// (Helm keeps its release history in them).
+// secretPageSize bounds a page of Secrets where the scan pages
+// (listPageSize): a Secret may be up to 1 MiB (Helm keeps its release
+// history in them), and an API server that pages builds each page whole.
+// Where the scan lists whole, the server writes the list out one Secret at
+// a time, from its watch cache, and the page reader keeps only the
+// declared ones; in pages, a quiet namespace's later pages would be read
+// from etcd and decrypted again.
 const secretPageSize = 50
 
 // read lists each resource once per namespace, or once cluster-wide when
@@ -165,7 +170,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 // pageSizeOf is the page size of the LIST of k.
 func (s *scan) pageSizeOf(k listKey) int64 {
 	pageSize := s.c.pageSize
-	if neverClusterWide[k.gvr.GroupResource()] && (pageSize == 0 || pageSize > secretPageSize) {
+	if neverClusterWide[k.gvr.GroupResource()] && pageSize > secretPageSize {
 		pageSize = secretPageSize
 	}
 	return pageSize
