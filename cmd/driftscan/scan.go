@@ -40,8 +40,8 @@ type scanOptions struct {
 	autoResume bool
 	backportPR bool
 	qps        float32
-	chunkSize  string
 	burst      int
+	chunkSize  string
 	timeout    time.Duration
 	renderTime time.Duration
 	kustRemote bool
@@ -323,7 +323,6 @@ func addGitMaxSize(f *pflag.FlagSet, v *string) {
 	f.StringVar(v, "git-max-size", "1Gi", "largest checked-out Git tree to scan (the sum of its files), as a quantity: 200Mi, 2Gi; 0 for no limit")
 }
 
-// parseGitMaxSize reads --git-max-size.
 // parseChunkSize reads --chunk-size as scanner.Options.PageSize takes it:
 // auto is 0 (the scan chooses), 0 is negative (whole lists).
 func parseChunkSize(v string) (int64, error) {
@@ -340,6 +339,7 @@ func parseChunkSize(v string) (int64, error) {
 	return n, nil
 }
 
+// parseGitMaxSize reads --git-max-size.
 func parseGitMaxSize(v string) (int64, error) {
 	q, err := resource.ParseQuantity(v)
 	if err != nil {
