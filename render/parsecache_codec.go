@@ -153,8 +153,8 @@ var errCacheEntry = errors.New("not an entry this build writes")
 
 // decodeObjects decodes an entry's objects into manifests of file, checking
 // each as the parser checked it (toManifest) and refusing a Secret. When
-// lazy, it decodes only each object's head (Manifest.Head) and checks the
-// rest as it skips it; Manifest.Load decodes the rest.
+// lazy, it reads only what names each object (Manifest.Ident) and checks
+// the rest as it skips it; Manifest.Load decodes the object.
 func decodeObjects(data []byte, file string, lazy bool) ([]Manifest, error) {
 	d := cacheDecoder{data: data, lazy: lazy}
 	ms, err := d.objects(file)
@@ -259,7 +259,7 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 		}
 		return cacheString(b, escaped)
 	case '{':
-		return d.object(depth, nil)
+		return d.object(depth, true)
 	case '[':
 		if depth >= maxCacheDepth {
 			return nil, errCacheEntry
@@ -289,33 +289,24 @@ func (d *cacheDecoder) value(depth int) (any, error) {
 	return nil, errCacheEntry
 }
 
-// object reads the object at d.i, at depth as value counts it: the
-// members keep says yes to decoded into a map, the others checked as value
-// would read them and skipped. keep nil keeps every member, and the map is
-// never nil; otherwise it is nil when no member was kept. A key twice is
-// refused, kept or not.
-func (d *cacheDecoder) object(depth int, keep func(key []byte) bool) (map[string]any, error) {
-	if depth >= maxCacheDepth {
-		return nil, errCacheEntry
+// object reads the object at d.i, at depth as value counts it, into a map
+// (never nil) when build, or checking it as value would read it and
+// building nothing else. A key twice is refused.
+func (d *cacheDecoder) object(depth int, build bool) (map[string]any, error) {
+	if err := d.open(depth); err != nil {
+		return nil, err
 	}
-	d.i++ // the '{'
 	var m map[string]any
-	if keep == nil {
+	var skipped objectKeys // the keys seen when nothing is built
+	if build {
 		m = map[string]any{}
 	}
-	var skipped objectKeys // the keys not kept (m holds the others)
-	for first := true; !d.take('}'); first = false {
-		if !first && !d.take(',') || d.next() != '"' {
-			return nil, errCacheEntry
+	for first := true; ; first = false {
+		k, end, err := d.key(first)
+		if err != nil || end {
+			return m, err
 		}
-		k, err := d.skipString()
-		if err != nil {
-			return nil, err
-		}
-		if !d.take(':') {
-			return nil, errCacheEntry
-		}
-		if keep != nil && !keep(k) {
+		if !build {
 			if skipped.seen(k) {
 				return nil, errCacheEntry
 			}
@@ -328,19 +319,38 @@ func (d *cacheDecoder) object(depth int, keep func(key []byte) bool) (map[string
 		if _, twice := m[key]; twice {
 			return nil, errCacheEntry
 		}
-		v, err := d.value(depth + 1)
-		if err != nil {
+		if m[key], err = d.value(depth + 1); err != nil {
 			return nil, err
 		}
-		if m == nil {
-			m = map[string]any{}
-		}
-		m[key] = v
 	}
-	return m, nil
 }
 
-func noKey([]byte) bool { return false }
+// open reads the '{' at d.i of an object at depth, as value counts it.
+func (d *cacheDecoder) open(depth int) error {
+	if depth >= maxCacheDepth {
+		return errCacheEntry
+	}
+	d.i++
+	return nil
+}
+
+// key reads the key of an object's next member, and the ':' after it;
+// end at the object's '}'. first says it is the object's first member.
+func (d *cacheDecoder) key(first bool) (k []byte, end bool, err error) {
+	if d.take('}') {
+		return nil, true, nil
+	}
+	if !first && !d.take(',') || d.next() != '"' {
+		return nil, false, errCacheEntry
+	}
+	if k, err = d.skipString(); err != nil {
+		return nil, false, err
+	}
+	if !d.take(':') {
+		return nil, false, errCacheEntry
+	}
+	return k, false, nil
+}
 
 // ident reads the object at d.i, which the cache wrote as a whole object
 // (toManifest's checks hold, and it is no Secret), giving what names it
@@ -350,28 +360,40 @@ func (d *cacheDecoder) ident() (Ident, error) {
 	var id Ident
 	var apiVersion, kind any
 	var hasAPIVersion, hasKind, metadataNotAMap bool
-	err := d.members(0, func(k []byte, depth int) (err error) {
+	var keys objectKeys
+	d.i++ // the '{' of an object at depth 0
+	for first := true; ; first = false {
+		k, end, err := d.key(first)
+		if err != nil {
+			return Ident{}, err
+		}
+		if end {
+			break
+		}
+		if keys.seen(k) {
+			return Ident{}, errCacheEntry
+		}
 		switch string(k) {
 		case "apiVersion":
-			apiVersion, err = d.value(depth)
+			apiVersion, err = d.value(1)
 			hasAPIVersion = true
 		case "kind":
-			kind, err = d.value(depth)
+			kind, err = d.value(1)
 			hasKind = true
 		case "metadata":
 			if d.next() == '{' {
-				return d.metadata(depth, &id)
+				err = d.metadata(1, &id)
+				break
 			}
 			var v any
-			v, err = d.value(depth)
+			v, err = d.value(1)
 			metadataNotAMap = v != nil // null is no metadata
 		default:
-			err = d.skip(depth)
+			err = d.skip(1)
 		}
-		return err
-	})
-	if err != nil {
-		return Ident{}, err
+		if err != nil {
+			return Ident{}, err
+		}
 	}
 	// What toManifest checks of the whole object, and no Secret.
 	id.APIVersion, _ = apiVersion.(string)
@@ -383,29 +405,48 @@ func (d *cacheDecoder) ident() (Ident, error) {
 	return id, nil
 }
 
-// metadata reads the object at d.i, an object's metadata, into id as the
-// object's getters read it, and checks the rest.
+// metadata reads the object at d.i, an object's metadata at depth, into id
+// as the object's getters read it, and checks the rest.
 func (d *cacheDecoder) metadata(depth int, id *Ident) error {
-	str := func(to *string, depth int) error {
-		v, err := d.value(depth)
-		*to, _ = v.(string)
+	if err := d.open(depth); err != nil {
 		return err
 	}
-	return d.members(depth, func(k []byte, depth int) error {
-		switch string(k) {
-		case "name":
-			return str(&id.Name, depth)
-		case "namespace":
-			return str(&id.Namespace, depth)
-		case "generateName":
-			return str(&id.GenerateName, depth)
-		case "annotations":
-			v, err := d.value(depth)
-			id.Annotations = stringMap(v)
+	var keys objectKeys
+	for first := true; ; first = false {
+		k, end, err := d.key(first)
+		if err != nil || end {
 			return err
 		}
-		return d.skip(depth)
-	})
+		if keys.seen(k) {
+			return errCacheEntry
+		}
+		var to *string
+		switch string(k) {
+		case "name":
+			to = &id.Name
+		case "namespace":
+			to = &id.Namespace
+		case "generateName":
+			to = &id.GenerateName
+		case "annotations":
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return err
+			}
+			id.Annotations = stringMap(v)
+			continue
+		default:
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		*to, _ = v.(string)
+	}
 }
 
 // stringMap is v as unstructured.NestedStringMap reads it: nil unless v is
@@ -426,36 +467,6 @@ func stringMap(v any) map[string]string {
 	return out
 }
 
-// members reads the object at d.i, at depth as value counts it, calling
-// member with each key, at the depth of its value, to read that value.
-// A key twice is refused.
-func (d *cacheDecoder) members(depth int, member func(k []byte, depth int) error) error {
-	if depth >= maxCacheDepth {
-		return errCacheEntry
-	}
-	d.i++ // the '{'
-	var keys objectKeys
-	for first := true; !d.take('}'); first = false {
-		if !first && !d.take(',') || d.next() != '"' {
-			return errCacheEntry
-		}
-		k, err := d.skipString()
-		if err != nil {
-			return err
-		}
-		if !d.take(':') {
-			return errCacheEntry
-		}
-		if keys.seen(k) {
-			return errCacheEntry
-		}
-		if err := member(k, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // skip reads the value at d.i, at depth as value counts it, and checks it
 // as value would, building nothing but the list of an object's keys.
 func (d *cacheDecoder) skip(depth int) error {
@@ -464,7 +475,7 @@ func (d *cacheDecoder) skip(depth int) error {
 		_, err := d.skipString()
 		return err
 	case '{':
-		_, err := d.object(depth, noKey)
+		_, err := d.object(depth, false)
 		return err
 	case '[':
 		if depth >= maxCacheDepth {

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -61,13 +60,7 @@ func TestListsAreWholeWhereTheWatchCacheServesThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cms.yaml"), []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir})
-	if err != nil || len(manifests) != objects {
-		t.Fatalf("%d manifests, %v", len(manifests), err)
-	}
-	for _, mf := range manifests {
-		env.Apply(t, "argocd-controller", "", mf.Object)
-	}
+	applyDir(t, dir, ns)
 	cfg := scanConfig(ns, config.App{Name: "cms", Owner: "team", Source: config.Source{Path: dir}})
 
 	for _, tc := range []struct {

@@ -443,20 +443,15 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		ra.Objects = append(ra.Objects, ro)
 		return
 	}
-	// The namespace the object is compared in, set on Git's object now or
-	// when it is decoded.
-	var setNamespace func(*unstructured.Unstructured)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if ns == "" {
 			ns = app.Namespace
 			if ns == "" {
 				ns = "default"
 			}
-			setNamespace = func(obj *unstructured.Unstructured) { obj.SetNamespace(ns) }
 		}
 	} else {
 		ns = ""
-		setNamespace = func(obj *unstructured.Unstructured) { obj.SetNamespace("") }
 	}
 	ro.Namespace = ns
 	if name == "" && id.GenerateName != "" {
@@ -492,29 +487,24 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
 	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest}
-	switch {
-	case mf.Object == nil:
-		d.load = func() (*unstructured.Unstructured, error) {
-			obj, err := mf.Load()
-			if err == nil && setNamespace != nil {
-				setNamespace(obj)
-			}
-			return obj, err
-		}
-	case setNamespace != nil:
-		setNamespace(mf.Object)
+	if mf.Object == nil {
+		d.load = mf.Load // git gives what it decodes the key's namespace
+	} else {
+		mf.Object.SetNamespace(ns)
 	}
 	s.objects = append(s.objects, d)
 }
 
 // git returns Git's object of d, decoding it first when the parse cache
-// gave only its head (render.Options.Lazy).
+// gave it undecoded (render.Options.Lazy), in the namespace addDesired
+// gave it (the key's).
 func (d *desired) git() (*unstructured.Unstructured, error) {
 	if d.obj == nil && d.load != nil {
 		obj, err := d.load()
 		if err != nil {
 			return nil, err
 		}
+		obj.SetNamespace(d.key.ns)
 		d.obj, d.load = obj, nil
 	}
 	return d.obj, nil

@@ -143,8 +143,8 @@ func TestAnUnchangedObjectIsNotComparedAgain(t *testing.T) {
 }
 
 // TestWhatTheCacheGivesUndecodedIsDecodedWhenItMatters: a warm scan
-// reads unchanged manifests from the parse cache with only their heads
-// decoded (render.Options.Lazy). Git's objects are decoded when they are
+// reads unchanged manifests from the parse cache undecoded, named from
+// their bytes (render.Options.Lazy). Git's objects are decoded when they are
 // compared and when they are autoscalers: an HPA that only Git declares
 // (not applied yet) still explains the Deployment's replicas, and the
 // Deployment's finding still says what Git says, as without the cache.
