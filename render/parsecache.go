@@ -460,11 +460,11 @@ func (c *ParseCache) drop(key cacheKey, e *cacheEntry) {
 }
 
 // unchanged gives the manifests of the plain manifest file at path (file
-// relative to dir, the root it is read through) without opening it, when
+// relative to dir, the folder it is read from) without opening it, when
 // the file index holds it and a stat of it gives the same stamp; false
 // when the file is to be read. A file the index does not hold is not
 // stat'ed. A symlink is always read. lazy is lookup's.
-func (c *ParseCache) unchanged(dir *os.Root, file, path string, lazy bool) ([]Manifest, bool) {
+func (c *ParseCache) unchanged(dir *folder, file, path string, lazy bool) ([]Manifest, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -474,11 +474,7 @@ func (c *ParseCache) unchanged(dir *os.Root, file, path string, lazy bool) ([]Ma
 	if fe == nil {
 		return nil, false
 	}
-	fi, err := dir.Lstat(file)
-	if err != nil {
-		return nil, false
-	}
-	if st, ok := stampOf(fi); !ok || st != fe.stamp {
+	if st, ok := dir.stat(file); !ok || st != fe.stamp {
 		return nil, false
 	}
 	ms, ok := c.served(fe.key, file, lazy)
@@ -500,17 +496,13 @@ func (c *ParseCache) clock() time.Time {
 	return c.now()
 }
 
-// remember keeps in the file index that the file at path, which fi
-// (the stat of the file read) describes, held the bytes of key, read at
+// remember keeps in the file index that the file at path, which st
+// (from the stat of the file read) describes, held the bytes of key, read at
 // or after read. It keeps nothing when the cache holds no entry for key,
 // or when the file changed less than racyMargin before the read: an edit
 // in the same clock tick would give the same stamp.
-func (c *ParseCache) remember(path string, fi fs.FileInfo, key cacheKey, read time.Time) {
-	if c == nil {
-		return
-	}
-	st, ok := stampOf(fi)
-	if !ok || time.Unix(0, st.ctime).After(read.Add(-racyMargin)) {
+func (c *ParseCache) remember(path string, st fileStamp, key cacheKey, read time.Time) {
+	if c == nil || time.Unix(0, st.ctime).After(read.Add(-racyMargin)) {
 		return
 	}
 	c.mu.Lock()

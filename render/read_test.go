@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -78,6 +80,87 @@ func TestReadAtMostStopsPastTheLimit(t *testing.T) {
 				w.Close()
 			}()
 			check(t, r)
+		})
+	}
+}
+
+// TestAFolderReadsWhatTheRootReads: folder reads a regular file, in the
+// source folder or one below it, to the same bytes and stamp as a read
+// and a stat through the root, and leaves to the root every file it is
+// not to read itself: a symlink (inside the root or out of it), a pipe,
+// a folder, a file over the limit, one that is gone, and one in a folder
+// reached through a symlink that leaves the root.
+func TestAFolderReadsWhatTheRootReads(t *testing.T) {
+	const max = 1000
+	top, outside := t.TempDir(), t.TempDir()
+	write := func(rel string, size int) {
+		t.Helper()
+		p := filepath.Join(top, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte("x"), size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("empty.yaml", 0)
+	write("one.yaml", 1)
+	write("at-limit.yaml", max)
+	write("over.yaml", max+1)
+	write("far-over.yaml", 10*max)
+	write("sub/deeper/nested.yaml", 300)
+	if err := os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte("kind: Secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"link-inside.yaml":  "one.yaml",
+		"link-outside.yaml": filepath.Join(outside, "secret.yaml"),
+		"away":              outside,
+	} {
+		if err := os.Symlink(target, filepath.Join(top, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(top, "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(top, "folder.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	files := []string{"empty.yaml", "one.yaml", "at-limit.yaml", "over.yaml", "far-over.yaml", "sub/deeper/nested.yaml",
+		"link-inside.yaml", "link-outside.yaml", "away/secret.yaml", "pipe.yaml", "folder.yaml", "gone.yaml"}
+	f := openFolder(root, files)
+	defer f.Close()
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			data, st, ok := f.readFile(file, max)
+			want, fi, err := readLimited(root, file, max)
+			fi2, lerr := root.Lstat(file)
+			wantStamp, regular := fileStamp{}, false
+			if lerr == nil {
+				wantStamp, regular = stampOf(fi2)
+			}
+			if runtime.GOOS != "linux" {
+				if ok {
+					t.Fatalf("read %q outside Linux, want it left to the root", file)
+				}
+				return
+			}
+			readsItself := err == nil && regular && fi != nil
+			if ok != readsItself {
+				t.Fatalf("folder read it: %v, want %v (through the root: %v)", ok, readsItself, err)
+			}
+			if ok && (!bytes.Equal(data, want) || st != wantStamp) {
+				t.Fatalf("read %d bytes stamped %+v, want the root's %d bytes stamped %+v", len(data), st, len(want), wantStamp)
+			}
+			if got, ok := f.stat(file); ok != regular || got != wantStamp {
+				t.Fatalf("stat %+v (%v), want %+v (%v)", got, ok, wantStamp, regular)
+			}
 		})
 	}
 }

@@ -101,6 +101,8 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			dir = d
 		}
 	}
+	folders := openFolder(dir, files)
+	defer folders.Close()
 	// The file index of the parse cache knows a file by its absolute path.
 	abs := ""
 	if opts.Parsed != nil {
@@ -122,26 +124,32 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		at := ""
 		if abs != "" {
 			at = filepath.Join(abs, filepath.FromSlash(file))
-			if ms, ok := opts.Parsed.unchanged(dir, file, at, opts.Lazy); ok {
+			if ms, ok := opts.Parsed.unchanged(folders, file, at, opts.Lazy); ok {
 				results[i].ms = ms
 				return
 			}
 		}
-		// Through the root: a symlink that leaves it is an error.
 		read := opts.Parsed.clock()
-		data, fi, err := readLimited(dir, file, MaxManifestBytes)
-		if err != nil && dir != src.root {
-			// Not the file at its path but a symlink's target: no stamp.
-			data, _, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
-			fi = nil
-		}
-		if err != nil {
-			results[i].errs = []*FileError{{File: file, Err: err}}
-			return
+		data, st, stamped := folders.readFile(file, MaxManifestBytes)
+		if !stamped {
+			// Through the root: a symlink that leaves it is an error.
+			var fi fs.FileInfo
+			var err error
+			data, fi, err = readLimited(dir, file, MaxManifestBytes)
+			if err == nil {
+				st, stamped = stampOf(fi)
+			} else if dir != src.root {
+				// Not the file at its path but a symlink's target: no stamp.
+				data, _, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+			}
+			if err != nil {
+				results[i].errs = []*FileError{{File: file, Err: err}}
+				return
+			}
 		}
 		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
-		if len(docErrs) == 0 && fi != nil && at != "" {
-			opts.Parsed.remember(at, fi, key, read)
+		if len(docErrs) == 0 && stamped && at != "" {
+			opts.Parsed.remember(at, st, key, read)
 		}
 		results[i] = parsedFile{ms: ms, errs: docErrs}
 	}
