@@ -29,17 +29,28 @@ type openDir struct {
 	fd int
 }
 
-// openFolder opens the folders of files, slash paths relative to root.
+// maxOpenFolders bounds the folders a folder holds open at once, so that a
+// source of thousands of folders does not use up the process's file
+// descriptors (where the hard limit is low, 4,096 say); the files of
+// folders past it are read through the root.
+const maxOpenFolders = 256
+
+// openFolder opens the folders of files, slash paths relative to root, up
+// to maxOpenFolders of them.
 func openFolder(root *os.Root, files []string) *folder {
 	f := &folder{root: root, dirs: map[string]*openDir{}}
+	open := 0
 	for _, file := range files {
 		dir := path.Dir(file)
 		if _, seen := f.dirs[dir]; seen {
 			continue
 		}
 		var od *openDir
-		if d, err := root.Open(dir); err == nil {
-			od = &openDir{f: d, fd: int(d.Fd())}
+		if open < maxOpenFolders {
+			if d, err := root.Open(dir); err == nil {
+				od = &openDir{f: d, fd: int(d.Fd())}
+				open++
+			}
 		}
 		f.dirs[dir] = od
 	}

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -162,5 +164,54 @@ func TestAFolderReadsWhatTheRootReads(t *testing.T) {
 				t.Fatalf("stat %+v (%v), want %+v (%v)", got, ok, wantStamp, regular)
 			}
 		})
+	}
+}
+
+// TestASourceOfManyFoldersRendersWhole: a source with more folders than
+// folder holds open (maxOpenFolders) renders every file, those past the
+// bound read through the root, and holds no more than the bound open.
+func TestASourceOfManyFoldersRendersWhole(t *testing.T) {
+	top := t.TempDir()
+	n := maxOpenFolders + 5
+	var files []string
+	for i := range n {
+		rel := fmt.Sprintf("f%03d/cm.yaml", i)
+		files = append(files, rel)
+		p := filepath.Join(top, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%03d}\ndata: {k: v}\n", i)
+		if err := os.WriteFile(p, []byte(cm), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	f := openFolder(root, files)
+	open := 0
+	for _, d := range f.dirs {
+		if d != nil {
+			open++
+		}
+	}
+	f.Close()
+	if open != maxOpenFolders {
+		t.Errorf("%d folders open, want the bound, %d", open, maxOpenFolders)
+	}
+	ms, err := Manifests(context.Background(), Options{Dir: top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != n {
+		t.Fatalf("%d manifests, want %d", len(ms), n)
+	}
+	for i, m := range ms {
+		if want := fmt.Sprintf("cm-%03d", i); m.Ident().Name != want {
+			t.Fatalf("manifest %d is %s, want %s", i, m.Ident().Name, want)
+		}
 	}
 }
