@@ -1,9 +1,10 @@
 package render
 
 import (
-	"golang.org/x/sys/unix"
 	"path"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
 // readFile reads file (a slash path relative to the root) when it is a
@@ -57,7 +58,7 @@ func (f *folder) readFile(file string, max int64) (data []byte, st fileStamp, ok
 	if int64(len(data)) > max {
 		return nil, fileStamp{}, false
 	}
-	return data, fileStamp{size: s.Size, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano(), ino: s.Ino}, true
+	return data, stampOfStat(&s), true
 }
 
 // stat is the stamp of file (a slash path relative to the root) when it is
@@ -73,9 +74,15 @@ func (f *folder) stat(file string) (fileStamp, bool) {
 	}) != nil || s.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fileStamp{}, false
 	}
-	return fileStamp{size: s.Size, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano(), ino: s.Ino}, true
+	return stampOfStat(&s), true
 }
 
+// stampOfStat is the stamp of a regular file that s, its stat, describes.
+func stampOfStat(s *unix.Stat_t) fileStamp {
+	return fileStamp{size: s.Size, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano(), ino: s.Ino}
+}
+
+// retryEINTR runs op again for as long as a signal interrupts it.
 func retryEINTR(op func() error) error {
 	for {
 		if err := op(); err != unix.EINTR {

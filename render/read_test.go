@@ -215,3 +215,38 @@ func TestASourceOfManyFoldersRendersWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestAManifestThatIsNoRegularFileHasNoStamp: a file listed as a manifest
+// that is a pipe by the time it is read (replaced after the listing) is
+// read through the root, to its end, and given no stamp for the parse
+// cache's file index; a regular file is stamped as its stat says.
+func TestAManifestThatIsNoRegularFileHasNoStamp(t *testing.T) {
+	top := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(top, "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, "cm.yaml"), []byte("kind: ConfigMap"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	src := &sourceRoot{root: root, dir: "."}
+	f := openFolder(root, []string{"pipe.yaml", "cm.yaml"})
+	defer f.Close()
+	data, _, stamped, err := readManifest(f, src, "pipe.yaml")
+	if err != nil || stamped || len(data) != 0 {
+		t.Fatalf("a pipe: %d bytes, stamped %v, %v; want none, unstamped, no error", len(data), stamped, err)
+	}
+	data, st, stamped, err := readManifest(f, src, "cm.yaml")
+	fi, lerr := os.Lstat(filepath.Join(top, "cm.yaml"))
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	want, wantStamped := stampOf(fi)
+	if err != nil || string(data) != "kind: ConfigMap" || stamped != wantStamped || st != want {
+		t.Fatalf("a regular file: %q stamped %v %+v, %v; want its bytes stamped %v %+v", data, stamped, st, err, wantStamped, want)
+	}
+}

@@ -130,22 +130,10 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			}
 		}
 		read := opts.Parsed.clock()
-		data, st, stamped := folders.readFile(file, MaxManifestBytes)
-		if !stamped {
-			// Through the root: a symlink that leaves it is an error.
-			var fi fs.FileInfo
-			var err error
-			data, fi, err = readLimited(dir, file, MaxManifestBytes)
-			if err == nil {
-				st, stamped = stampOf(fi)
-			} else if dir != src.root {
-				// Not the file at its path but a symlink's target: no stamp.
-				data, _, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
-			}
-			if err != nil {
-				results[i].errs = []*FileError{{File: file, Err: err}}
-				return
-			}
+		data, st, stamped, err := readManifest(folders, src, file)
+		if err != nil {
+			results[i].errs = []*FileError{{File: file, Err: err}}
+			return
 		}
 		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
 		if len(docErrs) == 0 && stamped && at != "" {
@@ -230,6 +218,31 @@ func parseFile(cache *ParseCache, file string, data []byte, lazy bool) (_ []Mani
 		e.File = file
 	}
 	return out, docErrs, key
+}
+
+// readManifest reads the manifest file at file (a slash path relative to
+// dir, the source folder's root) and stamps it when it is a regular file
+// at that path. folder reads what it can; the rest is read through dir,
+// and when that fails (a symlink to elsewhere in the repository) through
+// src's root, which also says why when it cannot be read: a symlink that
+// leaves the root is an error.
+func readManifest(dir *folder, src *sourceRoot, file string) (data []byte, st fileStamp, stamped bool, err error) {
+	if data, st, stamped = dir.readFile(file, MaxManifestBytes); stamped {
+		return data, st, true, nil
+	}
+	data, fi, err := readLimited(dir.root, file, MaxManifestBytes)
+	if err == nil {
+		if fi != nil {
+			st, stamped = stampOf(fi)
+		}
+		return data, st, stamped, nil
+	}
+	if dir.root == src.root {
+		return nil, fileStamp{}, false, err
+	}
+	// Not the file at its path but a symlink's target: no stamp.
+	data, _, err = readLimited(src.root, path.Join(src.dir, file), MaxManifestBytes)
+	return data, fileStamp{}, false, err
 }
 
 // readLimited reads the file p of root, failing when it holds more than max
