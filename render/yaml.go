@@ -221,11 +221,12 @@ func parseFile(cache *ParseCache, file string, data []byte, lazy bool) (_ []Mani
 }
 
 // readManifest reads the manifest file at file (a slash path relative to
-// dir, the source folder's root) and stamps it when it is a regular file
-// at that path. folder reads what it can; the rest is read through dir,
-// and when that fails (a symlink to elsewhere in the repository) through
-// src's root, which also says why when it cannot be read: a symlink that
-// leaves the root is an error.
+// dir, the source folder's root) and stamps it with what the stat of the
+// regular file it read says (for a symlink within the source folder, its
+// target's). folder reads what it can; the rest is read through dir's
+// root, and when that fails (a symlink to elsewhere in the repository)
+// through src's root, which also says why when it cannot be read: a
+// symlink that leaves the root is an error.
 func readManifest(dir *folder, src *sourceRoot, file string) (data []byte, st fileStamp, stamped bool, err error) {
 	if data, st, stamped = dir.readFile(file, MaxManifestBytes); stamped {
 		return data, st, true, nil
