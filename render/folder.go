@@ -19,14 +19,9 @@ import (
 type folder struct {
 	root *os.Root
 	// dirs are the folders, by slash path relative to root ("." for
-	// root's own); a folder that could not be opened has none.
-	dirs map[string]*openDir
-}
-
-// openDir is an open folder and its descriptor.
-type openDir struct {
-	f  *os.File
-	fd int
+	// root's own); a folder that could not be opened (or past
+	// maxOpenFolders) is nil.
+	dirs map[string]*os.File
 }
 
 // maxOpenFolders bounds the folders a folder holds open at once, so that a
@@ -38,21 +33,21 @@ const maxOpenFolders = 256
 // openFolder opens the folders of files, slash paths relative to root, up
 // to maxOpenFolders of them.
 func openFolder(root *os.Root, files []string) *folder {
-	f := &folder{root: root, dirs: map[string]*openDir{}}
+	f := &folder{root: root, dirs: map[string]*os.File{}}
 	open := 0
 	for _, file := range files {
 		dir := path.Dir(file)
 		if _, seen := f.dirs[dir]; seen {
 			continue
 		}
-		var od *openDir
+		var d *os.File
 		if open < maxOpenFolders {
-			if d, err := root.Open(dir); err == nil {
-				od = &openDir{f: d, fd: int(d.Fd())}
+			if o, err := root.Open(dir); err == nil {
+				d = o
 				open++
 			}
 		}
-		f.dirs[dir] = od
+		f.dirs[dir] = d
 	}
 	return f
 }
@@ -61,7 +56,7 @@ func openFolder(root *os.Root, files []string) *folder {
 func (f *folder) Close() {
 	for _, d := range f.dirs {
 		if d != nil {
-			_ = d.f.Close()
+			_ = d.Close()
 		}
 	}
 }

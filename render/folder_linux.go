@@ -1,22 +1,17 @@
 package render
 
 import (
+	"io"
 	"path"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
 // readFile reads file (a slash path relative to the root) when it is a
 // regular file of at most max bytes, and stamps it; ok is false when it
-// is not read so (see folder).
-//
-// It opens the file by its name in its folder without following a
-// symlink, takes its size from fstat, and reads into a buffer one byte
-// larger: a read that fills it to the size fstat gave is the whole file,
-// as of that read, so no second read looks for its end. A file that is
-// shorter than fstat said, or whose size fstat did not give, is read to
-// its end, and one that grows past max is left to the caller.
+// is not read so (see folder). It opens the file by its name in its folder
+// without following a symlink and reads it to the size fstat gives
+// (readSized).
 func (f *folder) readFile(file string, max int64) (data []byte, st fileStamp, ok bool) {
 	d := f.dirs[path.Dir(file)]
 	if d == nil {
@@ -24,7 +19,7 @@ func (f *folder) readFile(file string, max int64) (data []byte, st fileStamp, ok
 	}
 	var fd int
 	err := retryEINTR(func() (err error) {
-		fd, err = unix.Openat(d.fd, path.Base(file), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		fd, err = unix.Openat(int(d.Fd()), path.Base(file), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		return err
 	})
 	if err != nil {
@@ -32,33 +27,32 @@ func (f *folder) readFile(file string, max int64) (data []byte, st fileStamp, ok
 	}
 	defer unix.Close(fd)
 	var s unix.Stat_t
-	if retryEINTR(func() error { return unix.Fstat(fd, &s) }) != nil || s.Mode&unix.S_IFMT != unix.S_IFREG || s.Size > max {
+	if retryEINTR(func() error { return unix.Fstat(fd, &s) }) != nil || s.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fileStamp{}, false
 	}
-	data = make([]byte, 0, s.Size+1)
-	for {
-		if len(data) == cap(data) {
-			if int64(len(data)) > max {
-				return nil, fileStamp{}, false
-			}
-			data = slices.Grow(data, 512)
-		}
-		var n int
-		if err := retryEINTR(func() (err error) {
-			n, err = unix.Read(fd, data[len(data):cap(data)])
-			return err
-		}); err != nil {
-			return nil, fileStamp{}, false
-		}
-		data = data[:len(data)+n]
-		if n == 0 || s.Size > 0 && int64(len(data)) == s.Size {
-			break
-		}
-	}
-	if int64(len(data)) > max {
+	data, over, err := readSized(fdReader(fd), s.Size, max)
+	if err != nil || over {
 		return nil, fileStamp{}, false
 	}
 	return data, stampOfStat(&s), true
+}
+
+// fdReader reads a descriptor as an io.Reader does: io.EOF at its end.
+type fdReader int
+
+func (fd fdReader) Read(p []byte) (int, error) {
+	var n int
+	err := retryEINTR(func() (err error) {
+		n, err = unix.Read(int(fd), p)
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // stat is the stamp of file (a slash path relative to the root) when it is
@@ -70,7 +64,7 @@ func (f *folder) stat(file string) (fileStamp, bool) {
 	}
 	var s unix.Stat_t
 	if retryEINTR(func() error {
-		return unix.Fstatat(d.fd, path.Base(file), &s, unix.AT_SYMLINK_NOFOLLOW)
+		return unix.Fstatat(int(d.Fd()), path.Base(file), &s, unix.AT_SYMLINK_NOFOLLOW)
 	}) != nil || s.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fileStamp{}, false
 	}

@@ -269,31 +269,44 @@ func readLimited(root *os.Root, p string, max int64) ([]byte, fs.FileInfo, error
 }
 
 // readAtMost reads f to its end, or to one byte past max: over says f held
-// more than max bytes. It reads into a buffer of the size f has (fstat)
-// and one byte more, so a file that has not grown takes two reads, the
-// second finding its end, and no copying. fi is that fstat, taken before
-// the reads (nil when it failed).
+// more than max bytes (readSized). fi is the fstat of a regular f, taken
+// before the reads (nil when it failed or f is not regular).
 func readAtMost(f *os.File, max int64) (data []byte, fi fs.FileInfo, over bool, err error) {
-	size := int64(512)
+	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		fi, size = st, st.Size()+1
+		fi, size = st, st.Size()
 	}
-	data = make([]byte, 0, min(size, max+1))
+	data, over, err = readSized(f, size, max)
+	return data, fi, over, err
+}
+
+// readSized reads r to its end, or to one byte past max: over says it held
+// more than max bytes. size is what fstat said of a regular file (-1 when
+// nothing did). The buffer is that size and one byte more, so nothing is
+// copied, and a read that fills it to size is the whole file as of that
+// read: no second read looks for its end. A file that grew is read on to
+// its end; one of unknown size starts in 512 bytes.
+func readSized[R io.Reader](r R, size, max int64) (data []byte, over bool, err error) {
+	capacity := int64(512)
+	if size >= 0 {
+		capacity = size + 1
+	}
+	data = make([]byte, 0, min(capacity, max+1))
 	for {
 		if int64(len(data)) > max {
-			return data, fi, true, nil
+			return data, true, nil
 		}
 		if len(data) == cap(data) {
 			data = slices.Grow(data, 1)
 		}
 		room := data[len(data):min(int64(cap(data)), max+1)]
-		n, err := f.Read(room)
+		n, err := r.Read(room)
 		data = data[:len(data)+n]
 		switch {
-		case err == io.EOF:
-			return data, fi, int64(len(data)) > max, nil
+		case err == io.EOF || err == nil && size > 0 && int64(len(data)) == size:
+			return data, int64(len(data)) > max, nil
 		case err != nil:
-			return data, fi, false, err
+			return data, false, err
 		}
 	}
 }
