@@ -451,8 +451,11 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, h)
 		}
 		s.masker.mask(gvk.Group, gvk.Kind, &f)
-		ignores.Apply(ch.Pointer, &f)
+		ignores.Apply(f.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)
+	}
+	for r, n := range dismissed { // once an object, not once a change
+		s.dismissed.addN(r, n)
 	}
 	ro.Status = report.StatusInSync
 	s.recordVerdict(d, f, ro, dismissed)

@@ -28,9 +28,14 @@ type change struct {
 	// Git and Live are the values; present says whether each side has one.
 	Git, Live               any
 	GitPresent, LivePresent bool
-	// Pointer is the RFC 6901 pointer into live (into Git for Removed).
-	Pointer string
+	// in is the object the change's pointer points into: live, or Git for
+	// Removed.
+	in map[string]any
 }
+
+// pointer is the change's RFC 6901 pointer into live (into Git for
+// Removed).
+func (ch change) pointer() string { return pointer(ch.in, ch.Path) }
 
 // lastApplied is kubectl's client-side apply record: never drift.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -169,26 +174,26 @@ func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, t
 	}
 	var out []change
 	cmp.Modified.Leaves().Iterate(func(p fieldpath.Path) {
-		g, _, gok := lookup(desired, p)
-		l, ptr, lok := lookup(live, p)
+		g, gok := lookup(desired, p)
+		l, lok := lookup(live, p)
 		if equivalent(g, l, kindAt(tvLive, p).TypeName) {
 			return
 		}
-		out = append(out, change{Path: p.Copy(), Type: report.TypeChanged, Git: g, Live: l, GitPresent: gok, LivePresent: lok, Pointer: ptr})
+		out = append(out, change{Path: p.Copy(), Type: report.TypeChanged, Git: g, Live: l, GitPresent: gok, LivePresent: lok, in: live})
 	})
 	topmost(cmp.Removed).Iterate(func(p fieldpath.Path) {
-		g, ptr, gok := lookup(desired, p)
+		g, gok := lookup(desired, p)
 		if !gok || empty(g) {
 			return
 		}
-		out = append(out, change{Path: p.Copy(), Type: report.TypeRemoved, Git: g, GitPresent: true, Pointer: ptr})
+		out = append(out, change{Path: p.Copy(), Type: report.TypeRemoved, Git: g, GitPresent: true, in: desired})
 	})
 	for _, u := range addedUnits(tvLive, cmp.Added) {
-		l, ptr, lok := lookup(live, u.path)
+		l, lok := lookup(live, u.path)
 		if !lok {
 			continue
 		}
-		out = append(out, change{Path: u.path, Type: report.TypeAdded, NewKey: u.kind.NewKey, Live: l, LivePresent: true, Pointer: ptr})
+		out = append(out, change{Path: u.path, Type: report.TypeAdded, NewKey: u.kind.NewKey, Live: l, LivePresent: true, in: live})
 	}
 	return out, nil
 }

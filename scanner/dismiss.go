@@ -14,8 +14,6 @@ type dismissals struct {
 	counts report.Dismissed
 }
 
-func (d *dismissals) add(r report.Reason) { d.addN(r, 1) }
-
 func (d *dismissals) addN(r report.Reason, n int) {
 	d.mu.Lock()
 	if d.counts == nil {
@@ -39,10 +37,10 @@ func (d *dismissals) snapshot() report.Dismissed {
 	return out
 }
 
-// dismiss counts a change that is no drift and, with ExplainDismissed,
-// lists it on its object with its values masked like a finding's.
+// dismiss lists a change that is no drift on its object, with its values
+// masked like a finding's, when the scan explains what it dismissed. The
+// caller counts it.
 func (s *scan) dismiss(ro *report.Object, group, kind string, ch change, owner *classify.Entry, res classify.Result) {
-	s.dismissed.add(res.Reason)
 	if !s.opts.ExplainDismissed {
 		return
 	}

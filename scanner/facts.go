@@ -51,7 +51,7 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 		}
 	case report.TypeAdded:
 		if last := of.lastAppliedConfig(); last != nil {
-			_, _, cc.InLastApplied = lookup(last, ch.Path)
+			_, cc.InLastApplied = lookup(last, ch.Path)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func (of *objectFacts) sentAsGit(ch change) bool {
 	if last == nil {
 		return true
 	}
-	sent, _, ok := lookup(last, ch.Path)
+	sent, ok := lookup(last, ch.Path)
 	if !ok {
 		return true
 	}
@@ -112,7 +112,7 @@ func (of *objectFacts) dropsZero(ch change) bool {
 	if of.typed == nil {
 		return false
 	}
-	v, _, ok := lookup(of.typed, ch.Path)
+	v, ok := lookup(of.typed, ch.Path)
 	return !ok || empty(PruneEmpty(runtime.DeepCopyJSONValue(v)))
 }
 

@@ -12,7 +12,7 @@ import (
 // values as JSON values. The masker runs after it and takes the values out
 // again where they must not leave.
 func (ch change) record(f *report.Finding) {
-	f.Pointer = ch.Pointer
+	f.Pointer = ch.pointer()
 	f.PathElements = pathElements(ch.Path)
 	f.GitValue, f.LiveValue = nil, nil
 	if ch.GitPresent && ch.Git != nil {

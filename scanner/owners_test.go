@@ -96,6 +96,61 @@ spec:
 			t.Errorf("owner of %s = %+v, want %s", tc.path, o, tc.want)
 		}
 	}
+
+	// Every path a manager owns, each of its prefixes (struct nodes,
+	// owned through their leaves) and each with a field nobody owns under
+	// it: ownerOf's one walk answers as Set.Has, then descend, do.
+	var paths []fieldpath.Path
+	for _, o := range got {
+		o.set.Iterate(func(p fieldpath.Path) {
+			for n := 1; n <= len(p); n++ {
+				paths = append(paths, p[:n].Copy())
+			}
+			paths = append(paths, append(p.Copy(), fieldpath.PathElement{FieldName: ptr("unowned")}))
+		})
+	}
+	paths = append(paths, fieldpath.Path{}, fieldpath.MakePathOrDie("spec", "strategy"))
+	sawBelow := false
+	for _, p := range paths {
+		want := ownerByTwoWalks(got, p)
+		o := ownerOf(got, p)
+		if (o == nil) != (want == nil) || o != nil && *o != *want {
+			t.Errorf("owner of %s = %+v, want %+v", p, o, want)
+		}
+		for _, w := range got {
+			if want != nil && !w.set.Has(p) && descend(w.set, p) != nil {
+				sawBelow = true
+			}
+		}
+	}
+	if !sawBelow {
+		t.Error("no path was owned through the fields under it only")
+	}
+}
+
+// ownerByTwoWalks is ownerOf as first written: the owners whose set has
+// path, else those owning a field under it, the newest winning.
+func ownerByTwoWalks(owners []owned, path fieldpath.Path) *classify.Entry {
+	var best *classify.Entry
+	pick := func(e classify.Entry) {
+		if best == nil || e.Time.After(best.Time) {
+			best = &e
+		}
+	}
+	for _, o := range owners {
+		if o.set.Has(path) {
+			pick(o.entry)
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for _, o := range owners {
+		if sub := descend(o.set, path); sub != nil && !sub.Empty() {
+			pick(o.entry)
+		}
+	}
+	return best
 }
 
 func entries(os []owned) []classify.Entry {

@@ -16,39 +16,58 @@ func unstructuredOf(obj map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
 }
 
-// lookup returns the value at path in obj and its RFC 6901 pointer (list
-// items by index, as Argo CD's jsonPointers write them).
-func lookup(obj map[string]any, path fieldpath.Path) (v any, pointer string, ok bool) {
-	var cur any = obj
+// lookup returns the value at path in obj.
+func lookup(obj map[string]any, path fieldpath.Path) (v any, ok bool) {
+	return walk(obj, path, nil)
+}
+
+// pointer is the RFC 6901 pointer of path in obj (list items by index, as
+// Argo CD's jsonPointers write them), "" when obj has no value there. It
+// is asked only of what is reported: most changes a scan meets are
+// defaults it dismisses, and their pointers are never read.
+func pointer(obj map[string]any, path fieldpath.Path) string {
 	var b strings.Builder
+	if _, ok := walk(obj, path, &b); !ok {
+		return ""
+	}
+	return b.String()
+}
+
+// walk follows path in obj, and writes its pointer to b unless b is nil.
+func walk(obj map[string]any, path fieldpath.Path, b *strings.Builder) (v any, ok bool) {
+	var cur any = obj
 	for _, pe := range path {
 		switch {
 		case pe.FieldName != nil:
 			m, isMap := cur.(map[string]any)
 			if !isMap {
-				return nil, "", false
+				return nil, false
 			}
 			cur, ok = m[*pe.FieldName]
 			if !ok {
-				return nil, "", false
+				return nil, false
 			}
-			b.WriteByte('/')
-			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
+			if b != nil {
+				b.WriteByte('/')
+				b.WriteString(strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
+			}
 		default:
 			list, isList := cur.([]any)
 			if !isList {
-				return nil, "", false
+				return nil, false
 			}
 			i := findItem(list, pe)
 			if i < 0 {
-				return nil, "", false
+				return nil, false
 			}
 			cur = list[i]
-			b.WriteByte('/')
-			b.WriteString(strconv.Itoa(i))
+			if b != nil {
+				b.WriteByte('/')
+				b.WriteString(strconv.Itoa(i))
+			}
 		}
 	}
-	return cur, b.String(), true
+	return cur, true
 }
 
 // findItem finds a list item by a keyed, set or index path element.
