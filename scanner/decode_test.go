@@ -52,8 +52,9 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 
 // TestDecodeLiveDecodesAsTheDynamicClientDoes: what the compare sees of a
 // listed object is what utiljson.Unmarshal makes of it (int64 integers,
-// float64 other numbers, empty lists and maps kept), less its status, with
-// its managedFields kept as their JSON.
+// float64 other numbers), less its status, pruned as the compare prunes
+// it (PruneEmpty: no nulls, no empty lists or maps but as list items),
+// with its managedFields kept as their JSON.
 func TestDecodeLiveDecodesAsTheDynamicClientDoes(t *testing.T) {
 	in := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","generation":3,"managedFields":[{"manager":"m","fieldsV1":{"f:data":{".":{},"f:a":{}}}}],"labels":{"k\u0041":"v\"","":"empty key"}},` +
 		`"data":{"a":"\u00e9\n","b":""},"spec":{"i":42,"neg":-7,"big":123456789012345678901234,"f":1.5,"e":1e3,"z":0,"l":[],"m":{},"n":null,"t":true,"nested":[[1,[2]],{"x":[{}]}]},` +
@@ -70,6 +71,10 @@ func TestDecodeLiveDecodesAsTheDynamicClientDoes(t *testing.T) {
 	md := want["metadata"].(map[string]any)
 	wantManaged, _ := json.Marshal(md["managedFields"])
 	delete(md, "managedFields")
+	PruneEmpty(want)
+	if _, ok := want["spec"].(map[string]any)["l"]; ok {
+		t.Fatal("PruneEmpty left spec.l, an empty list")
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
@@ -82,7 +87,7 @@ func TestDecodeLiveDecodesAsTheDynamicClientDoes(t *testing.T) {
 
 // FuzzDecodeLive: whatever object the page's reader accepts, decodeLive
 // builds what the dynamic client's decoder (utiljson) does, without status
-// and managedFields, or both refuse it.
+// and managedFields and pruned (PruneEmpty), or both refuse it.
 func FuzzDecodeLive(f *testing.F) {
 	for _, seed := range []string{
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","managedFields":[{"manager":"m"}],"labels":{"a":"b"}},"data":{"k":"v"}}`,
@@ -91,6 +96,7 @@ func FuzzDecodeLive(f *testing.F) {
 		` { "metadata" : { "m\u0061nagedFields" : [ ] , "name" : "spaced" } , "status" : 1 , "a" : [ 1 , 2 ] } `,
 		`{"metadata":null,"x":1e400}`,
 		`{"a":1,"a":2,"metadata":{"name":"one"},"metadata":{"name":"two"}}`,
+		`{"a":1,"a":null,"b":{"c":1,"c":{}},"d":[{},[],null,{"e":[]}],"metadata":{"name":"x","labels":{}}}`,
 		`{"metadata":{"managedFields":[{"manager":"m"}]},"metadata":null}`,
 		`{"` + "\xc3" + `":1}`,
 	} {
@@ -126,6 +132,7 @@ func FuzzDecodeLive(f *testing.F) {
 		if (managedFields != nil) != ok || !cmp.Equal(wantManaged, gotManaged) {
 			t.Fatalf("%q: managedFields %q, utiljson %v", raw, managedFields, wantManaged)
 		}
+		PruneEmpty(want)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%q: decoded (-utiljson +decodeLive):\n%s", raw, diff)
 		}

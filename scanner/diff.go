@@ -65,11 +65,13 @@ func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[str
 }
 
 // normalizeLive is normalize for a live object that the scan decoded for
-// this compare alone (decodeLive: without status or managedFields): what
-// it holds is taken, not copied, and pruned in place. Of its metadata,
-// which the compare still reads (labels, annotations), only the maps
-// normalizing changes are new: the metadata itself, and the annotations
-// when kubectl's last-applied one is to go.
+// this compare alone (decodeLive: without status or managedFields, and
+// pruned): what it holds is taken, not copied. Of its metadata, which the
+// compare still reads (labels, annotations), only the maps normalizing
+// changes are new: the metadata itself, and the annotations when
+// kubectl's last-applied one is to go. What decoding pruned is not walked
+// again; only the metadata, which removing the server's fields may have
+// emptied (an object whose only annotation was kubectl's), is pruned.
 func normalizeLive(l *unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(l.Object))
 	for k, v := range l.Object {
@@ -95,7 +97,11 @@ func normalizeLive(l *unstructured.Unstructured) map[string]any {
 			out[k] = v
 		}
 	}
-	return PruneEmpty(serverFieldsRemoved(l, out)).(map[string]any)
+	out = serverFieldsRemoved(l, out)
+	if md, ok := out["metadata"]; ok && empty(PruneEmpty(md)) {
+		delete(out, "metadata")
+	}
+	return out
 }
 
 // withoutServerFields is a copy of obj without status, server-managed
@@ -212,14 +218,32 @@ type unit struct {
 // node is never visited.
 func addedUnits(tv *typed.TypedValue, added *fieldpath.Set) []unit {
 	var out []unit
-	addedUnitsUnder(added, nil, cursorAt(tv), false, false, &out)
+	var paths pathSlab
+	addedUnitsUnder(added, nil, cursorAt(tv), false, false, &paths, &out)
 	return out
+}
+
+// pathSlab hands out paths cut from shared arrays: an object's added units
+// (a Deployment has a dozen defaults) are then a few allocations, not one
+// each.
+type pathSlab struct{ free fieldpath.Path }
+
+// path is prefix with pe appended, in the slab; its capacity ends at its
+// length, so appending to it never writes over another's.
+func (ps *pathSlab) path(prefix fieldpath.Path, pe fieldpath.PathElement) fieldpath.Path {
+	n := len(prefix) + 1
+	if cap(ps.free)-len(ps.free) < n {
+		ps.free = make(fieldpath.Path, 0, max(64, n))
+	}
+	start := len(ps.free)
+	ps.free = append(append(ps.free, prefix...), pe)
+	return ps.free[start:len(ps.free):len(ps.free)]
 }
 
 // addedUnitsUnder is addedUnits for the paths of s below prefix, at cursor
 // c. parentAdded: prefix is itself an added path; parentCollection: it is
 // an added collection, whose items are reported rather than it.
-func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, parentAdded, parentCollection bool, out *[]unit) {
+func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, parentAdded, parentCollection bool, paths *pathSlab, out *[]unit) {
 	// A member under an added parent that is not a collection is part of
 	// what its parent's unit names; any other member is a unit of its own
 	// unless it is a collection.
@@ -227,10 +251,7 @@ func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, pare
 	if judged {
 		s.Members.Iterate(func(pe fieldpath.PathElement) {
 			if k := c.step(pe).kind(); !k.Collection {
-				path := make(fieldpath.Path, len(prefix)+1)
-				copy(path, prefix)
-				path[len(prefix)] = pe
-				*out = append(*out, unit{path: path, kind: k})
+				*out = append(*out, unit{path: paths.path(prefix, pe), kind: k})
 			}
 		})
 	}
@@ -243,7 +264,7 @@ func addedUnitsUnder(s *fieldpath.Set, prefix fieldpath.Path, c kindCursor, pare
 			}
 		}
 		sub, _ := s.Children.Get(pe)
-		addedUnitsUnder(sub, append(prefix, pe), cc, added, collection, out)
+		addedUnitsUnder(sub, append(prefix, pe), cc, added, collection, paths, out)
 	})
 }
 
