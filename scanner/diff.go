@@ -178,7 +178,10 @@ func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, t
 		}
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	var out []change
+	// Most changes are added units (a Deployment's dozen defaults): the
+	// slice is made once for them, not grown change by change.
+	units := addedUnits(tvLive, cmp.Added)
+	out := make([]change, 0, len(units)+4)
 	cmp.Modified.Leaves().Iterate(func(p fieldpath.Path) {
 		g, gok := lookup(desired, p)
 		l, lok := lookup(live, p)
@@ -194,12 +197,15 @@ func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, t
 		}
 		out = append(out, change{Path: p.Copy(), Type: report.TypeRemoved, Git: g, GitPresent: true, in: desired})
 	})
-	for _, u := range addedUnits(tvLive, cmp.Added) {
+	for _, u := range units {
 		l, lok := lookup(live, u.path)
 		if !lok {
 			continue
 		}
 		out = append(out, change{Path: u.path, Type: report.TypeAdded, NewKey: u.kind.NewKey, Live: l, LivePresent: true, in: live})
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }
