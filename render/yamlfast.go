@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+
+	"github.com/calricon/driftscan/internal/kubekeys"
 )
 
 // Most manifest files are block YAML of one shape, the one kubectl, Helm
@@ -389,8 +391,11 @@ func splitKey(line []byte) (string, []byte, bool) {
 	if i == 0 || i > maxSimpleKey || i == len(line) || line[i] != ':' || i+1 < len(line) && line[i+1] != ' ' {
 		return "", nil, false
 	}
-	key := string(line[:i])
-	if v, ok := fastPlain(key); !ok || v != key {
+	// Most keys are the ones every object repeats: kept once, not made
+	// anew. A key of keyBytes is ASCII, so it reads as itself wherever
+	// yaml.v3 tags it a string (fastPlain would give it back, boxed).
+	key := kubekeys.Intern(line[:i])
+	if plainTag(key) != "!!str" {
 		return "", nil, false
 	}
 	return key, line[i+1:], true

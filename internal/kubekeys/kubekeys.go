@@ -58,6 +58,16 @@ var keys = func() map[string]string {
 		"app.kubernetes.io/instance", "app.kubernetes.io/version",
 		"app.kubernetes.io/component", "app.kubernetes.io/part-of",
 		"app.kubernetes.io/managed-by", "helm.sh/chart",
+		// What the API server writes into every object it stores, and the
+		// defaults it fills into the kinds most estates hold: every live
+		// object has them, and Git's rarely do.
+		"uid", "resourceVersion", "generation", "creationTimestamp",
+		"schedulerName", "terminationMessagePath", "terminationMessagePolicy",
+		"enableServiceLinks", "internalTrafficPolicy", "ipFamilies",
+		"ipFamilyPolicy", "allocateLoadBalancerNodePorts", "updateStrategy",
+		"podManagementPolicy", "serviceName",
+		"persistentVolumeClaimRetentionPolicy", "whenDeleted", "whenScaled",
+		"completionMode", "podReplacementPolicy", "manualSelector", "volumeMode",
 	}
 	m := make(map[string]string, len(list))
 	for _, k := range list {
