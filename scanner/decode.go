@@ -96,6 +96,9 @@ func setPruned(m map[string]any, k string, v any) {
 func liveValue(raw []byte, i int) (any, int, error) {
 	switch raw[i] {
 	case '"':
+		if v, end, ok := keptValue(raw, i); ok {
+			return v, end, nil
+		}
 		return liveString(raw, i)
 	case '{':
 		m := map[string]any{}
@@ -138,6 +141,23 @@ func liveValue(raw []byte, i int) (any, int, error) {
 	end := skipValue(raw, i)
 	n, err := liveNumber(raw[i:end])
 	return n, end, err
+}
+
+// keptValue is kubekeys' kept copy of the string at raw[i] (its opening
+// quote), boxed, and the index after it: the defaults every live object
+// holds are then not made anew in each. false for a string it does not
+// keep, or one with an escape.
+func keptValue(raw []byte, i int) (any, int, bool) {
+	j := bytes.IndexByte(raw[i+1:min(len(raw), i+2+kubekeys.MaxValue)], '"')
+	if j < 0 {
+		return nil, 0, false
+	}
+	s := raw[i+1 : i+1+j]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return nil, 0, false
+	}
+	v, ok := kubekeys.Value(s)
+	return v, i + j + 2, ok
 }
 
 // liveKey is the key at raw[i] (its opening quote), as jsonKey reads

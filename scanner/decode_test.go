@@ -97,6 +97,7 @@ func FuzzDecodeLive(f *testing.F) {
 		`{"metadata":null,"x":1e400}`,
 		`{"a":1,"a":2,"metadata":{"name":"one"},"metadata":{"name":"two"}}`,
 		`{"a":1,"a":null,"b":{"c":1,"c":{}},"d":[{},[],null,{"e":[]}],"metadata":{"name":"x","labels":{}}}`,
+		`{"a":"TCP","b":"TC\"P","c":"ClusterFirstWithHostNet","d":"ClusterFirstWithHostNetXY","e":["Always","25%"],"f":"\u0054CP","g":"TCP"}`,
 		`{"metadata":{"managedFields":[{"manager":"m"}]},"metadata":null}`,
 		`{"` + "\xc3" + `":1}`,
 	} {

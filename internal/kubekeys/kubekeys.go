@@ -75,3 +75,51 @@ var keys = func() map[string]string {
 	}
 	return m
 }()
+
+// Value is the value whose JSON text (between its quotes, without
+// escapes) is v, boxed, for the strings the API server writes into the
+// objects of most estates over and over ("TCP", "ClusterFirst", "25%"):
+// one kept copy, rather than a string and its interface made anew in
+// every object. false for any other text; looking v up allocates nothing.
+func Value(v []byte) (any, bool) {
+	if len(v) > MaxValue {
+		return nil, false
+	}
+	b, ok := values[string(v)]
+	return b, ok
+}
+
+// MaxValue bounds the length of the values Value keeps: a longer string
+// need not be looked up.
+const MaxValue = 24
+
+// values are the strings the API server defaults or writes in most live
+// objects: protocols, pull, DNS, restart and termination policies, the
+// default scheduler, rollout strategies and their 25%, Service types,
+// traffic and IP family policies, and the like.
+var values = func() map[string]any {
+	list := []string{
+		"TCP", "UDP", "SCTP", "Always", "IfNotPresent", "Never", "OnFailure",
+		"ClusterFirst", "ClusterFirstWithHostNet", "Default", "default-scheduler",
+		"File", "FallbackToLogsOnError", "/dev/termination-log",
+		"RollingUpdate", "Recreate", "OnDelete", "OrderedReady", "Parallel",
+		"25%", "Cluster", "Local", "ClusterIP", "NodePort", "LoadBalancer",
+		"None", "SingleStack", "PreferDualStack", "RequireDualStack", "IPv4",
+		"IPv6", "Retain", "Delete", "NonIndexed", "Indexed",
+		"TerminatingOrFailed", "Failed", "Filesystem", "Block", "Opaque",
+		"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "Exists", "Equal",
+		"In", "NotIn", "DoesNotExist", "NoSchedule", "NoExecute",
+		"PreferNoSchedule", "RuntimeDefault", "Allow", "Forbid", "Replace",
+		"http", "https", "HTTP", "HTTPS", "Deployment", "ReplicaSet",
+		"StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Service",
+		"ConfigMap", "Secret", "ServiceAccount", "v1", "apps/v1", "batch/v1",
+	}
+	m := make(map[string]any, len(list))
+	for _, v := range list {
+		if len(v) > MaxValue {
+			panic("kubekeys: value " + v + " is longer than MaxValue")
+		}
+		m[v] = v
+	}
+	return m
+}()

@@ -25,3 +25,28 @@ func TestInternKeepsOneCopyOfRepeatedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestValueKeepsOneBoxedCopyOfRepeatedValues: a value the API server writes
+// over and over comes back boxed, the same box each time, without an
+// allocation; any other text, or a longer one, is not kept.
+func TestValueKeepsOneBoxedCopyOfRepeatedValues(t *testing.T) {
+	for _, v := range []string{"TCP", "ClusterFirst", "/dev/termination-log", "25%"} {
+		a, ok1 := Value([]byte(v))
+		b, ok2 := Value([]byte(v))
+		if !ok1 || !ok2 || a != v {
+			t.Fatalf("Value(%q) = %v, %v; want it kept", v, a, ok1)
+		}
+		if unsafe.StringData(a.(string)) != unsafe.StringData(b.(string)) {
+			t.Errorf("Value(%q) made two copies", v)
+		}
+		buf := []byte(v)
+		if n := testing.AllocsPerRun(100, func() { _, _ = Value(buf) }); n != 0 {
+			t.Errorf("Value(%q) allocated %.0f times", v, n)
+		}
+	}
+	for _, v := range []string{"tcp", "", "nginx:1.25", "/dev/termination-log/and-then-some"} {
+		if got, ok := Value([]byte(v)); ok {
+			t.Errorf("Value(%q) = %v, want not kept", v, got)
+		}
+	}
+}
