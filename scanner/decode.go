@@ -20,10 +20,11 @@ import (
 // fields, stay JSON until an owner is asked for (ownership). The rest is
 // decoded as the dynamic client decodes (k8s.io/apimachinery/pkg/util/json):
 // integers as int64, other numbers as float64, arrays as []any, objects as
-// map[string]any. The page's reader checked the item (scanJSON), so it is
-// valid JSON here, nested no deeper than maxPageDepth, and is not checked
-// again: liveValue builds each value in one pass over its bytes. It took a
-// third of jsoniter's time, which took a third of encoding/json's.
+// map[string]any, and pruned as the compare prunes it (PruneEmpty). The
+// page's reader checked the item (scanJSON), so it is valid JSON here,
+// nested no deeper than maxPageDepth, and is not checked again: liveValue
+// builds each value in one pass over its bytes. It took a third of
+// jsoniter's time, which took a third of encoding/json's.
 
 // liveJSON configures the iterators that read managedFields (ownership).
 var liveJSON = jsoniter.ConfigCompatibleWithStandardLibrary

@@ -50,3 +50,13 @@ func TestValueKeepsOneBoxedCopyOfRepeatedValues(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesFitMaxValue: no kept value is longer than MaxValue, past which
+// Value and the live decoder do not look a string up.
+func TestValuesFitMaxValue(t *testing.T) {
+	for v := range values {
+		if len(v) > MaxValue {
+			t.Errorf("kept value %q is %d bytes, over MaxValue (%d)", v, len(v), MaxValue)
+		}
+	}
+}
