@@ -16,7 +16,8 @@ import (
 // TestTheCollectorPacesTheHeapAboveAFloor: with neither GOGC nor GOMEMLIMIT
 // set, the binary's heap goal is heapFloor while little is live, and
 // follows the live heap (1.5 times it) once that is larger, so a large
-// estate's scan is not held at the floor. No memory limit is set.
+// estate's scan is not held at the floor; when the live heap falls again
+// the goal stays where it was. No memory limit is set.
 func TestTheCollectorPacesTheHeapAboveAFloor(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
@@ -52,6 +53,12 @@ func TestTheCollectorPacesTheHeapAboveAFloor(t *testing.T) {
 		t.Errorf("heap goal %d MiB with 96 MiB live, want 1.5 times the live heap", goal>>20)
 	}
 	runtime.KeepAlive(live)
+	live = nil
+	// The 96 MiB are garbage now: the goal 1.5 times the live heap would
+	// be back at the floor.
+	if goal := goalAfterGC(96<<20*3/2, 96<<20*2); goal < 96<<20*3/2 || goal > 96<<20*2 {
+		t.Errorf("heap goal %d MiB after the 96 MiB were let go, want it to stay at its highest, 1.5 times 96 MiB", goal>>20)
+	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("memory limit = %d, want none", got)
 	}
