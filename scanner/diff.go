@@ -160,44 +160,76 @@ func diff(t *typer, gvk schema.GroupVersionKind, desired, live map[string]any) (
 
 // diffTyped is diff's typed compare of typedGit and typedLive, which are
 // desired and live or what withoutSame leaves of them; the changes' values
-// and pointers are read from desired and live.
+// and pointers are read from desired and live. The compare is walkCompare's
+// where it can tell, structured-merge-diff's otherwise.
 func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, typedLive map[string]any) ([]change, error) {
+	var cmp comparison
+	rt, ok := t.rootType(gvk)
+	if ok {
+		cmp, ok = walkCompare(rt, gvk, typedGit, typedLive)
+	}
+	if !ok {
+		var err error
+		if cmp, err = smdCompare(t, gvk, live, typedGit, typedLive); err != nil {
+			return nil, err
+		}
+	}
+	return changesOf(cmp, desired, live), nil
+}
+
+// smdCompare is structured-merge-diff's typed compare of typedGit and
+// typedLive, with what it found read as a comparison.
+func smdCompare(t *typer, gvk schema.GroupVersionKind, live, typedGit, typedLive map[string]any) (comparison, error) {
 	tvGit, err := t.toTyped(typedGit, gvk.GroupVersion())
 	if err != nil {
-		return nil, fmt.Errorf("git: %w", err)
+		return comparison{}, fmt.Errorf("git: %w", err)
 	}
 	tvLive, err := t.liveTyped(typedLive, gvk, tvGit)
 	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
+		return comparison{}, fmt.Errorf("live: %w", err)
 	}
 	cmp, err := tvGit.Compare(tvLive)
 	if err != nil {
 		// Say what typing the live object would have said of it.
 		if _, verr := t.toTyped(live, gvk.GroupVersion()); verr != nil {
-			return nil, fmt.Errorf("live: %w", verr)
+			return comparison{}, fmt.Errorf("live: %w", verr)
 		}
-		return nil, fmt.Errorf("compare: %w", err)
+		return comparison{}, fmt.Errorf("compare: %w", err)
 	}
-	// Most changes are added units (a Deployment's dozen defaults): the
-	// slice is made once for them, not grown change by change.
-	units := addedUnits(tvLive, cmp.Added)
-	out := make([]change, 0, len(units)+4)
+	out := comparison{added: addedUnits(tvLive, cmp.Added)}
 	cmp.Modified.Leaves().Iterate(func(p fieldpath.Path) {
-		g, gok := lookup(desired, p)
-		l, lok := lookup(live, p)
-		if equivalent(g, l, kindAt(tvLive, p).TypeName) {
-			return
-		}
-		out = append(out, change{Path: p.Copy(), Type: report.TypeChanged, Git: g, Live: l, GitPresent: gok, LivePresent: lok, in: live})
+		out.modified = append(out.modified, typedLeaf{path: p.Copy(), typeName: kindAt(tvLive, p).TypeName})
 	})
 	topmost(cmp.Removed).Iterate(func(p fieldpath.Path) {
+		out.removed = append(out.removed, p.Copy())
+	})
+	return out, nil
+}
+
+// changesOf are the changes of a comparison: the modified leaves whose
+// values are not two forms of one, what Git has that live does not (unless
+// Git's is empty), and the added units, with values read from desired and
+// live.
+func changesOf(cmp comparison, desired, live map[string]any) []change {
+	// Most changes are added units (a Deployment's dozen defaults): the
+	// slice is made once for them, not grown change by change.
+	out := make([]change, 0, len(cmp.added)+len(cmp.modified)+len(cmp.removed))
+	for _, m := range cmp.modified {
+		g, gok := lookup(desired, m.path)
+		l, lok := lookup(live, m.path)
+		if equivalent(g, l, m.typeName) {
+			continue
+		}
+		out = append(out, change{Path: m.path, Type: report.TypeChanged, Git: g, Live: l, GitPresent: gok, LivePresent: lok, in: live})
+	}
+	for _, p := range cmp.removed {
 		g, gok := lookup(desired, p)
 		if !gok || empty(g) {
-			return
+			continue
 		}
-		out = append(out, change{Path: p.Copy(), Type: report.TypeRemoved, Git: g, GitPresent: true, in: desired})
-	})
-	for _, u := range units {
+		out = append(out, change{Path: p, Type: report.TypeRemoved, Git: g, GitPresent: true, in: desired})
+	}
+	for _, u := range cmp.added {
 		l, lok := lookup(live, u.path)
 		if !lok {
 			continue
@@ -205,9 +237,9 @@ func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, t
 		out = append(out, change{Path: u.path, Type: report.TypeAdded, NewKey: u.kind.NewKey, Live: l, LivePresent: true, in: live})
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
-	return out, nil
+	return out
 }
 
 type unit struct {

@@ -42,6 +42,8 @@ type typer struct {
 	deduced     managedfields.TypeConverter
 	// kinds indexes schemas by kind, for their published defaults.
 	kinds kindSchemas
+	// roots are the kinds' types, for walkCompare.
+	roots rootTypes
 
 	// What has been read of the server's OpenAPI v3 documents, or is
 	// being read (prefetch): the index once, each group/version once.

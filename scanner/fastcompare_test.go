@@ -1,0 +1,263 @@
+package scanner
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+)
+
+// walkCompareApp is Git's side of TestWalkCompareFindsWhatSMDFinds: the
+// kinds a scan meets most, with what makes their compare more than a walk
+// of fields: keyed lists (containers, ports keyed by port and protocol
+// with its default, env, volumes, tolerations as an atomic list), sets
+// (finalizers), atomic structs (a selector), maps of keys (labels,
+// nodeSelector, a ConfigMap's data), quantities, IntOrStrings, and two
+// custom resources: one whose list the CRD keys by two fields, one whose
+// spec it leaves open (typed by deduction).
+const walkCompareApp = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: walk
+  labels: {app: walk, tier: front}
+  annotations: {example.com/owner: "x"}
+  finalizers: [example.com/keep]
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: walk}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1}}
+  template:
+    metadata: {labels: {app: walk}, annotations: {a: "1"}}
+    spec:
+      nodeSelector: {disk: ssd}
+      tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]
+      volumes:
+      - {name: cache, emptyDir: {sizeLimit: 1Gi}}
+      - {name: conf, configMap: {name: walk, items: [{key: a, path: a.txt}]}}
+      initContainers:
+      - {name: init, image: busybox:1.37, command: [sh, -c, "true"]}
+      containers:
+      - name: app
+        image: nginx:1.25
+        args: [serve, --port, "8080"]
+        ports: [{containerPort: 8080, name: http}, {containerPort: 8125, protocol: UDP, name: statsd}]
+        env: [{name: A, value: "1"}, {name: B, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+        resources: {requests: {cpu: "0.1", memory: 64Mi}, limits: {memory: 128Mi}}
+        readinessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 5}
+        volumeMounts: [{name: cache, mountPath: /cache}, {name: conf, mountPath: /etc/walk, readOnly: true}]
+        securityContext: {runAsNonRoot: true, capabilities: {drop: [ALL]}}
+      - name: side
+        image: busybox:1.37
+        command: [sleep, "3600"]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: walk
+  labels: {app: walk}
+spec:
+  selector: {app: walk, tier: front}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: statsd, port: 8125, protocol: UDP, targetPort: statsd}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: walk
+data: {a: "1", b: "two", c: "x: y"}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: walk
+spec:
+  serviceName: walk
+  selector: {matchLabels: {app: walk-db}}
+  template:
+    metadata: {labels: {app: walk-db}}
+    spec:
+      containers: [{name: db, image: postgres:17, ports: [{containerPort: 5432}]}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: walk
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: job, image: busybox:1.37, args: [date]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: walk
+spec:
+  rules:
+  - host: walk.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: walk, port: {number: 80}}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: walk
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: walk}
+  minReplicas: 2
+  maxReplicas: 10
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+---
+apiVersion: example.com/v1
+kind: Route
+metadata:
+  name: walk
+spec:
+  host: walk.example.com
+  backends:
+  - {name: walk-v1, port: 8080, weight: 90}
+  - {name: walk-v2, port: 8080, weight: 10}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: walk
+spec:
+  size: 3
+  config: {a: "x", nested: {b: "y", c: [1, 2]}}
+`
+
+// TestWalkCompareFindsWhatSMDFinds holds walkCompare to structured-merge-
+// diff's typed compare, which it stands in for: for objects the API server
+// applied and returned, whole and as withoutSame leaves them, and for
+// thousands of edits of either side (values changed, also to another
+// type, keys added, also ones the schema does not declare, removed, list
+// items added, removed and reordered), whenever the walk does not give up
+// it finds the same modified leaves (with their types), topmost removed
+// paths and added units, and structured-merge-diff fails on none of those
+// pairs. The walk must not give up on the objects as the server returned
+// them, or a scan would not be spared the compare; and it must take most
+// edited pairs.
+func TestWalkCompareFindsWhatSMDFinds(t *testing.T) {
+	env.InstallCRDs(t, "argocd-controller", fixture("render", "helm", "web", "crds"))
+	env.InstallCRDs(t, "argocd-controller", fixture("crds", "routes.example.com.yaml"))
+	ns := env.Namespace(t, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(walkCompareApp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyDir(t, dir, ns)
+	var kinds []schema.GroupVersionKind
+	gits := map[schema.GroupVersionKind]*unstructured.Unstructured{}
+	for _, text := range strings.Split(walkCompareApp, "\n---\n") {
+		doc := cluster.Object(t, text)
+		doc.SetNamespace(ns)
+		gits[doc.GroupVersionKind()] = doc
+		kinds = append(kinds, doc.GroupVersionKind())
+	}
+	typer := newTyper(env.Client.Discovery().OpenAPIV3())
+	if err := typer.load(kinds); err != nil {
+		t.Fatal(err)
+	}
+	walked, found, pairs := 0, 0, 0
+	for _, gvk := range kinds {
+		git := normalize(gits[gvk])
+		live := normalize(env.Get(t, gvk, ns, "walk"))
+		rt, typed := typer.rootType(gvk)
+		if !typed {
+			t.Fatalf("%s: no type for the walk", gvk.Kind)
+		}
+		for seed := range uint64(600) {
+			g, l := runtime.DeepCopyJSONValue(git).(map[string]any), runtime.DeepCopyJSONValue(live).(map[string]any)
+			r := rand.New(rand.NewPCG(seed, uint64(len(gvk.Kind))))
+			if seed > 0 {
+				// Most edits leave apiVersion and kind, which the
+				// scan's two sides always share with the kind listed.
+				keepKind := seed%8 != 0
+				for range 1 + r.IntN(4) {
+					side := l
+					if r.IntN(3) == 0 {
+						side = g
+					}
+					apiVersion, kind := side["apiVersion"], side["kind"]
+					if keepKind {
+						delete(side, "apiVersion")
+						delete(side, "kind")
+					}
+					edit(r, side)
+					if keepKind {
+						side["apiVersion"], side["kind"] = apiVersion, kind
+					}
+				}
+			}
+			for _, residue := range []bool{false, true} {
+				tg, tl := g, l
+				if residue {
+					tg, tl, _, _ = withoutSame(g, l, true)
+				}
+				name := fmt.Sprintf("%s seed %d (residue %v)", gvk.Kind, seed, residue)
+				pairs++
+				want, wantErr := smdCompare(typer, gvk, l, tg, tl)
+				got, ok := walkCompare(rt, gvk, tg, tl)
+				if !ok {
+					if seed == 0 {
+						t.Errorf("%s: the walk gave up on the objects as the server returned them", name)
+					}
+					continue
+				}
+				walked++
+				if wantErr != nil {
+					t.Fatalf("%s: the walk found %+v where structured-merge-diff fails: %v\ngit %v\nlive %v", name, got, wantErr, tg, tl)
+				}
+				if g, w := comparisonText(got), comparisonText(want); g != w {
+					t.Fatalf("%s: the walk found\n%s\nstructured-merge-diff\n%s\ngit %v\nlive %v", name, g, w, tg, tl)
+				}
+				if len(want.added)+len(want.modified)+len(want.removed) > 0 {
+					found++
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d pairs walked, %d with differences", walked, pairs, found)
+	if walked < pairs/2 || found < walked/2 {
+		t.Fatalf("%d of %d pairs walked, %d with differences: the test no longer tests", walked, pairs, found)
+	}
+}
+
+// comparisonText is c in a text that two comparisons share when they
+// found the same, in any order: each path with what it is.
+func comparisonText(c comparison) string {
+	var lines []string
+	for _, m := range c.modified {
+		lines = append(lines, "modified "+pathText(m.path)+" "+m.typeName)
+	}
+	for _, p := range c.removed {
+		lines = append(lines, "removed "+pathText(p))
+	}
+	for _, u := range c.added {
+		lines = append(lines, fmt.Sprintf("added %s %+v", pathText(u.path), u.kind))
+	}
+	slices.SortFunc(lines, cmp.Compare)
+	return strings.Join(lines, "\n")
+}
