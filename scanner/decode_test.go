@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -138,4 +139,37 @@ func FuzzDecodeLive(f *testing.F) {
 			t.Fatalf("%q: decoded (-utiljson +decodeLive):\n%s", raw, diff)
 		}
 	})
+}
+
+// TestNormalizeLiveNormalizesAsACopyWould: a live object decoded for its
+// compare is normalized in place (normalizeLive) to what normalize makes
+// of a copy of the whole object, and what the scan reads of the live
+// object after (its kind, name, namespace, labels and annotations,
+// kubectl's last-applied one among them, for objectFacts) stays.
+func TestNormalizeLiveNormalizesAsACopyWould(t *testing.T) {
+	for _, in := range []string{
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","uid":"u-1","resourceVersion":"42","generation":3,"creationTimestamp":"2026-12-05T00:00:00Z","labels":{"app":"web"},"annotations":{"a":"1"},"managedFields":[{"manager":"m"}]},"spec":{"replicas":2},"status":{"replicas":2}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop","uid":"u-2","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"a\":\"1\"}}","b":"2"}},"data":{"a":"1"}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","uid":"u-3","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}},"data":{"a":"1"}}`,
+	} {
+		decoded, _, err := decodeLive([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := &unstructured.Unstructured{}
+		if err := whole.UnmarshalJSON([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		want := normalize(whole)
+		l := &unstructured.Unstructured{Object: decoded}
+		got := normalizeLive(l)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: normalizeLive (-normalize +normalizeLive):\n%s", whole.GetName(), diff)
+		}
+		if l.GetKind() != whole.GetKind() || l.GetName() != whole.GetName() || l.GetNamespace() != whole.GetNamespace() ||
+			!cmp.Equal(l.GetLabels(), whole.GetLabels()) || !cmp.Equal(l.GetAnnotations(), whole.GetAnnotations()) {
+			t.Errorf("%s: the live object after normalizeLive has kind %q, name %q, namespace %q, labels %v, annotations %v; want them as listed",
+				whole.GetName(), l.GetKind(), l.GetName(), l.GetNamespace(), l.GetLabels(), l.GetAnnotations())
+		}
+	}
 }

@@ -66,39 +66,29 @@ func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[str
 
 // normalizeLive is normalize for a live object that the scan decoded for
 // this compare alone (decodeLive: without status or managedFields, and
-// pruned): what it holds is taken, not copied. Of its metadata, which the
-// compare still reads (labels, annotations), only the maps normalizing
-// changes are new: the metadata itself, and the annotations when
-// kubectl's last-applied one is to go. What decoding pruned is not walked
-// again; only the metadata, which removing the server's fields may have
-// emptied (an object whose only annotation was kubectl's), is pruned.
+// pruned), done in place: nothing reads the server's fields of it after
+// (its uid and resourceVersion were read from its bytes). Only kubectl's
+// last-applied annotation, which objectFacts still reads from the live
+// object, is removed from copies of the metadata and annotations. What
+// decoding pruned is not walked again; only the metadata, which removing
+// the server's fields may have emptied, is pruned.
 func normalizeLive(l *unstructured.Unstructured) map[string]any {
-	out := make(map[string]any, len(l.Object))
-	for k, v := range l.Object {
-		switch k {
-		case "status":
-		case "metadata":
-			if md, ok := v.(map[string]any); ok {
-				keep := make(map[string]any, len(md))
-				for mk, mv := range md {
-					if mk != "managedFields" {
-						keep[mk] = mv
-					}
-				}
-				if ann, ok := md["annotations"].(map[string]any); ok {
-					if _, ok := ann[lastApplied]; ok {
-						keep["annotations"] = maps.Clone(ann)
-					}
-				}
-				v = keep
+	out, copied := l.Object, false
+	if md, ok := out["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			if _, ok := ann[lastApplied]; ok {
+				md = maps.Clone(md)
+				md["annotations"] = maps.Clone(ann)
+				out, copied = maps.Clone(out), true
+				out["metadata"] = md
 			}
-			out[k] = v
-		default:
-			out[k] = v
 		}
 	}
 	out = serverFieldsRemoved(l, out)
 	if md, ok := out["metadata"]; ok && empty(PruneEmpty(md)) {
+		if !copied {
+			out = maps.Clone(out)
+		}
 		delete(out, "metadata")
 	}
 	return out
