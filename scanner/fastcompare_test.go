@@ -4,17 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/calricon/driftscan/fixtures/cluster"
 )
 
 // walkCompareApp is Git's side of TestWalkCompareFindsWhatSMDFinds: the
@@ -29,7 +23,7 @@ const walkCompareApp = `
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: walk
+  name: web
   labels: {app: walk, tier: front}
   annotations: {example.com/owner: "x"}
   finalizers: [example.com/keep]
@@ -44,7 +38,7 @@ spec:
       tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]
       volumes:
       - {name: cache, emptyDir: {sizeLimit: 1Gi}}
-      - {name: conf, configMap: {name: walk, items: [{key: a, path: a.txt}]}}
+      - {name: conf, configMap: {name: web, items: [{key: a, path: a.txt}]}}
       initContainers:
       - {name: init, image: busybox:1.37, command: [sh, -c, "true"]}
       containers:
@@ -64,7 +58,7 @@ spec:
 apiVersion: v1
 kind: Service
 metadata:
-  name: walk
+  name: web
   labels: {app: walk}
 spec:
   selector: {app: walk, tier: front}
@@ -75,13 +69,13 @@ spec:
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: walk
+  name: web
 data: {a: "1", b: "two", c: "x: y"}
 ---
 apiVersion: apps/v1
 kind: StatefulSet
 metadata:
-  name: walk
+  name: web
 spec:
   serviceName: walk
   selector: {matchLabels: {app: walk-db}}
@@ -96,7 +90,7 @@ spec:
 apiVersion: batch/v1
 kind: CronJob
 metadata:
-  name: walk
+  name: web
 spec:
   schedule: "*/5 * * * *"
   jobTemplate:
@@ -109,20 +103,20 @@ spec:
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
-  name: walk
+  name: web
 spec:
   rules:
   - host: walk.example.com
     http:
       paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: walk, port: {number: 80}}}}
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata:
-  name: walk
+  name: web
 spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: walk}
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
   minReplicas: 2
   maxReplicas: 10
   metrics:
@@ -132,21 +126,14 @@ spec:
 apiVersion: example.com/v1
 kind: Route
 metadata:
-  name: walk
+  name: web
 spec:
   host: walk.example.com
   backends:
-  - {name: walk-v1, port: 8080, weight: 90}
-  - {name: walk-v2, port: 8080, weight: 10}
+  - {name: web-v1, port: 8080, weight: 90}
+  - {name: web-v2, port: 8080, weight: 10}
 ---
-apiVersion: example.com/v1
-kind: Widget
-metadata:
-  name: walk
-spec:
-  size: 3
-  config: {a: "x", nested: {b: "y", c: [1, 2]}}
-`
+` + openWidget
 
 // TestWalkCompareFindsWhatSMDFinds holds walkCompare to structured-merge-
 // diff's typed compare, which it stands in for: for objects the API server
@@ -160,30 +147,10 @@ spec:
 // them, or a scan would not be spared the compare; and it must take most
 // edited pairs.
 func TestWalkCompareFindsWhatSMDFinds(t *testing.T) {
-	env.InstallCRDs(t, "argocd-controller", fixture("render", "helm", "web", "crds"))
-	env.InstallCRDs(t, "argocd-controller", fixture("crds", "routes.example.com.yaml"))
-	ns := env.Namespace(t, nil)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(walkCompareApp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	applyDir(t, dir, ns)
-	var kinds []schema.GroupVersionKind
-	gits := map[schema.GroupVersionKind]*unstructured.Unstructured{}
-	for _, text := range strings.Split(walkCompareApp, "\n---\n") {
-		doc := cluster.Object(t, text)
-		doc.SetNamespace(ns)
-		gits[doc.GroupVersionKind()] = doc
-		kinds = append(kinds, doc.GroupVersionKind())
-	}
-	typer := newTyper(env.Client.Discovery().OpenAPIV3())
-	if err := typer.load(kinds); err != nil {
-		t.Fatal(err)
-	}
+	typer, objects := applyApp(t, walkCompareApp)
 	walked, found, pairs := 0, 0, 0
-	for _, gvk := range kinds {
-		git := normalize(gits[gvk])
-		live := normalize(env.Get(t, gvk, ns, "walk"))
+	for _, o := range objects {
+		gvk, git, live := o.gvk, o.git, o.live
 		rt, typed := typer.rootType(gvk)
 		if !typed {
 			t.Fatalf("%s: no type for the walk", gvk.Kind)

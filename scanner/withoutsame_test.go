@@ -56,7 +56,11 @@ spec:
   - {name: http, port: 80, targetPort: 8080}
   - {name: metrics, port: 9090, targetPort: 9090}
 ---
-apiVersion: example.com/v1
+` + openWidget
+
+// openWidget is a custom resource whose spec its CRD leaves open: it is
+// typed by deduction.
+const openWidget = `apiVersion: example.com/v1
 kind: Widget
 metadata:
   name: web
@@ -73,29 +77,10 @@ spec:
 // and reordered), the changes are the same, value for value and pointer
 // for pointer, and so is whether the compare fails.
 func TestWithoutSameFindsWhatTheWholeCompareFinds(t *testing.T) {
-	env.InstallCRDs(t, "argocd-controller", fixture("render", "helm", "web", "crds"))
-	ns := env.Namespace(t, nil)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(withoutSameApp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	applyDir(t, dir, ns)
-	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	kinds := []schema.GroupVersionKind{cluster.Deployment, cluster.Service, widget}
-	typer := newTyper(env.Client.Discovery().OpenAPIV3())
-	if err := typer.load(kinds); err != nil {
-		t.Fatal(err)
-	}
-	gits := map[string]*unstructured.Unstructured{}
-	for _, text := range strings.Split(withoutSameApp, "\n---\n") {
-		doc := cluster.Object(t, text)
-		doc.SetNamespace(ns)
-		gits[doc.GetKind()] = doc
-	}
+	typer, objects := applyApp(t, withoutSameApp)
 	compared := 0
-	for _, gvk := range kinds {
-		git := normalize(gits[gvk.Kind])
-		live := normalize(env.Get(t, gvk, ns, "web"))
+	for _, o := range objects {
+		gvk, git, live := o.gvk, o.git, o.live
 		for seed := range uint64(400) {
 			g, l := runtime.DeepCopyJSONValue(git).(map[string]any), runtime.DeepCopyJSONValue(live).(map[string]any)
 			r := rand.New(rand.NewPCG(seed, uint64(len(gvk.Kind))))
@@ -130,6 +115,48 @@ func TestWithoutSameFindsWhatTheWholeCompareFinds(t *testing.T) {
 	if compared < 400 {
 		t.Fatalf("%d of 1,200 pairs compared with changes found and members left out: the test no longer tests", compared)
 	}
+}
+
+// appliedObject is one object of applyApp's: its kind, and Git's and the
+// live object, normalized.
+type appliedObject struct {
+	gvk       schema.GroupVersionKind
+	git, live map[string]any
+}
+
+// applyApp applies app, YAML documents of objects that share one name, in
+// a namespace of the test's own (with the CRDs of the Widget and Route
+// custom resources installed), and returns a typer with the server's
+// schemas of their kinds and each object as Git declares it and as the
+// API server returned it, in the documents' order.
+func applyApp(t *testing.T, app string) (*typer, []appliedObject) {
+	t.Helper()
+	env.InstallCRDs(t, "argocd-controller", fixture("render", "helm", "web", "crds"))
+	env.InstallCRDs(t, "argocd-controller", fixture("crds", "routes.example.com.yaml"))
+	ns := env.Namespace(t, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(app), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyDir(t, dir, ns)
+	var docs []*unstructured.Unstructured
+	var kinds []schema.GroupVersionKind
+	for _, text := range strings.Split(app, "\n---\n") {
+		doc := cluster.Object(t, text)
+		doc.SetNamespace(ns)
+		docs = append(docs, doc)
+		kinds = append(kinds, doc.GroupVersionKind())
+	}
+	typer := newTyper(env.Client.Discovery().OpenAPIV3())
+	if err := typer.load(kinds); err != nil {
+		t.Fatal(err)
+	}
+	var out []appliedObject
+	for _, doc := range docs {
+		gvk := doc.GroupVersionKind()
+		out = append(out, appliedObject{gvk: gvk, git: normalize(doc), live: normalize(env.Get(t, gvk, ns, doc.GetName()))})
+	}
+	return typer, out
 }
 
 // sortChanges orders changes by their paths.
