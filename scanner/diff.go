@@ -136,33 +136,24 @@ func serverFieldsRemoved(obj *unstructured.Unstructured, out map[string]any) map
 //
 // Where the two are one value, as they are for most ConfigMaps, RBAC
 // objects and custom resources a scan meets, there is nothing to find and
-// neither side is typed: the typed compare is most of a cold scan's CPU.
-// Otherwise what the two hold as one value (a Deployment's name, labels,
-// selector and replicas, most of the time) is left out of the typed
-// compare (withoutSame), which finds nothing in it.
+// neither side is walked. Otherwise walkCompare walks the two, passing over
+// what they hold as one value (a Deployment's name, labels, selector and
+// replicas, most of the time). Where it gives up, what the two hold as one
+// value is left out (withoutSame) of structured-merge-diff's typed compare,
+// which finds nothing in it.
 func diff(t *typer, gvk schema.GroupVersionKind, desired, live map[string]any) ([]change, error) {
 	if sameValue(desired, live) {
 		return nil, nil
 	}
-	typedGit, typedLive, _, _ := withoutSame(desired, live, true)
-	return diffTyped(t, gvk, desired, live, typedGit, typedLive)
-}
-
-// diffTyped is diff's typed compare of typedGit and typedLive, which are
-// desired and live or what withoutSame leaves of them; the changes' values
-// and pointers are read from desired and live. The compare is walkCompare's
-// where it can tell, structured-merge-diff's otherwise.
-func diffTyped(t *typer, gvk schema.GroupVersionKind, desired, live, typedGit, typedLive map[string]any) ([]change, error) {
-	var cmp comparison
-	rt, ok := t.rootType(gvk)
-	if ok {
-		cmp, ok = walkCompare(rt, gvk, typedGit, typedLive)
-	}
-	if !ok {
-		var err error
-		if cmp, err = smdCompare(t, gvk, live, typedGit, typedLive); err != nil {
-			return nil, err
+	if rt, ok := t.rootType(gvk); ok {
+		if cmp, ok := walkCompare(rt, gvk, desired, live); ok {
+			return changesOf(cmp, desired, live), nil
 		}
+	}
+	typedGit, typedLive, _, _ := withoutSame(desired, live, true)
+	cmp, err := smdCompare(t, gvk, live, typedGit, typedLive)
+	if err != nil {
+		return nil, err
 	}
 	return changesOf(cmp, desired, live), nil
 }

@@ -136,8 +136,10 @@ spec:
 ` + openWidget
 
 // TestWalkCompareFindsWhatSMDFinds holds walkCompare to structured-merge-
-// diff's typed compare, which it stands in for: for objects the API server
-// applied and returned, whole and as withoutSame leaves them, and for
+// diff's typed compare of what withoutSame leaves of two objects, which it
+// stands in for: walking the objects whole (as diff does, passing over
+// what they hold as one value) and as withoutSame leaves them, for objects
+// the API server applied and returned, and for
 // thousands of edits of either side (values changed, also to another
 // type, keys added, also ones the schema does not declare, removed, list
 // items added, removed and reordered), whenever the walk does not give up
@@ -178,14 +180,18 @@ func TestWalkCompareFindsWhatSMDFinds(t *testing.T) {
 					}
 				}
 			}
+			// What diff compared before the walk: smd's compare of what
+			// withoutSame leaves (which TestWithoutSame holds to the
+			// compare of the whole objects where that does not fail).
+			rg, rl, _, _ := withoutSame(g, l, true)
+			want, wantErr := smdCompare(typer, gvk, l, rg, rl)
 			for _, residue := range []bool{false, true} {
 				tg, tl := g, l
 				if residue {
-					tg, tl, _, _ = withoutSame(g, l, true)
+					tg, tl = rg, rl
 				}
 				name := fmt.Sprintf("%s seed %d (residue %v)", gvk.Kind, seed, residue)
 				pairs++
-				want, wantErr := smdCompare(typer, gvk, l, tg, tl)
 				got, ok := walkCompare(rt, gvk, tg, tl)
 				if !ok {
 					if seed == 0 {

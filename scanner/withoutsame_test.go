@@ -69,9 +69,11 @@ spec:
   config: {a: "x", nested: {b: "y", c: [1, 2]}}
 `
 
-// TestWithoutSameFindsWhatTheWholeCompareFinds holds diff, which leaves
-// what both sides hold as one value out of the typed compare, to the
-// compare of the whole objects, with the server's schemas: for objects the
+// TestWithoutSameFindsWhatTheWholeCompareFinds holds structured-merge-
+// diff's compare of what withoutSame leaves of two objects (all but what
+// both hold as one value), which diff falls back to where walkCompare
+// gives up, to its compare of the whole objects, with the server's
+// schemas: for objects the
 // API server applied and returned, and for thousands of edits of either
 // side (values changed, keys added and removed, list items added, removed
 // and reordered), the changes are the same, value for value and pointer
@@ -94,8 +96,19 @@ func TestWithoutSameFindsWhatTheWholeCompareFinds(t *testing.T) {
 				}
 			}
 			name := fmt.Sprintf("%s seed %d", gvk.Kind, seed)
-			got, gotErr := diff(typer, gvk, g, l)
-			want, wantErr := diffTyped(typer, gvk, g, l, g, l)
+			// structured-merge-diff's compare, which diff falls back to
+			// where walkCompare gives up, of what withoutSame leaves and
+			// of the whole objects.
+			smdChanges := func(tg, tl map[string]any) ([]change, error) {
+				cmp, err := smdCompare(typer, gvk, l, tg, tl)
+				if err != nil {
+					return nil, err
+				}
+				return changesOf(cmp, g, l), nil
+			}
+			rg, rl, _, _ := withoutSame(g, l, true)
+			got, gotErr := smdChanges(rg, rl)
+			want, wantErr := smdChanges(g, l)
 			if (gotErr == nil) != (wantErr == nil) {
 				t.Fatalf("%s: compare without the same members failed with %v, the whole compare with %v\ngit %v\nlive %v", name, gotErr, wantErr, g, l)
 			}
