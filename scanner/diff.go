@@ -169,13 +169,22 @@ func smdCompare(t *typer, gvk schema.GroupVersionKind, live, typedGit, typedLive
 	if err != nil {
 		return comparison{}, fmt.Errorf("live: %w", err)
 	}
-	cmp, err := tvGit.Compare(tvLive)
+	out, err := compareTyped(tvGit, tvLive)
 	if err != nil {
 		// Say what typing the live object would have said of it.
 		if _, verr := t.toTyped(live, gvk.GroupVersion()); verr != nil {
 			return comparison{}, fmt.Errorf("live: %w", verr)
 		}
 		return comparison{}, fmt.Errorf("compare: %w", err)
+	}
+	return out, nil
+}
+
+// compareTyped is smd's compare of two typed values, read as a comparison.
+func compareTyped(tvGit, tvLive *typed.TypedValue) (comparison, error) {
+	cmp, err := tvGit.Compare(tvLive)
+	if err != nil {
+		return comparison{}, err
 	}
 	out := comparison{added: addedUnits(tvLive, cmp.Added)}
 	cmp.Modified.Leaves().Iterate(func(p fieldpath.Path) {

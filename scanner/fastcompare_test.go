@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // walkCompareApp is Git's side of TestWalkCompareFindsWhatSMDFinds: the
@@ -233,4 +237,118 @@ func comparisonText(c comparison) string {
 	}
 	slices.SortFunc(lines, cmp.Compare)
 	return strings.Join(lines, "\n")
+}
+
+// fuzzSchema is a schema of every kind of type walkCompare meets: scalars
+// of each type and a scalar of any (IntOrString's), a map of keys, an
+// atomic map, structs (one atomic, one that holds itself), a list keyed by
+// two fields one of which has a default (a Service's ports), a set, an
+// atomic list of structs, and a field left open, typed by deduction as an
+// open custom resource's is.
+const fuzzSchema = `types:
+- name: root
+  map:
+    fields:
+    - {name: apiVersion, type: {scalar: string}}
+    - {name: kind, type: {scalar: string}}
+    - {name: s, type: {scalar: string}}
+    - {name: num, type: {scalar: numeric}}
+    - {name: b, type: {scalar: boolean}}
+    - {name: ios, type: {namedType: intOrString}}
+    - {name: labels, type: {map: {elementType: {scalar: string}}}}
+    - {name: atomicMap, type: {map: {elementType: {scalar: string}, elementRelationship: atomic}}}
+    - {name: struct, type: {namedType: sub}}
+    - {name: atomicStruct, type: {namedType: atomicSub}}
+    - {name: keyed, type: {list: {elementType: {namedType: item}, elementRelationship: associative, keys: [port, protocol]}}}
+    - {name: set, type: {list: {elementType: {scalar: string}, elementRelationship: associative}}}
+    - {name: atomicList, type: {list: {elementType: {namedType: sub}, elementRelationship: atomic}}}
+    - {name: open, type: {namedType: __untyped_deduced_}}
+- name: sub
+  map:
+    fields:
+    - {name: a, type: {scalar: string}}
+    - {name: num, type: {scalar: numeric}}
+    - {name: m, type: {map: {elementType: {namedType: sub}}}}
+    - {name: l, type: {list: {elementType: {scalar: numeric}, elementRelationship: atomic}}}
+- name: atomicSub
+  map:
+    elementRelationship: atomic
+    fields:
+    - {name: a, type: {scalar: string}}
+    - {name: l, type: {list: {elementType: {scalar: numeric}, elementRelationship: atomic}}}
+- name: item
+  map:
+    fields:
+    - {name: name, type: {scalar: string}}
+    - {name: port, type: {scalar: numeric}}
+    - {name: protocol, type: {scalar: string}, default: TCP}
+    - {name: sub, type: {namedType: sub}}
+- name: intOrString
+  scalar: untyped
+- name: __untyped_atomic_
+  scalar: untyped
+  list: {elementType: {namedType: __untyped_atomic_}, elementRelationship: atomic}
+  map: {elementType: {namedType: __untyped_atomic_}, elementRelationship: atomic}
+- name: __untyped_deduced_
+  scalar: untyped
+  list: {elementType: {namedType: __untyped_atomic_}, elementRelationship: atomic}
+  map: {elementType: {namedType: __untyped_deduced_}, elementRelationship: separable}
+`
+
+// FuzzWalkCompare: for any two objects of fuzzSchema's root type, decoded
+// as the scan decodes JSON and pruned as it normalizes them, walkCompare
+// either gives up or finds what structured-merge-diff's compare of what
+// withoutSame leaves of them finds (Git's side validated, live's not, as
+// for a built-in kind), and that compare does not fail. No input makes the
+// walk panic.
+func FuzzWalkCompare(f *testing.F) {
+	parser, err := typed.NewParser(fuzzSchema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pt := parser.Type("root")
+	rt := rootType{s: pt.Schema, tr: pt.TypeRef}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Root"}
+	for _, seed := range [][2]string{
+		{`{"s":"a","num":1,"labels":{"a":"1"}}`, `{"s":"a","num":1.0,"labels":{"a":"1","b":"2"},"b":true}`},
+		{`{"keyed":[{"port":80,"name":"http"},{"port":53,"protocol":"UDP"}]}`, `{"keyed":[{"port":53,"protocol":"UDP"},{"port":80,"protocol":"TCP","name":"web","sub":{"a":"x"}}]}`},
+		{`{"set":["a","b"],"atomicList":[{"a":"1"}]}`, `{"set":["b","c"],"atomicList":[{"a":"2"}]}`},
+		{`{"struct":{"a":"x","m":{"k":{"a":"y","l":[1,2]}}}}`, `{"struct":{"a":"x","m":{"k":{"a":"z","l":[1,2]},"j":{"num":3}}}}`},
+		{`{"atomicStruct":{"a":"x"},"atomicMap":{"a":"1"}}`, `{"atomicStruct":{"a":"x","l":[1]},"atomicMap":{"a":"1","b":"2"}}`},
+		{`{"ios":"25%","open":{"a":{"b":[1,{"c":2}]},"d":"e"}}`, `{"ios":3,"open":{"a":{"b":[1,{"c":3}]},"x":{"y":1}}}`},
+		{`{"keyed":[{"port":80},{"port":80}]}`, `{"keyed":[{"port":80,"protocol":"TCP"}]}`},
+		{`{"labels":{"a":1},"s":{}}`, `{"labels":{"a":"1"},"undeclared":1}`},
+		{`{"keyed":[{"name":"no port"}],"set":[{"a":1}]}`, `{"keyed":[]}`},
+	} {
+		f.Add([]byte(seed[0]), []byte(seed[1]))
+	}
+	f.Fuzz(func(t *testing.T, gitJSON, liveJSON []byte) {
+		var g, l map[string]any
+		if utiljson.Unmarshal(gitJSON, &g) != nil || utiljson.Unmarshal(liveJSON, &l) != nil || g == nil || l == nil {
+			return
+		}
+		PruneEmpty(g)
+		PruneEmpty(l)
+		for _, obj := range []map[string]any{g, l} {
+			obj["apiVersion"], obj["kind"] = "v1", "Root"
+		}
+		got, ok := walkCompare(rt, gvk, g, l)
+		if !ok {
+			return
+		}
+		rg, rl, _, _ := withoutSame(g, l, true)
+		tvGit, err := pt.FromUnstructured(rg, typed.AllowDuplicates)
+		if err != nil {
+			t.Fatalf("the walk found %s where smd's typing of Git's side fails: %v\ngit %s\nlive %s", comparisonText(got), err, gitJSON, liveJSON)
+		}
+		//lint:ignore SA1019 the live side of a built-in kind is typed so (liveTyped).
+		tvLive := typed.AsTypedUnvalidated(value.NewValueInterface(rl), pt.Schema, pt.TypeRef)
+		want, err := compareTyped(tvGit, tvLive)
+		if err != nil {
+			t.Fatalf("the walk found %s where smd's compare fails: %v\ngit %s\nlive %s", comparisonText(got), err, gitJSON, liveJSON)
+		}
+		if g, w := comparisonText(got), comparisonText(want); g != w {
+			t.Fatalf("the walk found\n%s\nsmd\n%s\ngit %s\nlive %s", g, w, gitJSON, liveJSON)
+		}
+	})
 }
