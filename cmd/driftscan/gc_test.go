@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // TestTheCollectorPacesTheHeapAboveAFloor: with neither GOGC nor GOMEMLIMIT
@@ -138,5 +140,40 @@ func TestNoCollectionBeforeMainPacesTheHeap(t *testing.T) {
 	}
 	if unforced, _ := collections("GOGC=100"); unforced == 0 {
 		t.Errorf("with GOGC=100 no collection at start-up either: the check above shows nothing")
+	}
+}
+
+// TestTheScanKeepsToItsContainersMemoryLimit: in a cgroup with a memory
+// limit (a pod's limits.memory), the runtime's soft memory limit is
+// containerShare of it, so the collector works harder near the limit
+// rather than let the kernel kill the scan; without one, or with GOGC or
+// GOMEMLIMIT in the environment, no limit is set.
+func TestTheScanKeepsToItsContainersMemoryLimit(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("AUTOMEMLIMIT", "")
+	os.Unsetenv("AUTOMEMLIMIT")
+	restore := gcSettings(t)
+	defer restore()
+	debug.SetMemoryLimit(math.MaxInt64)
+
+	var container uint64 = 1 << 30
+	want := int64(float64(container) * containerShare)
+	if got := limitToContainer(memlimit.Limit(container)); got != want {
+		t.Errorf("limitToContainer with a 1 GiB cgroup = %d, want %d", got, want)
+	}
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Errorf("memory limit = %d, want %d", got, want)
+	}
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	unlimited := func() (uint64, error) { return 0, memlimit.ErrNoLimit }
+	if got := limitToContainer(unlimited); got != math.MaxInt64 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Errorf("limitToContainer without a cgroup limit = %d, want none", got)
+	}
+
+	t.Setenv("GOGC", "100")
+	if got := limitToContainer(memlimit.Limit(container)); got != math.MaxInt64 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Errorf("limitToContainer with GOGC set = %d, want the user's settings to stand", got)
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	_ "github.com/calricon/driftscan/cmd/driftscan/internal/startheap" // before the other packages' init
 )
 
 func main() {
 	paceGC()
+	limitToContainer(memlimit.FromCgroup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
