@@ -56,10 +56,10 @@ type rootType struct {
 	tr smdschema.TypeRef
 }
 
-// rootTypes caches each kind's rootType for the converter it was read from.
+// rootTypes caches each kind's rootType; load empties it when it rebuilds
+// the converter.
 type rootTypes struct {
 	mu    sync.Mutex
-	conv  any
 	types map[schema.GroupVersionKind]rootType
 }
 
@@ -71,9 +71,6 @@ func (t *typer) rootType(gvk schema.GroupVersionKind) (rootType, bool) {
 	}
 	t.roots.mu.Lock()
 	defer t.roots.mu.Unlock()
-	if t.roots.conv != t.conv {
-		t.roots.conv, t.roots.types = t.conv, map[schema.GroupVersionKind]rootType{}
-	}
 	if rt, ok := t.roots.types[gvk]; ok {
 		return rt, rt.s != nil
 	}
@@ -83,6 +80,9 @@ func (t *typer) rootType(gvk schema.GroupVersionKind) (rootType, bool) {
 	var rt rootType
 	if err == nil {
 		rt = rootType{s: tv.Schema(), tr: tv.TypeRef()}
+	}
+	if t.roots.types == nil {
+		t.roots.types = map[schema.GroupVersionKind]rootType{}
 	}
 	t.roots.types[gvk] = rt
 	return rt, rt.s != nil
@@ -216,16 +216,15 @@ func (w *compareWalk) leaf(tr smdschema.TypeRef, l, r any) bool {
 	return true
 }
 
-// fieldType is the type of m's field key, as both the compare and the
-// validation find it; false for a field a struct does not declare.
-func fieldType(m *smdschema.Map, key string) (smdschema.TypeRef, bool, bool) {
+// fieldType is the type of m's field key and whether key is a new key
+// rather than a struct's field (nodeKind.NewKey), as the compare, the
+// validation and kindCursor find them; declared is false for a field a
+// struct does not declare.
+func fieldType(m *smdschema.Map, key string) (tr smdschema.TypeRef, newKey, declared bool) {
 	if sf, ok := m.FindField(key); ok {
 		return sf.Type, false, true
 	}
-	if m.ElementType == (smdschema.TypeRef{}) {
-		return smdschema.TypeRef{}, false, false
-	}
-	return m.ElementType, true, true
+	return m.ElementType, true, m.ElementType != (smdschema.TypeRef{})
 }
 
 func (w *compareWalk) mapItems(m *smdschema.Map, lm, rm map[string]any) bool {
@@ -378,18 +377,8 @@ func (w *compareWalk) added(tr smdschema.TypeRef, a smdschema.Atom, r any, newKe
 	if !w.check(a, r) {
 		return false
 	}
-	// What the node is, as kindCursor says it: by the type, not the
-	// value, a list first.
-	k := nodeKind{NewKey: newKey}
-	if tr.NamedType != nil {
-		k.TypeName = *tr.NamedType
-	}
-	switch {
-	case a.List != nil:
-		k.Collection = a.List.ElementRelationship != smdschema.Atomic
-	case a.Map != nil:
-		k.Collection = len(a.Map.Fields) == 0 && a.Map.ElementRelationship != smdschema.Atomic
-	}
+	// What the node is, as kindCursor says it: by the type, not the value.
+	k := kindOf(tr, a, newKey)
 	if !k.Collection {
 		w.out.added = append(w.out.added, unit{path: w.kept(), kind: k})
 		return true
@@ -495,73 +484,54 @@ func scalarFits(t smdschema.Scalar, v any) bool {
 // smdEqual is value.Equals for decoded values: numbers are one value when
 // they are one float64; false ok for a value it does not know.
 func smdEqual(a, b any) (eq, ok bool) {
+	if !decodedValue(a) || !decodedValue(b) {
+		return false, false
+	}
 	switch a := a.(type) {
-	case string:
-		switch b := b.(type) {
-		case string:
-			return a == b, true
-		case bool, int64, float64, map[string]any, []any:
-			return false, true
-		}
-	case bool:
-		switch b := b.(type) {
-		case bool:
-			return a == b, true
-		case string, int64, float64, map[string]any, []any:
-			return false, true
-		}
 	case int64:
-		switch b := b.(type) {
-		case int64:
-			return a == b, true
-		case float64:
+		if b, isFloat := b.(float64); isFloat {
 			return float64(a) == b, true
-		case string, bool, map[string]any, []any:
-			return false, true
 		}
 	case float64:
-		switch b := b.(type) {
-		case int64:
+		if b, isInt := b.(int64); isInt {
 			return a == float64(b), true
-		case float64:
-			return a == b, true
-		case string, bool, map[string]any, []any:
-			return false, true
 		}
 	case []any:
-		switch b := b.(type) {
-		case []any:
-			if len(a) != len(b) {
-				return false, true
-			}
-			for i := range a {
-				if eq, ok := smdEqual(a[i], b[i]); !eq || !ok {
-					return false, ok
-				}
-			}
-			return true, true
-		case string, bool, int64, float64, map[string]any:
+		b, isList := b.([]any)
+		if !isList || len(a) != len(b) {
 			return false, true
 		}
+		for i := range a {
+			if eq, ok := smdEqual(a[i], b[i]); !eq || !ok {
+				return false, ok
+			}
+		}
+		return true, true
 	case map[string]any:
-		switch b := b.(type) {
-		case map[string]any:
-			if len(a) != len(b) {
-				return false, true
-			}
-			for k, av := range a {
-				bv, found := b[k]
-				if !found {
-					return false, true
-				}
-				if eq, ok := smdEqual(av, bv); !eq || !ok {
-					return false, ok
-				}
-			}
-			return true, true
-		case string, bool, int64, float64, []any:
+		b, isMap := b.(map[string]any)
+		if !isMap || len(a) != len(b) {
 			return false, true
 		}
+		for k, av := range a {
+			bv, found := b[k]
+			if !found {
+				return false, true
+			}
+			if eq, ok := smdEqual(av, bv); !eq || !ok {
+				return false, ok
+			}
+		}
+		return true, true
 	}
-	return false, false
+	// Two scalars (a is one): one value when of one type and equal.
+	return a == b, true
+}
+
+// decodedValue says whether v is of a type decoding makes.
+func decodedValue(v any) bool {
+	switch v.(type) {
+	case string, bool, int64, float64, []any, map[string]any:
+		return true
+	}
+	return false
 }

@@ -203,6 +203,7 @@ func (t *typer) load(kinds []schema.GroupVersionKind) error {
 	}
 	t.conv = conv
 	t.kinds = kindSchemas{}
+	t.roots = rootTypes{}
 	return nil
 }
 
@@ -429,11 +430,7 @@ func (c kindCursor) step(pe fieldpath.PathElement) kindCursor {
 		if atom.Map == nil {
 			return kindCursor{done: true}
 		}
-		if sf, ok := atom.Map.FindField(*pe.FieldName); ok {
-			c.tr, c.k.NewKey = sf.Type, false
-		} else {
-			c.tr, c.k.NewKey = atom.Map.ElementType, true
-		}
+		c.tr, c.k.NewKey, _ = fieldType(atom.Map, *pe.FieldName)
 	default:
 		if atom.List == nil {
 			return kindCursor{k: nodeKind{NewKey: true}, done: true}
@@ -447,20 +444,26 @@ func (c kindCursor) step(pe fieldpath.PathElement) kindCursor {
 
 // kind is what the node at the cursor is.
 func (c kindCursor) kind() nodeKind {
-	k := c.k
 	if c.done {
-		return k
+		return c.k
 	}
-	if c.tr.NamedType != nil {
-		k.TypeName = *c.tr.NamedType
+	a, _ := c.s.Resolve(c.tr)
+	return kindOf(c.tr, a, c.k.NewKey)
+}
+
+// kindOf is what a node of type tr, which allows a, is (its path's last
+// element a new key or not): a collection by its type, not its value, a
+// list before a map where the type allows both.
+func kindOf(tr smdschema.TypeRef, a smdschema.Atom, newKey bool) nodeKind {
+	k := nodeKind{NewKey: newKey}
+	if tr.NamedType != nil {
+		k.TypeName = *tr.NamedType
 	}
-	if atom, ok := c.s.Resolve(c.tr); ok {
-		switch {
-		case atom.List != nil:
-			k.Collection = atom.List.ElementRelationship != smdschema.Atomic
-		case atom.Map != nil:
-			k.Collection = len(atom.Map.Fields) == 0 && atom.Map.ElementRelationship != smdschema.Atomic
-		}
+	switch {
+	case a.List != nil:
+		k.Collection = a.List.ElementRelationship != smdschema.Atomic
+	case a.Map != nil:
+		k.Collection = len(a.Map.Fields) == 0 && a.Map.ElementRelationship != smdschema.Atomic
 	}
 	return k
 }
