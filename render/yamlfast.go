@@ -206,6 +206,12 @@ func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 	var v any
 	switch text[0] {
 	case '"', '\'':
+		if n := len(text); n > 2 && text[n-1] == text[0] {
+			if kept, ok := kubekeys.Value(text[1 : n-1]); ok { // no quote or escape within
+				v = kept
+				break
+			}
+		}
 		s, n, ok := quoted(text)
 		switch {
 		case ok && n == len(text):
@@ -238,6 +244,10 @@ func (p *fastYAML) scalarLine(text []byte, col int) (any, bool) {
 		more, ok := p.plainLines(col)
 		if !ok {
 			return nil, false
+		}
+		if kept, ok := kubekeys.Value(text); ok && more == "" {
+			v = kept // apps/v1, Deployment, TCP: plain strings, one copy
+			break
 		}
 		if v, ok = fastPlain(string(text) + more); !ok {
 			return nil, false
@@ -549,15 +559,19 @@ func plainTag(s string) string {
 			return resolveSpecial[s]
 		}
 		plain := strings.ReplaceAll(s, "_", "")
-		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-			return "!!int"
-		}
-		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return "!!int"
-		}
-		if yamlStyleFloat.MatchString(plain) {
-			if _, err := strconv.ParseFloat(plain, 64); err == nil {
-				return "!!float"
+		// 100m, 128Mi, 25%, 1.2.3: no number in any base. Asking strconv
+		// would cost two errors (an allocation each) and the pattern.
+		if numberBytes(plain) {
+			if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+				return "!!int"
+			}
+			if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+				return "!!int"
+			}
+			if yamlStyleFloat.MatchString(plain) {
+				if _, err := strconv.ParseFloat(plain, 64); err == nil {
+					return "!!float"
+				}
 			}
 		}
 		for _, prefix := range []string{"0b", "-0b", "0o", "-0o"} {
@@ -580,6 +594,21 @@ func plainTag(s string) string {
 		}
 	}
 	return "!!str"
+}
+
+// numberBytes reports whether s holds only bytes that an integer in any
+// base strconv.ParseInt reads with base 0 (a sign, 0x, 0o, 0b, hex digits)
+// or a float of yamlStyleFloat can hold: the rest are no number.
+func numberBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		case c == '+', c == '-', c == '.', c == 'x', c == 'X', c == 'o', c == 'O':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func allDigits(s string) bool {

@@ -10,9 +10,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/calricon/driftscan/internal/kubekeys"
 )
 
 // yamlV3Document is what splitYAML made of one document before
@@ -89,7 +92,7 @@ func TestFastDocumentReadsAsYAMLv3(t *testing.T) {
 		"# Source: web/templates/cm.yaml\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 'web''s'\ndata:\n  script: |\n    #!/bin/sh\n      echo hi\n\n    exit 0\n  strip: |-\n    a\n    b\n\n  after: x\n",
 		"---\nkind: X\nlist:\n- a\n-   b # comment\n- 'c: d'\n-\n  e: f\n- g: h\n  i: j\nnext: 1\n",
 		// Every kind of plain scalar.
-		"a: 0\nb: -12\nc: +7\nd: 0x1F\ne: 0o17\nf: 017\ng: 1_000\nh: 1.5\ni: -.5\nj: 1e3\nk: 08\nl: 500m\nm: 25%\nn: 1Gi\no: true\np: False\nq: yes\nr: ~\ns: null\nt: 9223372036854775807\nv: .\nw: 1.\ny: http://x:80/y\nz: a#b\n",
+		"a: 0\nb: -12\nc: +7\nd: 0x1F\ne: 0o17\nf: 017\ng: 1_000\nh: 1.5\ni: -.5\nj: 1e3\nk: 08\nl: 500m\nm: 25%\nn: 1Gi\no: true\np: False\nq: yes\nr: ~\ns: null\nt: 9223372036854775807\nv: .\nw: 1.\ny: http://x:80/y\nz: a#b\naa: -0x1f\nab: 1.2.3\nac: 10.0.0.1\nad: -1e-3\nae: 0e\naf: 1e\nag: 0xfg\nah: 12h\nai: -1_000.5\n",
 		"key:\nother: 1\nempty: ''\nq: \"\"\n",
 		// What controller-gen writes: long descriptions wrapped.
 		"description: spec defines the\n  specification of   x\n   more  \nb:\n  next\n  line\nc:\n- item\n  wrapped\n-   1\n    2\nd: x\n\ne: 1\n",
@@ -107,12 +110,38 @@ func TestFastDocumentReadsAsYAMLv3(t *testing.T) {
 		"a: \"x\" y\n", "a: \"x\"y\n", "a: 'x' y\n", "a: >\n  folded\n", "a: |+\n  kept\n", "a: |2\n  indented\n", "a: \"esc\\n\"\n",
 		"a: multi # c\n  line\n", "a: x\n\n  y\n", "a: x\n  y: z\n", "a: x\n  # c\n  y\n", "a: x\n  y #c\n", "a: 'x\n\n  y'\n", "a: 'x\n  y' z\n", "a: 'x #\n  y'\n", "a: 'x\ny'\n", "a:\n  {}\n  b: 1\n", "\"a\\\"b\": 1\n", "\"a\":b\n", "\"a\"x 1\n", "\"a\\\\\": 1\n", "a: [\"b\\\\\"]\n", "'a''b': 1\n''''", "a: 1\na: 2\n", "1: a\n", "a:\tb\n", "a: b\r\n",
 		"a: é\n", "items:\n- a\n", "- a\n", "a: b: c\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n",
-		"a: |\n  no break at the end", "a:\n  - b\n - c\n", "? a\n: b\n", "a: .inf\n", "<<: {a: 1}\n", "a: 9223372036854775808\n", "a: -\n",
+		"a: |\n  no break at the end", "a:\n  - b\n - c\n", "? a\n: b\n", "a: .inf\n", "<<: {a: 1}\n", "a: 9223372036854775808\n", "a: -\n", "a: 0bz\n", "a: -0o9z\n",
 	} {
 		sameAsYAMLv3(t, "refused", []byte(doc))
 		if _, _, ok := fastDocument([]byte(doc)); ok {
 			t.Errorf("fastDocument read %q, which is for yaml.v3 to read", doc)
 		}
+	}
+}
+
+// TestFastDocumentKeepsOneCopyOfCommonValues: the strings kubekeys keeps
+// one copy of (apps/v1, Deployment, TCP) read as yaml.v3 reads them plain
+// and quoted, as that copy, and a value wrapped over two lines is not one.
+func TestFastDocumentKeepsOneCopyOfCommonValues(t *testing.T) {
+	for _, v := range kubekeys.Values() {
+		for _, doc := range []string{"a: " + v + "\n", "a: '" + v + "'\n", "a: \"" + v + "\" # c\n", "a:\n  " + v + "\n"} {
+			if !sameAsYAMLv3(t, "kept value", []byte(doc)) {
+				t.Errorf("fastDocument gave up on %q", doc)
+			}
+		}
+		kept, _ := kubekeys.Value([]byte(v))
+		for _, doc := range []string{"a: " + v + "\n", "a: \"" + v + "\"\n", "a: '" + v + "' # c\n"} {
+			got, _, _ := fastDocument([]byte(doc))
+			if unsafe.StringData(got["a"].(string)) != unsafe.StringData(kept.(string)) {
+				t.Errorf("%q: fastDocument made a new string, not kubekeys' copy", doc)
+			}
+		}
+	}
+	for _, doc := range []string{"a: apps/v1\n  more\n", "a: 'TCP\n  UDP'\n", "a: 'TCP'x\n", "a: \"TCP\"\n  b\n", "a: 'TCP'\n  b: c\n"} {
+		sameAsYAMLv3(t, "wrapped", []byte(doc))
+	}
+	if got, _, _ := fastDocument([]byte("a: TCP\n  UDP\n")); got["a"] != "TCP UDP" {
+		t.Errorf("a plain value over two lines read as %q", got["a"])
 	}
 }
 

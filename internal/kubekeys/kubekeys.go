@@ -89,6 +89,15 @@ func Value(v []byte) (any, bool) {
 	return b, ok
 }
 
+// Values lists the strings Value keeps, in no order.
+func Values() []string {
+	out := make([]string, 0, len(values))
+	for v := range values {
+		out = append(out, v)
+	}
+	return out
+}
+
 // MaxValue bounds the length of the values Value keeps: a longer string
 // need not be looked up.
 const MaxValue = 24
