@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -19,7 +18,7 @@ type builtinAddition struct {
 	// keys between them when keys is set.
 	path, prefix, suffix string
 	keys                 []string
-	by                   string
+	detail               string // "added by" whom
 	// gitEmpty: only when Git leaves the field out or empty (an
 	// allocation the server makes when Git asks for none).
 	gitEmpty bool
@@ -28,27 +27,27 @@ type builtinAddition struct {
 var builtinAdditions = []builtinAddition{
 	// The StorageObjectInUseProtection admission plugin, on create:
 	// https://kubernetes.io/docs/concepts/storage/persistent-volumes/#storage-object-in-use-protection
-	{kind: "PersistentVolumeClaim", path: `.metadata.finalizers[="kubernetes.io/pvc-protection"]`, by: "the StorageObjectInUseProtection admission plugin"},
-	{kind: "PersistentVolume", path: `.metadata.finalizers[="kubernetes.io/pv-protection"]`, by: "the StorageObjectInUseProtection admission plugin"},
+	{kind: "PersistentVolumeClaim", path: `.metadata.finalizers[="kubernetes.io/pvc-protection"]`, detail: "added by the StorageObjectInUseProtection admission plugin"},
+	{kind: "PersistentVolume", path: `.metadata.finalizers[="kubernetes.io/pv-protection"]`, detail: "added by the StorageObjectInUseProtection admission plugin"},
 	// The DaemonSet registry strategy, on create and on every template
 	// change (pkg/registry/apps/daemonset/strategy.go).
-	{group: "apps", kind: "DaemonSet", path: ".metadata.annotations.deprecated.daemonset.template.generation", by: "the API server's DaemonSet strategy"},
+	{group: "apps", kind: "DaemonSet", path: ".metadata.annotations.deprecated.daemonset.template.generation", detail: "added by the API server's DaemonSet strategy"},
 	// The Deployment controller, through the status subresource.
-	{group: "apps", kind: "Deployment", path: ".metadata.annotations.deployment.kubernetes.io/revision", by: "kube-controller-manager's Deployment controller"},
+	{group: "apps", kind: "Deployment", path: ".metadata.annotations.deployment.kubernetes.io/revision", detail: "added by kube-controller-manager's Deployment controller"},
 	// The namespace registry strategy labels every namespace with its name.
-	{kind: "Namespace", path: ".metadata.labels.kubernetes.io/metadata.name", by: "the API server (every namespace is labelled with its own name)"},
-	{kind: "Namespace", path: ".spec.finalizers", by: "the API server (the namespace controller's finalizer)"},
+	{kind: "Namespace", path: ".metadata.labels.kubernetes.io/metadata.name", detail: "added by the API server (every namespace is labelled with its own name)"},
+	{kind: "Namespace", path: ".spec.finalizers", detail: "added by the API server (the namespace controller's finalizer)"},
 	// The Job registry strategy selects the Job's pods by its uid.
-	{group: "batch", kind: "Job", path: ".spec.selector", by: "the API server's Job strategy", gitEmpty: true},
-	{group: "batch", kind: "Job", prefix: ".spec.template.metadata.labels.", by: "the API server's Job strategy", keys: jobLabels},
-	{group: "batch", kind: "Job", prefix: ".metadata.labels.", by: "the API server's Job strategy", keys: jobLabels},
+	{group: "batch", kind: "Job", path: ".spec.selector", detail: "added by the API server's Job strategy", gitEmpty: true},
+	{group: "batch", kind: "Job", prefix: ".spec.template.metadata.labels.", detail: "added by the API server's Job strategy", keys: jobLabels},
+	{group: "batch", kind: "Job", prefix: ".metadata.labels.", detail: "added by the API server's Job strategy", keys: jobLabels},
 	// Service allocations, when Git asks for none.
-	{kind: "Service", path: ".spec.clusterIP", by: "the API server's Service IP allocator", gitEmpty: true},
-	{kind: "Service", path: ".spec.clusterIPs", by: "the API server's Service IP allocator", gitEmpty: true},
-	{kind: "Service", path: ".spec.ipFamilies", by: "the API server's Service IP allocator", gitEmpty: true},
-	{kind: "Service", path: ".spec.ipFamilyPolicy", by: "the API server's Service IP allocator", gitEmpty: true},
-	{kind: "Service", prefix: ".spec.ports[", suffix: "].nodePort", by: "the API server's node port allocator", gitEmpty: true},
-	{kind: "Service", path: ".spec.healthCheckNodePort", by: "the API server's node port allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.clusterIP", detail: "added by the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.clusterIPs", detail: "added by the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.ipFamilies", detail: "added by the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.ipFamilyPolicy", detail: "added by the API server's Service IP allocator", gitEmpty: true},
+	{kind: "Service", prefix: ".spec.ports[", suffix: "].nodePort", detail: "added by the API server's node port allocator", gitEmpty: true},
+	{kind: "Service", path: ".spec.healthCheckNodePort", detail: "added by the API server's node port allocator", gitEmpty: true},
 }
 
 func (b builtinAddition) matches(o Object, path string) bool {
@@ -96,7 +95,7 @@ func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, 
 		if b.kind == "Namespace" && strings.HasSuffix(b.path, "metadata.name") && ch.Live != o.Name {
 			return Result{}, false
 		}
-		return dismissed(f, report.Builtin, fmt.Sprintf("added by %s", b.by)), true
+		return dismissed(f, report.Builtin, b.detail), true
 	}
 	return Result{}, false
 }

@@ -153,10 +153,19 @@ func (c *Classifier) Classify(o Object, ch Change) Result {
 	}
 	if owner != nil {
 		f.Manager, f.Operation, f.Subresource = owner.Manager, owner.Operation, owner.Subresource
-		if !owner.Time.IsZero() {
-			f.Time = owner.Time.UTC().Format(time.RFC3339)
-		}
 	}
+	r := c.verdict(o, ch, owner, fromAudit, f)
+	if r.Drift && owner != nil && !owner.Time.IsZero() {
+		// Only a finding shows when its owner wrote: most changes a scan
+		// meets are dismissed, and the time was formatted for each.
+		r.Finding.Time = owner.Time.UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+// verdict is Classify's answer on ch once its owner is known: dismissed,
+// or a finding without the owner's time.
+func (c *Classifier) verdict(o Object, ch Change, owner *Entry, fromAudit bool, f report.Finding) Result {
 	if r, ok := c.dismiss(o, ch, f); ok {
 		return r
 	}

@@ -1,7 +1,9 @@
 package scanner
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,18 +33,21 @@ type owned struct {
 // before (sets may be nil: every set is parsed).
 // https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management
 func ownership(managedFields []byte, sets *fieldSets) ([]owned, error) {
-	if len(managedFields) == 0 {
-		return nil, nil
-	}
-	iter := liveJSON.BorrowIterator(managedFields)
-	defer liveJSON.ReturnIterator(iter)
-	if iter.WhatIsNext() != jsoniter.ArrayValue {
+	// managedFields is valid JSON (the page's reader checked the item), so
+	// decode.go's readers step through it: jsoniter's Skip of each
+	// fieldsV1 read every key in it as a new string, 79,000 of them in a
+	// cold 20k scan, only to find where it ends.
+	raw := managedFields
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
 		return nil, nil
 	}
 	var out []owned
-	scratch := make([]byte, 0, 2048) // not nil: jsoniter captures into nil as into nothing
-	for iter.ReadArray() {
-		o, ok, err := readEntry(iter, sets, &scratch)
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; i = skipSpace(raw, i) {
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+		o, end, ok, err := readEntry(raw, i, sets)
 		if err != nil {
 			return nil, fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
 		}
@@ -52,9 +57,7 @@ func ownership(managedFields []byte, sets *fieldSets) ([]owned, error) {
 		if o.set != nil {
 			out = append(out, o)
 		}
-	}
-	if iter.Error != nil && iter.Error != io.EOF {
-		return nil, nil
+		i = end
 	}
 	return out, nil
 }
@@ -114,19 +117,22 @@ func (fs *fieldSets) parse(raw []byte) (*fieldpath.Set, error) {
 // the managedFields are malformed and make no owners.
 var errMalformed = errors.New("malformed")
 
-// readEntry reads one managedFields entry: false when it is malformed (a
-// field of the wrong type); its set is nil when it has no fieldsV1.
-// scratch holds the entry's fieldsV1 JSON while its set is looked up.
-func readEntry(iter *jsoniter.Iterator, sets *fieldSets, scratch *[]byte) (o owned, ok bool, err error) {
-	if iter.WhatIsNext() != jsoniter.ObjectValue {
-		iter.Skip()
-		return o, false, nil
+// readEntry reads the managedFields entry at raw[i] and returns the index
+// after it: false when it is malformed (not an object, a field of the
+// wrong type, a time that is not RFC 3339), as GetManagedFields' decoding
+// fails on it; its set is nil when it has no fieldsV1.
+func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok bool, err error) {
+	if raw[i] != '{' {
+		return o, 0, false, nil
 	}
-	ok = true
 	var at string
-	iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+	ok = true
+	end = eachField(raw, i, func(key []byte, v int) (int, bool) {
 		var dst *string
-		switch key {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(jsonKey(key)) // "manag\u0065r" is manager
+		}
+		switch string(key) {
 		case "manager":
 			dst = &o.entry.Manager
 		case "operation":
@@ -136,45 +142,46 @@ func readEntry(iter *jsoniter.Iterator, sets *fieldSets, scratch *[]byte) (o own
 		case "time":
 			dst = &at
 		case "fieldsV1":
-			if iter.WhatIsNext() == jsoniter.NilValue {
-				iter.Skip()
-				return true
+			end := skipValue(raw, v)
+			if raw[v] == 'n' {
+				return end, true
 			}
-			*scratch = iter.SkipAndAppendBytes((*scratch)[:0])
-			if iter.Error != nil {
-				return false
-			}
-			o.set, err = sets.parse(*scratch)
+			o.set, err = sets.parse(raw[v:end])
 			if err == errMalformed {
 				err, ok = nil, false
 			}
-			return err == nil && ok
+			return end, err == nil && ok
 		default:
-			iter.Skip()
-			return true
+			return skipValue(raw, v), true
 		}
-		switch iter.WhatIsNext() {
-		case jsoniter.StringValue:
-			*dst = iter.ReadString()
-		case jsoniter.NilValue:
-			iter.Skip()
-		default:
-			iter.Skip()
-			ok = false
-		}
-		return true
-	})
+		end, fine := entryString(raw, v, dst)
+		ok = fine
+		return end, fine
+	}, &ok)
 	if err != nil || !ok {
-		return o, ok, err
+		return o, 0, ok, err
 	}
 	if at != "" {
 		t, perr := time.Parse(time.RFC3339, at)
 		if perr != nil {
-			return o, false, nil
+			return o, 0, false, nil
 		}
 		o.entry.Time = t.Local() // as metav1.Time decodes it
 	}
-	return o, true, nil
+	return o, end, true, nil
+}
+
+// entryString sets *dst to the JSON string at raw[v], escapes read as
+// JSON reads them; a null leaves it. false for any other value.
+func entryString(raw []byte, v int, dst *string) (int, bool) {
+	if end, ok := headString(raw, v, dst); ok {
+		return end, true
+	}
+	end := skipValue(raw, v)
+	if raw[v] != '"' {
+		return 0, false
+	}
+	return end, json.Unmarshal(raw[v:end], dst) == nil
 }
 
 var errWantObject = errors.New("fieldsV1: want an object")

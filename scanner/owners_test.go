@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -248,5 +249,75 @@ spec:
 				t.Errorf("a's replicas owned by %+v, want argocd-controller", o)
 			}
 		})
+	}
+}
+
+// TestOwnershipReadsEntriesAsGetManagedFieldsDoes: managedFields as the API
+// server writes them and as it could (escapes in keys and values, nulls,
+// fields in another order, entries without fieldsV1, unknown fields
+// holding objects) give the owners unstructured's GetManagedFields and
+// Set.FromJSON give; malformed entries give none, as GetManagedFields
+// gives none.
+func TestOwnershipReadsEntriesAsGetManagedFieldsDoes(t *testing.T) {
+	const set = `{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}}`
+	for _, tc := range []struct {
+		name, raw string
+		none      bool // malformed: no owners
+	}{
+		{"as written", `[{"manager":"argocd-controller","operation":"Apply","apiVersion":"apps/v1","time":"2026-12-05T01:02:03Z","fieldsType":"FieldsV1","fieldsV1":` + set + `},` +
+			`{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","time":"2026-12-05T02:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:replicas":{}}},"subresource":"scale"}]`, false},
+		{"escapes", `[{"manag\u0065r":"kubectl\u002dset","operation":"Upd\"ate","fieldsV1":` + set + `}]`, false},
+		{"nulls and order", ` [ {"fieldsV1":{"f:data":{"f:a":{}}} , "time":null,"manager":null, "operation":"Update"} , {"manager":"x","fieldsV1":null} ] `, false},
+		{"no fieldsV1", `[{"manager":"a","operation":"Update"},{"manager":"b","extra":{"fieldsV1":1,"manager":[1,{"x":"]"}]},"fieldsV1":{"f:b":{}}}]`, false},
+		{"empty", `[]`, false},
+		{"manager a number", `[{"manager":1,"fieldsV1":{"f:a":{}}}]`, true},
+		{"entry a string", `[{"manager":"a","fieldsV1":{"f:a":{}}},"b"]`, true},
+		{"time not RFC 3339", `[{"manager":"a","time":"yesterday","fieldsV1":{"f:a":{}}}]`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal([]byte(`{"metadata":{"managedFields":`+tc.raw+`}}`), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			var want []owned
+			for _, e := range u.GetManagedFields() {
+				if e.FieldsV1 == nil {
+					continue
+				}
+				s := &fieldpath.Set{}
+				if err := s.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+					t.Fatal(err)
+				}
+				ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
+				if e.Time != nil {
+					ce.Time = e.Time.Time
+				}
+				want = append(want, owned{entry: ce, set: s})
+			}
+			got, err := ownership([]byte(tc.raw), newFieldSets())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.none {
+				if got != nil || want != nil {
+					t.Errorf("owners %v, GetManagedFields' %v: want none of either", entries(got), entries(want))
+				}
+				return
+			}
+			if len(want) == 0 && tc.raw != `[]` {
+				t.Fatal("GetManagedFields found no entry: the case tests nothing")
+			}
+			if diff := cmp.Diff(entries(want), entries(got)); diff != "" {
+				t.Errorf("entries (-GetManagedFields +ownership):\n%s", diff)
+			}
+			for i := range want {
+				if i < len(got) && !got[i].set.Equals(want[i].set) {
+					t.Errorf("%s owns\n%s\nwant\n%s", got[i].entry.Manager, got[i].set, want[i].set)
+				}
+			}
+		})
+	}
+	if _, err := ownership([]byte(`[{"manager":"a","fieldsV1":"f:a"}]`), nil); err == nil {
+		t.Error("a fieldsV1 that is no object: no error")
 	}
 }
