@@ -58,18 +58,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []owned
-	for _, e := range live.GetManagedFields() {
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
-			t.Fatal(err)
-		}
-		ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
-		if e.Time != nil {
-			ce.Time = e.Time.Time
-		}
-		want = append(want, owned{entry: ce, set: set})
-	}
+	want := upstreamOwners(t, live)
 	if len(want) != 4 {
 		t.Fatalf("%d managedFields entries, want 4 (applier, set, patch, scale)", len(want))
 	}
@@ -127,6 +116,28 @@ spec:
 	if !sawBelow {
 		t.Error("no path was owned through the fields under it only")
 	}
+}
+
+// upstreamOwners is what unstructured's GetManagedFields and fieldpath's
+// Set.FromJSON make of u's managedFields: its entries with a fieldsV1.
+func upstreamOwners(t *testing.T, u *unstructured.Unstructured) []owned {
+	t.Helper()
+	var out []owned
+	for _, e := range u.GetManagedFields() {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+			t.Fatal(err)
+		}
+		ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
+		if e.Time != nil {
+			ce.Time = e.Time.Time
+		}
+		out = append(out, owned{entry: ce, set: set})
+	}
+	return out
 }
 
 // ownerByTwoWalks is ownerOf as first written: the owners whose set has
@@ -279,21 +290,7 @@ func TestOwnershipReadsEntriesAsGetManagedFieldsDoes(t *testing.T) {
 			if err := json.Unmarshal([]byte(`{"metadata":{"managedFields":`+tc.raw+`}}`), &u.Object); err != nil {
 				t.Fatal(err)
 			}
-			var want []owned
-			for _, e := range u.GetManagedFields() {
-				if e.FieldsV1 == nil {
-					continue
-				}
-				s := &fieldpath.Set{}
-				if err := s.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
-					t.Fatal(err)
-				}
-				ce := classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
-				if e.Time != nil {
-					ce.Time = e.Time.Time
-				}
-				want = append(want, owned{entry: ce, set: s})
-			}
+			want := upstreamOwners(t, u)
 			got, err := ownership([]byte(tc.raw), newFieldSets())
 			if err != nil {
 				t.Fatal(err)
