@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	jsoniter "github.com/json-iterator/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/calricon/driftscan/classify"
@@ -43,21 +43,26 @@ func ownership(managedFields []byte, sets *fieldSets) ([]owned, error) {
 		return nil, nil
 	}
 	var out []owned
+	var failed error // the first entry whose fieldsV1 is no field set
 	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; i = skipSpace(raw, i) {
 		if raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
-		o, end, ok, err := readEntry(raw, i, sets)
-		if err != nil {
-			return nil, fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
-		}
-		if !ok {
-			return nil, nil
-		}
-		if o.set != nil {
+		o, end, ok, slow, err := readEntry(raw, i, sets)
+		switch {
+		case slow:
+			return ownershipSlow(managedFields, sets)
+		case !ok:
+			return nil, nil // a later malformed entry too: GetManagedFields gives none
+		case err != nil && failed == nil:
+			failed = fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
+		case err == nil && o.set != nil:
 			out = append(out, o)
 		}
 		i = end
+	}
+	if failed != nil {
+		return nil, failed
 	}
 	return out, nil
 }
@@ -118,39 +123,53 @@ func (fs *fieldSets) parse(raw []byte) (*fieldpath.Set, error) {
 var errMalformed = errors.New("malformed")
 
 // readEntry reads the managedFields entry at raw[i] and returns the index
-// after it: false when it is malformed (not an object, a field of the
-// wrong type, a time that is not RFC 3339), as GetManagedFields' decoding
-// fails on it; its set is nil when it has no fieldsV1.
-func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok bool, err error) {
-	if raw[i] != '{' {
-		return o, 0, false, nil
+// after it, as encoding/json decodes it into a ManagedFieldsEntry (which
+// GetManagedFields does): keys matched regardless of ASCII case, the last
+// of a key winning, unknown keys passed over, a null entry an empty one.
+// ok is false when the entry is malformed (not an object, a field of the
+// wrong type, a time that is not RFC 3339), as that decoding fails on it;
+// slow when a key is not plain ASCII, which ownershipSlow reads. Its set is
+// nil when it has no fieldsV1.
+func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok, slow bool, err error) {
+	switch raw[i] {
+	case 'n':
+		return o, skipValue(raw, i), true, false, nil
+	case '{':
+	default:
+		return o, 0, false, false, nil
 	}
-	var at string
+	var at, ignored string
+	var fields []byte // the last fieldsV1's JSON, as encoding/json keeps the last
+	hasTime := false
 	ok = true
 	end = eachField(raw, i, func(key []byte, v int) (int, bool) {
-		var dst *string
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(jsonKey(key)) // "manag\u0065r" is manager
+		if !plainASCII(key) {
+			slow = true // escapes, or a key encoding/json folds as Unicode does
+			return 0, false
 		}
-		switch string(key) {
-		case "manager":
+		var dst *string
+		switch {
+		case asciiFold(key, "manager"):
 			dst = &o.entry.Manager
-		case "operation":
+		case asciiFold(key, "operation"):
 			dst = &o.entry.Operation
-		case "subresource":
+		case asciiFold(key, "subresource"):
 			dst = &o.entry.Subresource
-		case "time":
-			dst = &at
-		case "fieldsV1":
-			end := skipValue(raw, v)
+		case asciiFold(key, "apiVersion"), asciiFold(key, "fieldsType"):
+			dst = &ignored
+		case asciiFold(key, "time"):
 			if raw[v] == 'n' {
-				return end, true
+				at, hasTime = "", false // a null time is none
+				return skipValue(raw, v), true
 			}
-			o.set, err = sets.parse(raw[v:end])
-			if err == errMalformed {
-				err, ok = nil, false
+			at, hasTime = "", true
+			dst = &at
+		case asciiFold(key, "fieldsV1"):
+			end := skipValue(raw, v)
+			if fields = raw[v:end]; raw[v] == 'n' {
+				fields = nil
 			}
-			return end, err == nil && ok
+			return end, true
 		default:
 			return skipValue(raw, v), true
 		}
@@ -158,17 +177,51 @@ func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok bool, e
 		ok = fine
 		return end, fine
 	}, &ok)
-	if err != nil || !ok {
-		return o, 0, ok, err
+	if slow || !ok {
+		return o, 0, ok, slow, nil
 	}
-	if at != "" {
+	if hasTime {
 		t, perr := time.Parse(time.RFC3339, at)
 		if perr != nil {
-			return o, 0, false, nil
+			return o, 0, false, false, nil
 		}
 		o.entry.Time = t.Local() // as metav1.Time decodes it
 	}
-	return o, end, true, nil
+	if fields != nil {
+		if o.set, err = sets.parse(fields); err == errMalformed {
+			return o, 0, false, false, nil
+		}
+	}
+	return o, end, true, false, err
+}
+
+// ownershipSlow is ownership through encoding/json and the
+// ManagedFieldsEntry type, for managedFields whose keys readEntry does not
+// read itself.
+func ownershipSlow(managedFields []byte, sets *fieldSets) ([]owned, error) {
+	var entries []metav1.ManagedFieldsEntry
+	if json.Unmarshal(managedFields, &entries) != nil {
+		return nil, nil
+	}
+	var out []owned
+	for _, e := range entries {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		set, err := sets.parse(e.FieldsV1.GetRawBytes())
+		if err == errMalformed {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
+		}
+		o := owned{entry: classify.Entry{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}, set: set}
+		if e.Time != nil {
+			o.entry.Time = e.Time.Time
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // entryString sets *dst to the JSON string at raw[v], escapes read as

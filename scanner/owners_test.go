@@ -318,3 +318,39 @@ func TestOwnershipReadsEntriesAsGetManagedFieldsDoes(t *testing.T) {
 		t.Error("a fieldsV1 that is no object: no error")
 	}
 }
+
+// FuzzOwnership: for any managedFields JSON (the page reader lets only
+// valid JSON through), ownership gives what encoding/json's decoding into
+// ManagedFieldsEntry gives (ownershipSlow, what GetManagedFields does): the
+// same owners with the same field sets, or the same error, or none.
+func FuzzOwnership(f *testing.F) {
+	const set = `{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}}`
+	for _, seed := range [][]byte{
+		[]byte(`[{"manager":"argocd-controller","operation":"Apply","apiVersion":"apps/v1","time":"2026-12-05T01:02:03Z","fieldsType":"FieldsV1","fieldsV1":` + set + `},{"manager":"kcm","operation":"Update","fieldsV1":{"f:spec":{"f:replicas":{}}},"subresource":"scale"}]`),
+		[]byte(`[{"MANAGER":"a","Time":null,"fieldsV1":null,"fieldsv1":{"f:a":{}},"TIME":"2026-12-05T01:02:03+01:00"},{"manager":"z","fieldsv1":{"f:z":{}},"fieldsV1":null},null,{"manager":"b","fieldsV1":{"f:b":{}},"fieldsV1":{"f:c":{}}}]`),
+		[]byte(`[{"manager":"a","fieldsV1":"x"},{"manager":1}]`),
+		[]byte(`[{"manager":"a","time":"","fieldsV1":{}},{"apiVersion":2}]`),
+		[]byte(`[{"manag\u0065r":"\u00e9","fieldsV1":{"f:a":{".":{}}}}]`),
+		[]byte(`{"manager":"a"}`),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) > 4096 || !json.Valid(raw) {
+			return
+		}
+		got, err := ownership(raw, nil)
+		want, wantErr := ownershipSlow(raw, nil)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("%s: error %v, encoding/json's %v", raw, err, wantErr)
+		}
+		if diff := cmp.Diff(entries(want), entries(got)); diff != "" {
+			t.Fatalf("%s: entries (-encoding/json +ownership):\n%s", raw, diff)
+		}
+		for i := range want {
+			if !got[i].set.Equals(want[i].set) {
+				t.Fatalf("%s: %s owns\n%s\nwant\n%s", raw, got[i].entry.Manager, got[i].set, want[i].set)
+			}
+		}
+	})
+}
