@@ -67,8 +67,15 @@ func bindAll(t *testing.T) error {
 	for _, u := range []cluster.User{alice, bob, deployer, argocd, hpa} {
 		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: u.Name})
 	}
-	_, err := env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), b, metav1.CreateOptions{})
-	return err
+	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), b, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for _, s := range b.Subjects {
+		if err := env.AwaitAccess(t.Context(), s.Name, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // app is one app of manifests in a test namespace, synced by Argo CD's

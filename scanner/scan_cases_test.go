@@ -315,6 +315,9 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := env.AwaitAccess(t.Context(), user, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list"}}); err != nil {
+		t.Fatal(err)
+	}
 	asReader := func(o *Options) {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}

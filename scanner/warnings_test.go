@@ -33,6 +33,9 @@ func reader(t *testing.T, name string, extra ...rbacv1.PolicyRule) *rest.Config 
 		t.Fatal(err)
 	}
 	env.DeleteRBACAtEnd(t, "ClusterRoleBinding", name)
+	if err := env.AwaitAccess(t.Context(), name, rules...); err != nil {
+		t.Fatal(err)
+	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
 	return cfg
