@@ -348,7 +348,8 @@ func eachField(raw []byte, i int, field func(key []byte, v int) (int, bool), ok 
 }
 
 // headString sets *dst to the string at raw[v]; a null leaves it. Any
-// other value, or a string with escapes, is for json.Unmarshal.
+// other value, or a string with escapes or bytes that are not UTF-8
+// (which json.Unmarshal reads as U+FFFD), is for json.Unmarshal.
 func headString(raw []byte, v int, dst *string) (int, bool) {
 	end := skipValue(raw, v)
 	switch raw[v] {
@@ -356,7 +357,7 @@ func headString(raw []byte, v int, dst *string) (int, bool) {
 		return end, true
 	case '"':
 		s := raw[v+1 : end-1]
-		if bytes.IndexByte(s, '\\') >= 0 {
+		if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
 			return 0, false
 		}
 		*dst = string(s)

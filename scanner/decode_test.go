@@ -33,6 +33,7 @@ func TestReadHeadReadsAnItemAsEncodingJSONDoes(t *testing.T) {
 		"metadata that is no object":           `{"metadata":"x"}`,
 		"an item that is no object":            `["kind"]`,
 		"a string item":                        `"x"`,
+		"values that are not UTF-8":            "{\"kind\":\"a\xffb\",\"metadata\":{\"name\":\"\xc3\"}}",
 	} {
 		var want, got, gotAt itemHead
 		werr := json.Unmarshal([]byte(in), &want)

@@ -224,8 +224,8 @@ func ownershipSlow(managedFields []byte, sets *fieldSets) ([]owned, error) {
 	return out, nil
 }
 
-// entryString sets *dst to the JSON string at raw[v], escapes read as
-// JSON reads them; a null leaves it. false for any other value.
+// entryString sets *dst to the JSON string at raw[v] as encoding/json
+// reads it; a null leaves it. false for any other value.
 func entryString(raw []byte, v int, dst *string) (int, bool) {
 	if end, ok := headString(raw, v, dst); ok {
 		return end, true
@@ -234,7 +234,7 @@ func entryString(raw []byte, v int, dst *string) (int, bool) {
 	if raw[v] != '"' {
 		return 0, false
 	}
-	return end, json.Unmarshal(raw[v:end], dst) == nil
+	return end, json.Unmarshal(raw[v:end], dst) == nil // escapes, or not UTF-8
 }
 
 var errWantObject = errors.New("fieldsV1: want an object")

@@ -332,6 +332,7 @@ func FuzzOwnership(f *testing.F) {
 		[]byte(`[{"manager":"a","time":"","fieldsV1":{}},{"apiVersion":2}]`),
 		[]byte(`[{"manag\u0065r":"\u00e9","fieldsV1":{"f:a":{".":{}}}}]`),
 		[]byte(`{"manager":"a"}`),
+		[]byte("[{\"manager\":\"a\xffb\",\"operation\":\"\xc3\",\"fieldsV1\":{}}]"),
 	} {
 		f.Add(seed)
 	}
