@@ -118,8 +118,8 @@ func (fs *fieldSets) parse(raw []byte) (*fieldpath.Set, error) {
 	return set, nil
 }
 
-// errMalformed is a fieldsV1 that is not JSON, which Skip let through:
-// the managedFields are malformed and make no owners.
+// errMalformed is a fieldsV1 that the field set's reader could not read
+// to its end as JSON: the managedFields are malformed and make no owners.
 var errMalformed = errors.New("malformed")
 
 // readEntry reads the managedFields entry at raw[i] and returns the index
