@@ -48,15 +48,17 @@ func ownership(managedFields []byte, sets *fieldSets) ([]owned, error) {
 		if raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
-		o, end, ok, slow, err := readEntry(raw, i, sets)
+		o, end, err := readEntry(raw, i, sets)
 		switch {
-		case slow:
+		case err == errNotPlain:
 			return ownershipSlow(managedFields, sets)
-		case !ok:
-			return nil, nil // a later malformed entry too: GetManagedFields gives none
-		case err != nil && failed == nil:
-			failed = fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
-		case err == nil && o.set != nil:
+		case err == errMalformed:
+			return nil, nil // after a set that failed too: GetManagedFields gives none
+		case err != nil:
+			if failed == nil {
+				failed = fmt.Errorf("managedFields of %s: %w", o.entry.Manager, err)
+			}
+		case o.set != nil:
 			out = append(out, o)
 		}
 		i = end
@@ -122,29 +124,33 @@ func (fs *fieldSets) parse(raw []byte) (*fieldpath.Set, error) {
 // to its end as JSON: the managedFields are malformed and make no owners.
 var errMalformed = errors.New("malformed")
 
+// errNotPlain is a managedFields entry with a key that is not plain ASCII
+// (an escape, or one encoding/json folds as Unicode does): ownershipSlow
+// reads the list.
+var errNotPlain = errors.New("a key that is not plain ASCII")
+
 // readEntry reads the managedFields entry at raw[i] and returns the index
 // after it, as encoding/json decodes it into a ManagedFieldsEntry (which
 // GetManagedFields does): keys matched regardless of ASCII case, the last
 // of a key winning, unknown keys passed over, a null entry an empty one.
-// ok is false when the entry is malformed (not an object, a field of the
-// wrong type, a time that is not RFC 3339), as that decoding fails on it;
-// slow when a key is not plain ASCII, which ownershipSlow reads. Its set is
-// nil when it has no fieldsV1.
-func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok, slow bool, err error) {
+// The error is errMalformed when the entry is (not an object, a field of
+// the wrong type, a time that is not RFC 3339), as that decoding fails on
+// it; errNotPlain for a key readEntry does not read itself; else the
+// field set's (end is then valid). Its set is nil when it has no fieldsV1.
+func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, err error) {
 	switch raw[i] {
 	case 'n':
-		return o, skipValue(raw, i), true, false, nil
+		return o, skipValue(raw, i), nil
 	case '{':
 	default:
-		return o, 0, false, false, nil
+		return o, 0, errMalformed
 	}
 	var at, ignored string
 	var fields []byte // the last fieldsV1's JSON, as encoding/json keeps the last
-	hasTime := false
-	ok = true
+	hasTime, slow, ok := false, false, true
 	end = eachField(raw, i, func(key []byte, v int) (int, bool) {
 		if !plainASCII(key) {
-			slow = true // escapes, or a key encoding/json folds as Unicode does
+			slow = true
 			return 0, false
 		}
 		var dst *string
@@ -158,11 +164,9 @@ func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok, slow b
 		case asciiFold(key, "apiVersion"), asciiFold(key, "fieldsType"):
 			dst = &ignored
 		case asciiFold(key, "time"):
-			if raw[v] == 'n' {
-				at, hasTime = "", false // a null time is none
-				return skipValue(raw, v), true
+			if hasTime = raw[v] != 'n'; !hasTime {
+				return skipValue(raw, v), true // a null time is none
 			}
-			at, hasTime = "", true
 			dst = &at
 		case asciiFold(key, "fieldsV1"):
 			end := skipValue(raw, v)
@@ -173,26 +177,25 @@ func readEntry(raw []byte, i int, sets *fieldSets) (o owned, end int, ok, slow b
 		default:
 			return skipValue(raw, v), true
 		}
-		end, fine := entryString(raw, v, dst)
-		ok = fine
-		return end, fine
+		return entryString(raw, v, dst)
 	}, &ok)
-	if slow || !ok {
-		return o, 0, ok, slow, nil
+	switch {
+	case slow:
+		return o, 0, errNotPlain
+	case !ok:
+		return o, 0, errMalformed
 	}
 	if hasTime {
 		t, perr := time.Parse(time.RFC3339, at)
 		if perr != nil {
-			return o, 0, false, false, nil
+			return o, 0, errMalformed
 		}
 		o.entry.Time = t.Local() // as metav1.Time decodes it
 	}
 	if fields != nil {
-		if o.set, err = sets.parse(fields); err == errMalformed {
-			return o, 0, false, false, nil
-		}
+		o.set, err = sets.parse(fields)
 	}
-	return o, end, true, false, err
+	return o, end, err
 }
 
 // ownershipSlow is ownership through encoding/json and the
