@@ -43,6 +43,49 @@ func BenchmarkRenderPlainPerObject(b *testing.B) {
 	}
 }
 
+// BenchmarkRenderPlainApps renders 40 plain apps of 25 files (50 objects)
+// each from a warm ParseCache, one folder after another as a scan's apps
+// are, and reports the CPU time per app: what listing a folder, opening it
+// and stat'ing its files costs beside reading them from the cache.
+func BenchmarkRenderPlainApps(b *testing.B) {
+	const apps, perApp = 40, 50
+	cfg := estate.Write(b, b.TempDir(), "bench", apps, perApp)
+	path := filepath.Join(b.TempDir(), "manifests.json")
+	render := func(c *ParseCache) {
+		n := 0
+		for _, app := range cfg.Apps {
+			ms, err := Manifests(b.Context(), Options{Dir: filepath.Join(cfg.Dir, app.Source.Path), Root: cfg.Dir, Parsed: c, Lazy: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(ms)
+		}
+		if n != apps*perApp {
+			b.Fatalf("rendered %d objects, want %d", n, apps*perApp)
+		}
+	}
+	fill, err := OpenParseCache(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	render(fill)
+	if err := fill.Save(); err != nil {
+		b.Fatal(err)
+	}
+	warm, err := OpenParseCache(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime()
+	for b.Loop() {
+		render(warm)
+	}
+	if s := warm.Stats(); s.Parsed != 0 {
+		b.Fatalf("the warm cache parsed %d files", s.Parsed)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N*apps), "cpu-ns/app")
+}
+
 // BenchmarkRenderHelm renders the web fixture chart in process with prod
 // values, as a scan does for a Helm app: rendered (cache=none), and read
 // whole from a warm ParseCache as a scan of an unchanged chart does

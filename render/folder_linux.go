@@ -2,10 +2,41 @@ package render
 
 import (
 	"io"
+	"io/fs"
+	"os"
 	"path"
 
 	"golang.org/x/sys/unix"
 )
+
+// openDir opens the folder rel (a slash path relative to root; abs is its
+// absolute path, the name of the file returned): by its name in parent,
+// the folder that holds it, without following a symlink, or, with no
+// parent, through the root and then again by its descriptor. The entries
+// of a folder opened in an os.Root are each stat'ed when read (os
+// newUnixDirent); those of one opened otherwise say their type themselves.
+// O_NONBLOCK, which does nothing to a folder, spares the fcntl calls os
+// makes around its attempt to poll it.
+func openDir(root *os.Root, parent *os.File, rel, abs string) (*os.File, error) {
+	name := path.Base(rel)
+	if parent == nil {
+		d, err := root.OpenFile(rel, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		parent, name = d, "."
+	}
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Openat(int(parent.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "openat", Path: abs, Err: err}
+	}
+	return os.NewFile(uintptr(fd), abs), nil
+}
 
 // readFile reads file (a slash path relative to the root) when it is a
 // regular file of at most max bytes, and stamps it; ok is false when it

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestReadAtMostStopsPastTheLimit: a file is read whole up to the limit and
@@ -136,8 +139,17 @@ func TestAFolderReadsWhatTheRootReads(t *testing.T) {
 	defer root.Close()
 	files := []string{"empty.yaml", "one.yaml", "at-limit.yaml", "over.yaml", "far-over.yaml", "sub/deeper/nested.yaml",
 		"link-inside.yaml", "link-outside.yaml", "away/secret.yaml", "pipe.yaml", "folder.yaml", "gone.yaml"}
-	f := openFolder(root, files)
+	listed, _, f, _, err := listFolder(root, top)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer f.Close()
+	// The listing holds the regular files and the links to them, and
+	// leaves out the pipe, the folders and the link to a folder.
+	wantListed := []string{"at-limit.yaml", "empty.yaml", "far-over.yaml", "link-inside.yaml", "link-outside.yaml", "one.yaml", "over.yaml", "sub/deeper/nested.yaml"}
+	if diff := cmp.Diff(wantListed, listed); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
 			data, st, ok := f.readFile(file, max)
@@ -191,7 +203,13 @@ func TestASourceOfManyFoldersRendersWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	f := openFolder(root, files)
+	listed, _, f, _, err := listFolder(root, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(files, listed); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
 	open := 0
 	for _, d := range f.dirs {
 		if d != nil {
@@ -234,7 +252,10 @@ func TestAManifestThatIsNoRegularFileHasNoStamp(t *testing.T) {
 	}
 	defer root.Close()
 	src := &sourceRoot{root: root, dir: "."}
-	f := openFolder(root, []string{"pipe.yaml", "cm.yaml"})
+	_, _, f, _, err := listFolder(root, top)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer f.Close()
 	data, _, stamped, err := readManifest(f, src, "pipe.yaml")
 	if err != nil || stamped || len(data) != 0 {
@@ -248,5 +269,98 @@ func TestAManifestThatIsNoRegularFileHasNoStamp(t *testing.T) {
 	want, wantStamped := stampOf(fi)
 	if err != nil || string(data) != "kind: ConfigMap" || stamped != wantStamped || st != want {
 		t.Fatalf("a regular file: %q stamped %v %+v, %v; want its bytes stamped %v %+v", data, stamped, st, err, wantStamped, want)
+	}
+}
+
+// TestAListingTakesWhatAWalkOfTheFolderTakes: listFolder lists the files a
+// walk of the source folder that follows no link to a folder would take
+// (filepath.WalkDir's), with what each entry is read from the folder's
+// entries rather than stat'ed: hidden files and folders, other
+// extensions, a link to a folder, a dangling link and a pipe are left out;
+// a link to a regular file and a folder named like a manifest are taken;
+// a subfolder holding a chart's or a kustomization's file (a regular file
+// or a link to one) is another renderer's input and left out, one where
+// that name is a folder or a dangling link is not. The folders that hold
+// files are held open (mid, which holds none, is not). A source folder
+// holding such a file is said to be that renderer's input, and nothing is
+// listed.
+func TestAListingTakesWhatAWalkOfTheFolderTakes(t *testing.T) {
+	top, outside := t.TempDir(), t.TempDir()
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+	writeTree(t, top, map[string]string{
+		"a.yaml":                           cm,
+		"b.yml":                            cm,
+		"c.json":                           "{}",
+		"README.md":                        "# docs",
+		".hidden.yaml":                     cm,
+		".git/config.yaml":                 cm,
+		"link.yaml":                        "-> a.yaml",
+		"dangling.yaml":                    "-> gone.yaml",
+		"to-folder.yaml":                   "-> sub",
+		"linked-folder":                    "-> sub",
+		"sub/z.yaml":                       cm,
+		"sub/deeper/y.yaml":                cm,
+		"mid/deep/w.yaml":                  cm,
+		"folder.yaml/x.yaml":               cm,
+		"chart/Chart.yaml":                 "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"chart/templates/t.yaml":           cm,
+		"linked-chart/Chart.yaml":          "-> ../chart/Chart.yaml",
+		"linked-chart/t.yaml":              cm,
+		"kust/kustomization.yml":           "resources: []\n",
+		"kust/k.yaml":                      cm,
+		"kust2/Kustomization":              "resources: []\n",
+		"kust2/k.yaml":                     cm,
+		"not-kust/kustomization.yaml/x.md": "a folder by that name",
+		"not-kust/n.yaml":                  cm,
+		"not-chart/Chart.yaml":             "-> nowhere",
+		"not-chart/n.yaml":                 cm,
+		"out.yaml":                         "-> " + filepath.Join(outside, "out.yaml"),
+	})
+	if err := os.WriteFile(filepath.Join(outside, "out.yaml"), []byte(cm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(top, "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	files, errs, f, other, err := listFolder(root, top)
+	if err != nil || len(errs) > 0 || other != "" {
+		t.Fatalf("listFolder: %v, %v, other %q", err, errs, other)
+	}
+	defer f.Close()
+	want := []string{"a.yaml", "b.yml", "c.json", "folder.yaml/x.yaml", "link.yaml", "mid/deep/w.yaml", "not-chart/n.yaml", "not-kust/n.yaml", "out.yaml", "sub/deeper/y.yaml", "sub/z.yaml"}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+	var held []string
+	for dir, d := range f.dirs {
+		if d != nil {
+			held = append(held, dir)
+		}
+	}
+	slices.Sort(held)
+	if diff := cmp.Diff([]string{".", "folder.yaml", "mid/deep", "not-chart", "not-kust", "sub", "sub/deeper"}, held); diff != "" {
+		t.Errorf("folders held open (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]string{"chart": "Chart.yaml", "linked-chart": "Chart.yaml", "kust": "kustomization.yml", "kust2": "Kustomization", "not-chart": "", "sub": ""} {
+		sub, err := root.OpenRoot(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, _, f, other, err := listFolder(sub, filepath.Join(top, name))
+		sub.Close()
+		if err != nil || other != want {
+			t.Errorf("%s: other %q, %v; want %q", name, other, err, want)
+		}
+		if want != "" && (len(files) > 0 || f != nil) {
+			t.Errorf("%s is %s's input, and listed %v", name, want, files)
+		}
+		if f != nil {
+			f.Close()
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/calricon/driftscan/config"
@@ -205,15 +204,9 @@ func manifests(ctx context.Context, opts Options) ([]Manifest, error) {
 		return renderHelm(ctx, opts)
 	case opts.Kustomize != nil:
 		return renderKustomize(ctx, opts)
-	case exists(filepath.Join(opts.Dir, "Chart.yaml")):
-		opts.Helm = &config.HelmSource{ReleaseName: opts.ReleaseName}
-		return renderHelm(ctx, opts)
-	case exists(filepath.Join(opts.Dir, "kustomization.yaml")),
-		exists(filepath.Join(opts.Dir, "kustomization.yml")),
-		exists(filepath.Join(opts.Dir, "Kustomization")):
-		opts.Kustomize = &config.KustomizeSource{}
-		return renderKustomize(ctx, opts)
 	default:
+		// A folder holding a Chart.yaml is a chart, one holding a
+		// kustomization a kustomization (renderYAML reads its entries).
 		return renderYAML(ctx, opts)
 	}
 }

@@ -261,7 +261,7 @@ func TestRenderErrors(t *testing.T) {
 	}{{
 		name: "a folder that does not exist",
 		opts: Options{Dir: "/nonexistent/driftscan"},
-		want: "read /nonexistent/driftscan: lstat /nonexistent/driftscan: no such file or directory",
+		want: "read /nonexistent/driftscan: open /nonexistent/driftscan: no such file or directory",
 	}, {
 		name: "both Helm and Kustomize",
 		opts: Options{Dir: "/tmp", Helm: &config.HelmSource{}, Kustomize: &config.KustomizeSource{}},

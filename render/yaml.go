@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/calricon/driftscan/config"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -80,34 +81,50 @@ const MaxManifestBytes = 8 << 20
 // line of its opening brace). YAML is read as YAML 1.2 (gopkg.in/yaml.v3):
 // an unquoted yes or on is a string, not a boolean.
 func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
-	files, errs, err := manifestFiles(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
 	src, err := openRoot(opts)
+	if errors.As(err, new(*fs.PathError)) {
+		return nil, fmt.Errorf("read %s: %w", opts.Dir, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	// Each file is opened in the source folder, a root of its own, so that
-	// opening it is one openat rather than one per folder from the
-	// repository's top; a file that cannot be opened there (a symlink to
-	// elsewhere in the repository) is opened again from the top, which
-	// also says why when it cannot be.
+	// The source folder is listed, and each file opened, in a root of its
+	// own, so that opening it is one openat rather than one per folder
+	// from the repository's top; a file that cannot be opened there (a
+	// symlink to elsewhere in the repository) is opened again from the
+	// top, which also says why when it cannot be.
 	dir := src.root
-	if src.dir != "." && len(files) > 0 {
-		if d, err := src.root.OpenRoot(src.dir); err == nil {
-			defer d.Close()
-			dir = d
+	if src.dir != "." {
+		d, err := src.root.OpenRoot(src.dir)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", opts.Dir, err)
 		}
+		defer d.Close()
+		dir = d
 	}
-	folders := openFolder(dir, files)
+	files, fileErrs, folders, other, err := listFolder(dir, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	switch other {
+	case "":
+	case "Chart.yaml":
+		opts.Helm = &config.HelmSource{ReleaseName: opts.ReleaseName}
+		return renderHelm(ctx, opts)
+	default:
+		opts.Kustomize = &config.KustomizeSource{}
+		return renderKustomize(ctx, opts)
+	}
 	defer folders.Close()
-	// The file index of the parse cache knows a file by its absolute path.
+	errs := fileErrs
+	// The file index of the parse cache knows a file by its absolute path:
+	// the folder's, clean, and the file's, a clean relative path (names
+	// from the folders' entries), joined without a filepath.Join to clean.
 	abs := ""
 	if opts.Parsed != nil {
 		if a, err := filepath.Abs(opts.Dir); err == nil {
-			abs = a
+			abs = strings.TrimSuffix(a, string(filepath.Separator)) + string(filepath.Separator)
 		}
 	}
 	// Each file is read and parsed on its own, by up to fileWorkers at a
@@ -123,7 +140,7 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		file := files[i]
 		at := ""
 		if abs != "" {
-			at = filepath.Join(abs, filepath.FromSlash(file))
+			at = abs + filepath.FromSlash(file)
 			if ms, ok := opts.Parsed.unchanged(folders, file, at, opts.Lazy); ok {
 				results[i].ms = ms
 				return
@@ -311,67 +328,10 @@ func readSized[R io.Reader](r R, size, max int64) (data []byte, over bool, err e
 	}
 }
 
-// manifestFiles lists the files renderYAML reads, relative to dir with
-// forward slashes, sorted. Folders that cannot be read are errors of their
-// own; a dir that cannot be read is the returned err.
-func manifestFiles(dir string) (files []string, errs []error, err error) {
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if p == dir {
-			return err
-		}
-		rel, relErr := filepath.Rel(dir, p)
-		if relErr != nil {
-			return relErr
-		}
-		rel = filepath.ToSlash(rel)
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if err != nil {
-			errs = append(errs, &FileError{File: rel, Err: err})
-			return nil
-		}
-		if d.IsDir() {
-			if isOtherRendererInput(p) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch path.Ext(rel) {
-		case ".yaml", ".yml", ".json":
-		default:
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			// The folder's entry says what it is without a stat; only a
-			// symlink (or an odd file) is stat'ed, through the link. A
-			// dangling symlink or a symlink to a folder is no manifest.
-			// A file over MaxManifestBytes is refused by readLimited, which
-			// checks as it reads (the file may grow after a stat anyway);
-			// a stat of each of 5,000 files was 0.09 of a warm scan's
-			// 1.04 CPU s.
-			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
-				return nil
-			}
-		}
-		files = append(files, rel)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	slices.Sort(files)
-	return files, errs, nil
-}
-
 // isOtherRendererInput reports whether the folder is a Helm chart or a
 // kustomization.
 func isOtherRendererInput(dir string) bool {
-	for _, name := range []string{"Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"} {
+	for _, name := range renderers {
 		if exists(filepath.Join(dir, name)) {
 			return true
 		}
