@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -172,4 +173,16 @@ func FuzzFastDocument(f *testing.F) {
 	}, func(t *testing.T, doc string) {
 		sameAsYAMLv3(t, "fuzz", []byte(doc))
 	})
+}
+
+// TestSplitLinesSplitsAsBytesSplit: splitLines gives the lines
+// bytes.Split gives, into a slice that held another document's lines.
+func TestSplitLinesSplitsAsBytesSplit(t *testing.T) {
+	held := splitLines(nil, []byte("a\nb\nc\nd\ne\nf\n"))
+	for _, data := range []string{"", "\n", "\n\n", "a", "a\n", "a\nb", "a\n\nb\n", "kind: ConfigMap\nmetadata:\n  name: x\n"} {
+		want := bytes.Split([]byte(data), []byte{'\n'})
+		if got := splitLines(held[:0], []byte(data)); !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("splitLines(%q) = %q, want %q", data, got, want)
+		}
+	}
 }
