@@ -103,7 +103,7 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		defer d.Close()
 		dir = d
 	}
-	files, fileErrs, folders, other, err := listFolder(dir, opts.Dir)
+	files, errs, folders, other, err := listFolder(dir, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,6 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		return renderKustomize(ctx, opts)
 	}
 	defer folders.Close()
-	errs := fileErrs
 	// The file index of the parse cache knows a file by its absolute path:
 	// the folder's, clean, and the file's, a clean relative path (names
 	// from the folders' entries), joined without a filepath.Join to clean.
