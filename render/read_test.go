@@ -132,11 +132,7 @@ func TestAFolderReadsWhatTheRootReads(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(top, "folder.yaml"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := testRoot(t, top)
 	files := []string{"empty.yaml", "one.yaml", "at-limit.yaml", "over.yaml", "far-over.yaml", "sub/deeper/nested.yaml",
 		"link-inside.yaml", "link-outside.yaml", "away/secret.yaml", "pipe.yaml", "folder.yaml", "gone.yaml"}
 	listed, _, f, _, err := listFolder(root, top)
@@ -198,11 +194,7 @@ func TestASourceOfManyFoldersRendersWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := os.OpenRoot(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := testRoot(t, top)
 	listed, _, f, _, err := listFolder(root, top)
 	if err != nil {
 		t.Fatal(err)
@@ -246,11 +238,7 @@ func TestAManifestThatIsNoRegularFileHasNoStamp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(top, "cm.yaml"), []byte("kind: ConfigMap"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := testRoot(t, top)
 	src := &sourceRoot{root: root, dir: "."}
 	_, _, f, _, err := listFolder(root, top)
 	if err != nil {
@@ -322,11 +310,7 @@ func TestAListingTakesWhatAWalkOfTheFolderTakes(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(top, "pipe.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := testRoot(t, top)
 	files, errs, f, other, err := listFolder(root, top)
 	if err != nil || len(errs) > 0 || other != "" {
 		t.Fatalf("listFolder: %v, %v, other %q", err, errs, other)
@@ -363,4 +347,15 @@ func TestAListingTakesWhatAWalkOfTheFolderTakes(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// testRoot opens dir as an os.Root, closed when the test ends.
+func testRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
 }
