@@ -189,3 +189,36 @@ func TestAChartsLinksInsideTheRepositoryAreRead(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestASourceFolderThatIsALinkIsReadThroughIt: an app's path may itself be
+// a link to a folder of the repository (envs/prod -> ../base); its files
+// render as that folder's. One to a folder outside the repository is an
+// error naming the source folder, not an app of no objects. (Walked with
+// filepath.WalkDir, which does not follow a link at its root, both once
+// rendered nothing, without an error.)
+func TestASourceFolderThatIsALinkIsReadThroughIt(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	writeTree(t, root, map[string]string{
+		"base/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n",
+		"base/sub/x.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"envs/prod":      "-> ../base",
+		"envs/away":      "-> " + outside,
+	})
+	writeTree(t, outside, map[string]string{"stolen.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"})
+	ms, err := Manifests(t.Context(), Options{Dir: filepath.Join(root, "envs", "prod"), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []renderedObject{
+		{File: "cm.yaml", Line: 1, ID: "v1 ConfigMap cm"},
+		{File: "sub/x.yml", Line: 1, ID: "v1 ConfigMap x"},
+	}
+	if diff := cmp.Diff(want, renderSummary(ms)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	away := filepath.Join(root, "envs", "away")
+	ms, err = Manifests(t.Context(), Options{Dir: away, Root: root})
+	if len(ms) > 0 || err == nil || !strings.Contains(err.Error(), "read "+away+":") {
+		t.Fatalf("a source folder linked out of the repository: %d manifests, %v; want an error naming it", len(ms), err)
+	}
+}
