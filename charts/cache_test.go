@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -239,3 +240,36 @@ func TestTheAPIServerTakesTheCacheClaimAndThePodThatMountsIt(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// TestARunKeepsNoScanCacheThatNoRunReads: on the default emptyDir every run
+// is a new pod (restartPolicy Never, retries too), so a scan cache written
+// there is never read, and writing it costs each run its hashing and
+// encoding: the scan gets --no-cache. On a claim, or with extraArgs naming a
+// --cache-dir of their own, it keeps the cache.
+func TestARunKeepsNoScanCacheThatNoRunReads(t *testing.T) {
+	cases := []struct {
+		values string
+		want   bool // --no-cache
+	}{
+		{``, true},
+		{`shards: 3`, true},
+		{`cache: {sizeLimit: ""}`, true},
+		{`extraArgs: [--cache-directory-note, x]`, true},
+		{`cache: {persistence: {enabled: true}}`, false},
+		{`cache: {existingClaim: team-cache}`, false},
+		{`{shards: 3, cache: {persistence: {enabled: true, accessModes: [ReadWriteMany]}}}`, false},
+		{`{extraArgs: [--cache-dir, /mnt/scan-cache], extraVolumes: [{name: c, persistentVolumeClaim: {claimName: c}}], extraVolumeMounts: [{name: c, mountPath: /mnt/scan-cache}]}`, false},
+		{`extraArgs: [--cache-dir=/mnt/scan-cache]`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.values, func(t *testing.T) {
+			r := render(t, c.values)
+			if got := slices.Contains(container(t, r).Args, "--no-cache"); got != c.want {
+				t.Errorf("--no-cache in args: %v, want %v (args %q)", got, c.want, container(t, r).Args)
+			}
+			if spec := cronJob(t, r).Spec.JobTemplate.Spec.Template.Spec; spec.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("restartPolicy %s: a retry in the same pod would read the emptyDir's cache", spec.RestartPolicy)
+			}
+		})
+	}
+}

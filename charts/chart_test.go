@@ -56,14 +56,14 @@ var scenarios = []scenario{
 		name:   "default",
 		values: ``,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s"},
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "480s"},
 		states: []string{"driftscan-state"},
 	},
 	{
 		name:   "sharded",
 		values: `shards: 4`,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--no-cache", "--timeout", "480s",
 			"--shard", "$(JOB_COMPLETION_INDEX)/4", "--shard-by", "namespace"},
 		states: []string{"driftscan-state-0", "driftscan-state-1", "driftscan-state-2", "driftscan-state-3"},
 	},
@@ -71,7 +71,7 @@ var scenarios = []scenario{
 		name:   "sharded-by-app",
 		values: `{shards: 2, shardBy: app}`,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--timeout", "480s",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state-$(JOB_COMPLETION_INDEX)", "--fail-on", "none", "--no-cache", "--timeout", "480s",
 			"--shard", "$(JOB_COMPLETION_INDEX)/2", "--shard-by", "app"},
 		states: []string{"driftscan-state-0", "driftscan-state-1"},
 	},
@@ -84,7 +84,7 @@ rbac:
   namespaces: [team-a, team-b]
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s"},
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "480s"},
 		states: []string{"driftscan-state"},
 	},
 	{
@@ -97,7 +97,7 @@ rbac:
   extraRules: [{apiGroups: [example.com], resources: [widgets]}]
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "90s", "--auto-resume"},
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "90s", "--auto-resume"},
 		states: []string{"driftscan-state"},
 	},
 	{
@@ -106,7 +106,7 @@ rbac:
 render: {timeout: 90s, kustomizeRemote: true}
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "480s",
 			"--render-timeout", "90s", "--kustomize-remote"},
 		states: []string{"driftscan-state"},
 	},
@@ -119,7 +119,7 @@ reportURL: https://drift.example.com/report.html
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
 			"--output", "html=/var/lib/driftscan/report/report.html",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "480s",
 			"--report-url", "https://drift.example.com/report.html"},
 		states: []string{"driftscan-state"},
 	},
@@ -135,7 +135,7 @@ nodeSelector: {node-role.kubernetes.io/control-plane: ""}
 tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
 `,
 		args: []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--timeout", "480s",
+			"--state", "configmap:$(NAMESPACE)/driftscan-state", "--fail-on", "none", "--no-cache", "--timeout", "480s",
 			"--contract-params", "driftscan-system/driftscan-contract-params",
 			"--audit-log", "/var/log/kubernetes/audit"},
 		states: []string{"driftscan-state"},
@@ -265,7 +265,7 @@ func TestArgsExpandLikeTheKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"scan", "--config", "/etc/driftscan/scan.yaml", "--output", "json",
-		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--timeout", "480s", "--shard", "2/3", "--shard-by", "namespace", "--note", "$(NOT_A_VAR)"}
+		"--state", "configmap:gitops/driftscan-state-2", "--fail-on", "none", "--no-cache", "--timeout", "480s", "--shard", "2/3", "--shard-by", "namespace", "--note", "$(NOT_A_VAR)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}

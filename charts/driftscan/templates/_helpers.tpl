@@ -161,3 +161,17 @@ emptyDir).
 {{- printf "%s-cache" (include "driftscan.fullname" .) }}
 {{- end }}
 {{- end }}
+
+{{/*
+"true" when a run's scan cache can be read by a later run: the cache volume
+is a claim, or extraArgs point --cache-dir at a volume of their own. Else the
+cache volume is an emptyDir and every run a new pod (restartPolicy Never, a
+retry too), so a scan cache written there is never read.
+*/}}
+{{- define "driftscan.scanCacheKept" -}}
+{{- $kept := include "driftscan.cacheClaimName" . }}
+{{- range .Values.extraArgs }}
+{{- if or (eq . "--cache-dir") (hasPrefix "--cache-dir=" .) }}{{ $kept = "extraArgs" }}{{ end }}
+{{- end }}
+{{- if $kept }}true{{ end }}
+{{- end }}
