@@ -197,16 +197,25 @@ func ParseOutputs(specs []string) ([]Output, error) {
 // helm's output files do not: a crash of the machine (not of driftscan)
 // right after may lose what was written, which the next scan writes again.
 // A file that must outlive such a crash is written with WriteFileDurable.
+//
+// A path that is a link to a file is written through: the link stays and
+// its target is replaced, as editors do. A path that is a pipe or a
+// character device (/dev/null, /dev/stderr on a terminal, the /dev/fd/63 of
+// a shell's process substitution) is written to as a stream, as curl -o and
+// tee write: there is no file to replace, and renaming over it would put a
+// file where the device or the pipe was.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, 0o644, true, false, write)
+	return writeFileAtomic(path, atomicWrite{mode: 0o644, keepMode: true, throughLinks: true, streams: true}, write)
 }
 
 // WriteFileDurable is WriteFileAtomic, and syncs the new content to the
 // disk before the rename (fsync): for the notification state, whose loss
 // would notify again what was already notified. On these machines the sync
-// of a 2 MB report took 5 to 8 ms at the end of every scan.
+// of a 2 MB report took 5 to 8 ms at the end of every scan. A link is
+// written through as WriteFileAtomic does; what it writes must be read
+// back, so a pipe or a device is refused.
 func WriteFileDurable(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, 0o644, true, true, write)
+	return writeFileAtomic(path, atomicWrite{mode: 0o644, keepMode: true, throughLinks: true, durable: true}, write)
 }
 
 // WritePrivateFileAtomic writes data to path as WriteFileAtomic does, in a
@@ -216,31 +225,56 @@ func WriteFileDurable(path string, write func(io.Writer) error) error {
 // next scan's checks (a checksum, or JSON that must parse whole) and is
 // dropped, and that scan does the work it would have spared; its entries
 // are keyed by what they were made from, so an old one never answers for
-// new content.
+// new content. A link in the way is replaced, not followed.
 func WritePrivateFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return writeFileAtomic(path, 0o600, false, false, func(w io.Writer) error {
+	return writeFileAtomic(path, atomicWrite{mode: 0o600}, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-// writeFileAtomic is WriteFileAtomic with mode for a new file, kept for
-// one it replaces when keepMode, and synced before the rename when durable.
-func writeFileAtomic(path string, mode os.FileMode, keepMode, durable bool, write func(io.Writer) error) (err error) {
+// atomicWrite says how writeFileAtomic writes.
+type atomicWrite struct {
+	// mode is a new file's; with keepMode, a file replaced keeps its own.
+	mode     os.FileMode
+	keepMode bool
+	// durable syncs the new content before the rename.
+	durable bool
+	// throughLinks replaces the file a link at path leads to, not the link.
+	throughLinks bool
+	// streams writes to a pipe or a character device at path as a stream;
+	// without it they are refused.
+	streams bool
+}
+
+// writeFileAtomic writes path through write as w says.
+func writeFileAtomic(path string, w atomicWrite, write func(io.Writer) error) (err error) {
+	mode := w.mode
+	if fi, statErr := os.Stat(path); statErr == nil {
+		switch {
+		case fi.Mode().IsRegular():
+			if w.keepMode {
+				mode = fi.Mode().Perm()
+			}
+			if w.throughLinks {
+				target, err := filepath.EvalSymlinks(path)
+				if err != nil {
+					return fmt.Errorf("write %s: %w", path, err)
+				}
+				path = target
+			}
+		case w.streams && fi.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) != 0:
+			return writeStream(path, write)
+		default:
+			return fmt.Errorf("write %s: not a regular file", path)
+		}
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
-	}
-	if fi, statErr := os.Stat(path); statErr == nil {
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("write %s: not a regular file", path)
-		}
-		if keepMode {
-			mode = fi.Mode().Perm()
-		}
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -260,7 +294,7 @@ func writeFileAtomic(path string, mode os.FileMode, keepMode, durable bool, writ
 	if err = tmp.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if durable {
+	if w.durable {
 		if err = tmp.Sync(); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
@@ -269,6 +303,23 @@ func writeFileAtomic(path string, mode os.FileMode, keepMode, durable bool, writ
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeStream writes to the pipe or the device at path as it is, without
+// truncating or creating anything.
+func writeStream(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		_ = f.Close() // already failing; the close error adds nothing
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

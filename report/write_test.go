@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/calricon/driftscan/fixtures/golden"
 	"github.com/google/go-cmp/cmp"
@@ -339,6 +341,102 @@ func TestWriteFileAtomic(t *testing.T) {
 		dir := t.TempDir()
 		if err := WriteFileAtomic(dir, writeString("x")); err == nil {
 			t.Error("want an error writing over a directory")
+		}
+	})
+
+	// -o json=/dev/null, -o sarif=>(gzip >x.gz): a pipe or a device is
+	// written to, not replaced by a file (as root, that rename replaced
+	// /dev/null itself). A named pipe stands for both here: a test must not
+	// risk the machine's /dev/null.
+	t.Run("a pipe is written to as a stream and stays a pipe", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "report.fifo")
+		if err := syscall.Mkfifo(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan string, 1)
+		go func() {
+			b, _ := os.ReadFile(path) // opens when the writer does, reads to its close
+			read <- string(b)
+		}()
+		if err := WriteFileAtomic(path, writeString("complete\n")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-read:
+			if got != "complete\n" {
+				t.Errorf("the pipe's reader got %q, want %q", got, "complete\n")
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("the pipe's reader got nothing in 10 s: the write did not go to the pipe")
+		}
+		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+			t.Errorf("after the write %s is %v (%v), want the named pipe still", path, fi.Mode(), err)
+		}
+		if names := entries(t, dir); len(names) != 1 {
+			t.Errorf("directory holds %v, want only the pipe", names)
+		}
+	})
+
+	t.Run("the state is never written to a pipe: it must be read back", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.fifo")
+		if err := syscall.Mkfifo(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileDurable(path, writeString("{}")); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("error = %v, want not a regular file", err)
+		}
+	})
+
+	t.Run("a link to a file stays a link, and its target gets the report", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "published", "report.html")
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, []byte("old"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "report.html")
+		if err := os.Symlink(filepath.Join("published", "report.html"), link); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileAtomic(link, writeString("new")); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("after the write %s is %v (%v), want the link still", link, fi.Mode(), err)
+		}
+		got, err := os.ReadFile(target)
+		if err != nil || string(got) != "new" {
+			t.Errorf("target = %q, %v; want new", got, err)
+		}
+		if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
+			t.Errorf("target mode = %v, want 0640 kept", fi.Mode().Perm())
+		}
+	})
+
+	t.Run("a link in a cache folder is replaced, not followed", func(t *testing.T) {
+		dir := t.TempDir()
+		elsewhere := filepath.Join(dir, "elsewhere")
+		if err := os.WriteFile(elsewhere, []byte("not the cache's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "cache", "verdicts.json")
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := WritePrivateFileAtomic(link, []byte("cache")); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(elsewhere); string(got) != "not the cache's" {
+			t.Errorf("the link's target = %q, want it untouched", got)
+		}
+		if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s is %v (%v), want a regular file", link, fi.Mode(), err)
 		}
 	})
 }
