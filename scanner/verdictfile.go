@@ -220,3 +220,109 @@ func (d *verdictDecoder) dismissed(v int) (report.Dismissed, int, error) {
 	}, &ok)
 	return out, end, err
 }
+
+// encodeVerdictFile writes file as json.Marshal does, byte for byte
+// (TestTheVerdictFileIsWrittenAsJSONWritesIt), into one buffer sized for
+// it. A scan rewrites the file whenever one verdict changed, which in a
+// live cluster is every scan (a resourceVersion moves somewhere), and
+// jsoniter's reflection, its escaping of every string and the doubling of
+// its buffer took 0.08 of a warm 20,000-object scan's 0.7 CPU s.
+func encodeVerdictFile(file verdictFile) []byte {
+	b := make([]byte, 0, 64+len(file.Build)+len(file.Server)+verdictBytes*len(file.Verdicts))
+	b = append(b, `{"format":`...)
+	b = strconv.AppendInt(b, int64(file.Format), 10)
+	b = append(b, `,"build":`...)
+	b = appendJSONString(b, file.Build)
+	b = append(b, `,"server":`...)
+	b = appendJSONString(b, file.Server)
+	b = append(b, `,"verdicts":`...)
+	if file.Verdicts == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, e := range file.Verdicts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendVerdict(b, e)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// verdictBytes is about what a verdict takes in the file (250 bytes in
+// the bench's 20k estate, a quarter of them with dismissals).
+const verdictBytes = 288
+
+// appendVerdict appends e as json.Marshal writes a verdict: its fields in
+// the struct's order, the omitempty ones left out when empty, the
+// dismissals' reasons sorted.
+func appendVerdict(b []byte, e verdict) []byte {
+	b = append(b, '{')
+	if e.Group != "" {
+		b = append(b, `"g":`...)
+		b = appendJSONString(b, e.Group)
+		b = append(b, ',')
+	}
+	b = append(b, `"k":`...)
+	b = appendJSONString(b, e.Kind)
+	if e.Namespace != "" {
+		b = append(b, `,"ns":`...)
+		b = appendJSONString(b, e.Namespace)
+	}
+	b = append(b, `,"n":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"git":`...)
+	b = appendJSONString(b, e.Git)
+	b = append(b, `,"uid":`...)
+	b = appendJSONString(b, e.UID)
+	b = append(b, `,"rv":`...)
+	b = appendJSONString(b, e.ResourceVersion)
+	if e.Owner != "" {
+		b = append(b, `,"owner":`...)
+		b = appendJSONString(b, e.Owner)
+	}
+	if len(e.Dismissed) > 0 {
+		b = append(b, `,"dismissed":{`...)
+		var few [8]report.Reason // the reasons there are: no allocation
+		reasons := few[:0]
+		for r := range e.Dismissed {
+			reasons = append(reasons, r)
+		}
+		slices.Sort(reasons)
+		for i, r := range reasons {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, string(r))
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(e.Dismissed[r]), 10)
+		}
+		b = append(b, '}')
+	}
+	if e.Context != "" {
+		b = append(b, `,"ctx":`...)
+		b = appendJSONString(b, e.Context)
+	}
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, e.At, 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it. What the
+// API server names objects with, and the hashes, are printable ASCII with
+// nothing to escape and are appended as they are; any other string is
+// left to encoding/json (its escapes of control and HTML characters, of
+// U+2028 and U+2029, and its U+FFFD for bytes that are not UTF-8).
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

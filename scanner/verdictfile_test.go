@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -53,6 +55,55 @@ func checkVerdictFile(t *testing.T, data []byte, refusalsAlike bool) {
 		t.Fatalf("%q: read %+v, the JSON reader %+v", data, got, want)
 	case err != nil && wantErr == nil && refusalsAlike && !reflect.DeepEqual(want.Verdicts, []verdict{{}}):
 		t.Fatalf("%q: refused (%v), the JSON reader read %+v", data, err, want)
+	}
+	if err == nil {
+		checkVerdictFileWritten(t, got)
+	}
+}
+
+// checkVerdictFileWritten: encodeVerdictFile writes file as json.Marshal
+// does, byte for byte, and decodeVerdictFile reads it back as it was.
+func checkVerdictFileWritten(t *testing.T, file verdictFile) {
+	t.Helper()
+	got := encodeVerdictFile(file)
+	want, err := json.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%+v written as\n%s\njson.Marshal writes\n%s", file, got, want)
+	}
+	back, err := decodeVerdictFile(got)
+	if err != nil {
+		t.Fatalf("%s does not read back: %v", got, err)
+	}
+	var again verdictFile
+	if err := json.Unmarshal(want, &again); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, again) {
+		t.Fatalf("%s read back as %+v, encoding/json reads %+v", got, back, again)
+	}
+}
+
+// TestTheVerdictFileIsWrittenAsJSONWritesIt holds the file's writer to
+// json.Marshal on what the API server names objects with and what it never
+// does: escapes, HTML, line separators, bytes that are not UTF-8, empty
+// and nil dismissals and lists.
+func TestTheVerdictFileIsWrittenAsJSONWritesIt(t *testing.T) {
+	odd := []string{"", "web-0", "a\"b", `back\slash`, "tab\there", "nl\n", "\x00\x1f\x7f", "<script>&amp;</script>",
+		"é ü 日本", "a<b", "a>b", "a&b", "\x7f", "\x1f", "line\u2028sep\u2029", "bad\xffutf8\xc3", "\xed\xa0\x80", "emoji \U0001F600"}
+	var files []verdictFile
+	for _, s := range odd {
+		files = append(files, verdictFile{Format: 1, Build: s, Server: s, Verdicts: []verdict{
+			{Group: s, Kind: s, Namespace: s, Name: s, Git: s, UID: s, ResourceVersion: s, Owner: s, Context: s, At: -7,
+				Dismissed: report.Dismissed{report.Reason(s): 1, "defaulted": 3, "builtin": 0}},
+			{Kind: "ConfigMap", Name: s, Dismissed: report.Dismissed{}},
+		}})
+	}
+	files = append(files, verdictFile{}, verdictFile{Verdicts: []verdict{}}, verdictFile{Format: -1, Verdicts: []verdict{{}}})
+	for i, f := range files {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkVerdictFileWritten(t, f) })
 	}
 }
 

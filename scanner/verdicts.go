@@ -63,8 +63,8 @@ const verdictFileMax = 256 << 20
 // verdictFileName is the cache file in Options.CacheDir.
 const verdictFileName = "verdicts.json"
 
-// verdictJSON writes the cache file (decodeVerdictFile reads it) and the
-// schema cache.
+// verdictJSON writes and reads the schema cache, and is what the tests
+// hold the verdict file's own writer and reader to.
 var verdictJSON = jsoniter.ConfigCompatibleWithStandardLibrary
 
 // verdictFile is the cache file.
@@ -231,11 +231,7 @@ func (v *verdicts) save() error {
 	slices.SortFunc(file.Verdicts, func(a, b verdict) int {
 		return cmpKey(a.key(), b.key())
 	})
-	data, err := verdictJSON.Marshal(file)
-	if err != nil {
-		return err
-	}
-	if err := report.WritePrivateFileAtomic(v.path, data); err != nil {
+	if err := report.WritePrivateFileAtomic(v.path, encodeVerdictFile(file)); err != nil {
 		return fmt.Errorf("the scan cache: %w", err)
 	}
 	return nil
