@@ -200,3 +200,27 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkParseCacheSave writes the parse cache of 5,000 plain files, as
+// a scan does after its first render or any change to Git's files: the
+// whole file is written anew.
+func BenchmarkParseCacheSave(b *testing.B) {
+	const apps, perApp = 100, 50
+	cfg := estate.Write(b, b.TempDir(), "bench", apps, perApp)
+	c, err := OpenParseCache(filepath.Join(b.TempDir(), "manifests.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, app := range cfg.Apps {
+		if _, err := Manifests(b.Context(), Options{Dir: filepath.Join(cfg.Dir, app.Source.Path), Root: cfg.Dir, Parsed: c, Lazy: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.dirty = true
+		if err := c.Save(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

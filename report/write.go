@@ -225,14 +225,20 @@ func WriteFileDurable(path string, write func(io.Writer) error) error {
 // next scan's checks (a checksum, or JSON that must parse whole) and is
 // dropped, and that scan does the work it would have spared; its entries
 // are keyed by what they were made from, so an old one never answers for
-// new content. A link in the way is replaced, not followed.
-func WritePrivateFileAtomic(path string, data []byte) error {
+// new content. A link in the way is replaced, not followed. The file is
+// the pieces of data one after the other, so a caller need not copy a
+// large body to put a header before it.
+func WritePrivateFileAtomic(path string, data ...[]byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return writeFileAtomic(path, atomicWrite{mode: 0o600}, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
+		for _, d := range data {
+			if _, err := w.Write(d); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
