@@ -41,6 +41,9 @@ type bed struct {
 	cp *controlPlane
 
 	stopWebhook func()
+	// beforeRun, when set, runs before each timed run of driftscan (and
+	// its floor), outside the timing: timeWarm's touch.
+	beforeRun func(ctx context.Context) error
 }
 
 // newBed starts a control plane (writing an audit log when withAudit is

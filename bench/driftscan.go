@@ -78,6 +78,11 @@ func timeDriftscan(ctx context.Context, l *launcher, bin string, b *bed, outDir 
 			floors = append(floors, fr)
 			return nil
 		}
+		if b.beforeRun != nil {
+			if err := b.beforeRun(ctx); err != nil {
+				return t, nil, nil, err
+			}
+		}
 		floorAfter := floor != nil && rand.IntN(2) == 1
 		if floor != nil && !floorAfter {
 			if err := runFloor(); err != nil {
