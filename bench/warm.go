@@ -11,7 +11,7 @@ import (
 
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Warm is driftscan with the scan cache a scheduled scan has
@@ -88,22 +88,9 @@ func toucher(b *bed) func(context.Context) error {
 		ns, name, n := u.GetNamespace(), u.GetName(), 0
 		return func(ctx context.Context) error {
 			n++
-			set := func(v string) func(*unstructured.Unstructured) {
-				return func(live *unstructured.Unstructured) {
-					a := live.GetAnnotations()
-					if v == "" {
-						delete(a, touchAnnotation)
-					} else {
-						if a == nil {
-							a = map[string]string{}
-						}
-						a[touchAnnotation] = v
-					}
-					live.SetAnnotations(a)
-				}
-			}
-			for _, v := range []string{strconv.Itoa(n), ""} {
-				if _, err := b.env.UpdateAs(ctx, "bench-touch", cluster.ConfigMap, ns, name, set(v)); err != nil {
+			for _, v := range []string{strconv.Quote(strconv.Itoa(n)), "null"} {
+				patch := `{"metadata":{"annotations":{"` + touchAnnotation + `":` + v + `}}}`
+				if _, err := b.env.PatchAs(ctx, "bench-touch", cluster.ConfigMap, ns, name, types.MergePatchType, patch); err != nil {
 					return fmt.Errorf("touch ConfigMap %s/%s before a warm run: %w", ns, name, err)
 				}
 			}

@@ -205,7 +205,7 @@ func ParseOutputs(specs []string) ([]Output, error) {
 // tee write: there is no file to replace, and renaming over it would put a
 // file where the device or the pipe was.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, atomicWrite{mode: 0o644, keepMode: true, throughLinks: true, streams: true}, write)
+	return writeFileAtomic(path, atomicWrite{mode: 0o644, named: true, streams: true}, write)
 }
 
 // WriteFileDurable is WriteFileAtomic, and syncs the new content to the
@@ -215,7 +215,7 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 // written through as WriteFileAtomic does; what it writes must be read
 // back, so a pipe or a device is refused.
 func WriteFileDurable(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, atomicWrite{mode: 0o644, keepMode: true, throughLinks: true, durable: true}, write)
+	return writeFileAtomic(path, atomicWrite{mode: 0o644, named: true, durable: true}, write)
 }
 
 // WritePrivateFileAtomic writes data to path as WriteFileAtomic does, in a
@@ -244,13 +244,14 @@ func WritePrivateFileAtomic(path string, data ...[]byte) error {
 
 // atomicWrite says how writeFileAtomic writes.
 type atomicWrite struct {
-	// mode is a new file's; with keepMode, a file replaced keeps its own.
-	mode     os.FileMode
-	keepMode bool
+	// mode is a new file's.
+	mode os.FileMode
+	// named is a path the user named (a report, the state): a file
+	// replaced keeps its mode, and a link there is followed, its target
+	// replaced. A private file gets mode, and a link in its way is replaced.
+	named bool
 	// durable syncs the new content before the rename.
 	durable bool
-	// throughLinks replaces the file a link at path leads to, not the link.
-	throughLinks bool
 	// streams writes to a pipe or a character device at path as a stream;
 	// without it they are refused.
 	streams bool
@@ -262,10 +263,8 @@ func writeFileAtomic(path string, w atomicWrite, write func(io.Writer) error) (e
 	if fi, statErr := os.Stat(path); statErr == nil {
 		switch {
 		case fi.Mode().IsRegular():
-			if w.keepMode {
+			if w.named {
 				mode = fi.Mode().Perm()
-			}
-			if w.throughLinks {
 				target, err := filepath.EvalSymlinks(path)
 				if err != nil {
 					return fmt.Errorf("write %s: %w", path, err)

@@ -231,10 +231,8 @@ func encodeVerdictFile(file verdictFile) []byte {
 	b := make([]byte, 0, 64+len(file.Build)+len(file.Server)+verdictBytes*len(file.Verdicts))
 	b = append(b, `{"format":`...)
 	b = strconv.AppendInt(b, int64(file.Format), 10)
-	b = append(b, `,"build":`...)
-	b = appendJSONString(b, file.Build)
-	b = append(b, `,"server":`...)
-	b = appendJSONString(b, file.Server)
+	b = appendJSONField(b, `,"build":`, file.Build)
+	b = appendJSONField(b, `,"server":`, file.Server)
 	b = append(b, `,"verdicts":`...)
 	if file.Verdicts == nil {
 		b = append(b, "null"...)
@@ -261,27 +259,18 @@ const verdictBytes = 288
 func appendVerdict(b []byte, e verdict) []byte {
 	b = append(b, '{')
 	if e.Group != "" {
-		b = append(b, `"g":`...)
-		b = appendJSONString(b, e.Group)
-		b = append(b, ',')
+		b = append(appendJSONField(b, `"g":`, e.Group), ',')
 	}
-	b = append(b, `"k":`...)
-	b = appendJSONString(b, e.Kind)
+	b = appendJSONField(b, `"k":`, e.Kind)
 	if e.Namespace != "" {
-		b = append(b, `,"ns":`...)
-		b = appendJSONString(b, e.Namespace)
+		b = appendJSONField(b, `,"ns":`, e.Namespace)
 	}
-	b = append(b, `,"n":`...)
-	b = appendJSONString(b, e.Name)
-	b = append(b, `,"git":`...)
-	b = appendJSONString(b, e.Git)
-	b = append(b, `,"uid":`...)
-	b = appendJSONString(b, e.UID)
-	b = append(b, `,"rv":`...)
-	b = appendJSONString(b, e.ResourceVersion)
+	b = appendJSONField(b, `,"n":`, e.Name)
+	b = appendJSONField(b, `,"git":`, e.Git)
+	b = appendJSONField(b, `,"uid":`, e.UID)
+	b = appendJSONField(b, `,"rv":`, e.ResourceVersion)
 	if e.Owner != "" {
-		b = append(b, `,"owner":`...)
-		b = appendJSONString(b, e.Owner)
+		b = appendJSONField(b, `,"owner":`, e.Owner)
 	}
 	if len(e.Dismissed) > 0 {
 		b = append(b, `,"dismissed":{`...)
@@ -302,12 +291,16 @@ func appendVerdict(b []byte, e verdict) []byte {
 		b = append(b, '}')
 	}
 	if e.Context != "" {
-		b = append(b, `,"ctx":`...)
-		b = appendJSONString(b, e.Context)
+		b = appendJSONField(b, `,"ctx":`, e.Context)
 	}
 	b = append(b, `,"at":`...)
 	b = strconv.AppendInt(b, e.At, 10)
 	return append(b, '}')
+}
+
+// appendJSONField appends key (with its comma and colon) and s quoted.
+func appendJSONField(b []byte, key, s string) []byte {
+	return appendJSONString(append(b, key...), s)
 }
 
 // appendJSONString appends s quoted as json.Marshal quotes it. What the
