@@ -205,7 +205,12 @@ func (s *scan) loadSchemas() error {
 			kinds = append(kinds, gvk)
 		}
 	}
-	return s.c.typer.load(kinds)
+	err := s.c.typer.load(kinds)
+	s.schemaIDs = map[schema.GroupVersion]string{}
+	for _, gvk := range kinds {
+		s.schemaIDs[gvk.GroupVersion()] = s.c.typer.schemaID(gvk.GroupVersion())
+	}
+	return err
 }
 
 // compare lists the cluster (read) and diffs every desired object with its
@@ -357,7 +362,7 @@ func (q *objectQueue) close() {
 func (s *scan) compareFound(d desired, f foundObject) {
 	if f.verdict != nil {
 		if s.verdictHolds(d, *f.verdict) {
-			s.useVerdict(d, *f.verdict)
+			s.useVerdict(f.index, f.verdict)
 			return
 		}
 		if err := f.decodeLater(); err != nil {

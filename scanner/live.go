@@ -105,15 +105,15 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 	}
 	s.saveListPlan(keys, gvks)
 	handle := func(it *listItem) error {
-		found, extra, err := s.keep(it, appIndex)
+		di, found, extra, err := s.keep(it, appIndex)
 		if err != nil {
 			return err
 		}
-		if found != nil {
+		if di >= 0 {
 			mu.Lock()
-			st.found[found.index] = true
+			st.found[di] = true
 			mu.Unlock()
-			if !found.settled {
+			if found != nil {
 				visit(*found)
 			}
 		}
@@ -186,13 +186,12 @@ const allNamespaces = "\x00all"
 type foundObject struct {
 	index int // in scan.objects
 	// live is the object without its status; managedFields is the JSON
-	// of its metadata.managedFields (decodeLive). live is nil when the
-	// verdict cache says the object is in sync: it is then settled, or
-	// it has a verdict to check first and its raw bytes and head to
-	// decode should the verdict not hold (decodeLater).
+	// of its metadata.managedFields (decodeLive). live is nil when it has
+	// a verdict to check first (in what the verdict cache read), and its
+	// raw bytes and head to decode should the verdict not hold
+	// (decodeLater).
 	live          *unstructured.Unstructured
 	managedFields []byte
-	settled       bool
 	verdict       *verdict
 	head          itemHead
 	raw           []byte
@@ -202,20 +201,21 @@ type foundObject struct {
 }
 
 // keep decides what the scan keeps of one listed item: a declared object
-// whole (found), or with Extra the identity of an undeclared one that an
-// app's tracking key names (extra), or nothing. Only a declared object is
-// decoded whole; of any other only its identity, and its labels and
-// annotations with Extra.
-func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, extra *extraObject, err error) {
+// (di, its index in scan.objects, or -1) whole to compare (found), or
+// nothing of it when the verdict cache settles it; with Extra the
+// identity of an undeclared one that an app's tracking key names (extra);
+// or nothing. Only a declared object is decoded whole; of any other only
+// its identity, and its labels and annotations with Extra.
+func (s *scan) keep(it *listItem, appIndex map[string]int) (di int, found *foundObject, extra *extraObject, err error) {
 	key := keyOfHead(it.head)
 	if di, ok := s.declared[key]; ok {
 		git, v := s.cachedVerdict(di, it.head)
 		switch {
 		case v != nil && len(v.Dismissed) == 0:
-			s.useVerdict(s.objects[di], *v)
+			s.useVerdict(di, v)
 			// Nothing reads Git's object any more (gitScalers did).
 			s.objects[di].obj, s.objects[di].load, s.objects[di].twin = nil, nil, nil
-			return &foundObject{index: di, settled: true}, nil, nil
+			return di, nil, nil, nil
 		case v != nil:
 			// Whether it holds depends on the classification context,
 			// which the compare workers wait for (the page does not): they
@@ -226,17 +226,17 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 			if !it.owned {
 				raw = bytes.Clone(raw)
 			}
-			return &foundObject{index: di, verdict: v, head: it.head, raw: raw, git: git,
+			return di, &foundObject{index: di, verdict: v, head: it.head, raw: raw, git: git,
 				uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
 		}
 		u, managedFields, err := it.decode()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s %s/%s: %w", key.kind, key.ns, key.name, err)
+			return -1, nil, nil, fmt.Errorf("%s %s/%s: %w", key.kind, key.ns, key.name, err)
 		}
-		return &foundObject{index: di, live: u, managedFields: managedFields, git: git, uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
+		return di, &foundObject{index: di, live: u, managedFields: managedFields, git: git, uid: it.head.Metadata.UID, resourceVersion: it.head.Metadata.ResourceVersion}, nil, nil
 	}
 	if !s.opts.Extra {
-		return nil, nil, nil
+		return -1, nil, nil, nil
 	}
 	labels, annotations := it.tracking()
 	for _, k := range trackingKeys {
@@ -246,10 +246,10 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (found *foundObject, 
 		}
 		if ai, ok := appIndex[name]; ok {
 			h := it.head
-			return nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
+			return -1, nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
 		}
 	}
-	return nil, nil, nil
+	return -1, nil, nil, nil
 }
 
 // finish records how the list of k ended.

@@ -224,6 +224,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 		return nil, err
 	}
 	s.verdicts = cached()
+	if s.verdicts != nil {
+		s.verdicts.link(s.declared, len(s.objects))
+	}
 	gathered := s.gatherAhead(ctx)
 	s.hashDesired()
 	auditDone := s.readAudit(ctx)
@@ -290,8 +293,10 @@ type scan struct {
 	verdicts *verdicts
 	cc       classifyContext
 	// prepared waits for prepareAhead: the schemas loaded, the fields
-	// charts render differently each time found.
-	prepared func() error
+	// charts render differently each time found. schemaIDs is then each
+	// declared group/version's typer.schemaID, for the verdicts' keys.
+	prepared  func() error
+	schemaIDs map[schema.GroupVersion]string
 	// nsContexts keeps classifyHash's answer for an app's objects in a
 	// namespace, for objects with no autoscaler and no unstable field.
 	nsContexts sync.Map // appNamespace → string

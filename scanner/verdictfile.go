@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,7 +161,10 @@ func (d *verdictDecoder) verdicts(v int) ([]verdict, int, error) {
 	if null, err := d.container(v, '[', "verdicts is no array"); null || err != nil {
 		return nil, skipValue(d.raw, v), err
 	}
-	out := []verdict{}
+	// As many as the file has "at" keys, one a verdict as save writes
+	// them: grown from nothing, the slice of 20,000 verdicts was half the
+	// time of reading them (BenchmarkVerdicts).
+	out := make([]verdict, 0, min(bytes.Count(d.raw[v:], []byte(`"at":`)), len(d.raw)/16))
 	i := skipSpace(d.raw, v+1)
 	for d.raw[i] != ']' {
 		if d.raw[i] == ',' {

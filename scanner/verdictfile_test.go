@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/report"
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
+	"github.com/calricon/driftscan/report"
 )
 
 // verdictFileSeeds are cache files as the scan writes them and not.
@@ -130,9 +135,10 @@ func TestTheVerdictFileReadsWhatSaveWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range kept {
+	again.link(declaredOf(kept), len(kept))
+	for i, e := range kept {
 		e.At = nowForTest.Unix()
-		if got, ok := again.read(e.key()); !ok || !reflect.DeepEqual(got, e) {
+		if got := again.lookup(i, e.Git, e.UID, e.ResourceVersion); got == nil || !reflect.DeepEqual(*got, e) {
 			t.Errorf("read back %+v, want %+v", got, e)
 		}
 	}
@@ -195,5 +201,65 @@ func TestGitHashNamesEveryPartApart(t *testing.T) {
 		if got := hash(p); got != "" {
 			t.Errorf("%s: gitHash = %q, want \"\" (nothing cached)", name, got)
 		}
+	}
+}
+
+// TestSaveWritesWhatIsKeptInKeyOrder: save writes the verdicts reused and
+// the ones recorded, one for each object (a recorded one in place of the
+// one read on it) and in key order, whether the file it read was in that
+// order (as save writes it) or in another; what was not reused goes.
+func TestSaveWritesWhatIsKeptInKeyOrder(t *testing.T) {
+	at := nowForTest.Unix()
+	cm := func(name, rv string) verdict {
+		return verdict{Kind: "ConfigMap", Namespace: "shop", Name: name, Git: "g", UID: "u-" + name, ResourceVersion: rv, At: at}
+	}
+	for _, order := range []string{"in key order", "in another order"} {
+		t.Run(order, func(t *testing.T) {
+			read := []verdict{cm("b", "1"), cm("d", "1"), cm("f", "1"), cm("h", "1")}
+			if order != "in key order" {
+				read = []verdict{read[2], read[0], read[3], read[1]}
+			}
+			dir := t.TempDir()
+			data := encodeVerdictFile(verdictFile{Format: verdictFormat, Build: render.BuildIdentity(), Server: "server v1", Verdicts: read})
+			if err := os.WriteFile(filepath.Join(dir, verdictFileName), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			v, err := openVerdicts(dir, "server v1", nowForTest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The scan's objects: a to h; it reuses b, f and h, finds d
+			// changed, and a, e and i new (g is gone from Git).
+			names := []string{"a", "b", "d", "e", "f", "h", "i"}
+			declared := map[objectKey]int{}
+			for i, n := range names {
+				declared[cm(n, "").key()] = i
+			}
+			v.link(declared, len(names))
+			for _, n := range []string{"b", "f", "h"} {
+				if v.lookup(declared[cm(n, "").key()], "g", "u-"+n, "1") == nil {
+					t.Fatalf("no verdict read on %s", n)
+				}
+				v.reuse(declared[cm(n, "").key()])
+			}
+			for _, e := range []verdict{cm("i", "2"), cm("d", "2"), cm("a", "2"), cm("e", "2")} {
+				v.record(e)
+			}
+			if err := v.save(); err != nil {
+				t.Fatal(err)
+			}
+			data, err = os.ReadFile(filepath.Join(dir, verdictFileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeVerdictFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []verdict{cm("a", "2"), cm("b", "1"), cm("d", "2"), cm("e", "2"), cm("f", "1"), cm("h", "1"), cm("i", "2")}
+			if diff := cmp.Diff(want, got.Verdicts, cmp.AllowUnexported(verdict{})); diff != "" {
+				t.Errorf("saved (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -102,17 +102,22 @@ type verdict struct {
 func (v verdict) key() objectKey { return objectKey{v.Group, v.Kind, v.Namespace, v.Name} }
 
 // verdicts is the cache of one scan: what it read, and what it keeps.
-// What it read stays in the file's order, found by key through an index.
-// A map of the verdicts read and another of those kept (a verdict is over
-// the 128 bytes a map holds in place, so each was an allocation of its
-// own) held 9.3 MB at 20,000 verdicts and made 50,000 allocations to open
-// and keep them; this way 6.8 MB and 10,000 (BenchmarkVerdicts), and the
-// collector marks the difference on each collection of a scan.
+// What it read stays in the file's order, found by the declared object it
+// is on (link). A map of the verdicts read and another of those kept (a
+// verdict is over the 128 bytes a map holds in place, so each was an
+// allocation of its own) held 9.3 MB at 20,000 verdicts and made 50,000
+// allocations to open and keep them; this way 6.8 MB and 10,000
+// (BenchmarkVerdicts), and the collector marks the difference on each
+// collection of a scan. An index of old by key, as there was, cost a map
+// built and three lookups of four strings' hash for each object listed;
+// link costs one, into the map of declared objects the scan has anyway.
 type verdicts struct {
 	path, build, server string
 	now                 time.Time
 	old                 []verdict
-	index               map[objectKey]int // of old
+	// of is, for each declared object (scan.objects, by index), 1 + the
+	// index in old of the verdict on it, or 0 for none.
+	of []int32
 
 	mu sync.Mutex
 	// reused marks the verdicts of old kept again (marked of them, the
@@ -148,41 +153,46 @@ func openVerdicts(dir, server string, now time.Time) (*verdicts, error) {
 	}
 	v.changed = false
 	v.old, v.reused = file.Verdicts, make([]bool, len(file.Verdicts))
-	v.index = make(map[objectKey]int, len(file.Verdicts))
-	for i, e := range file.Verdicts {
-		v.index[e.key()] = i
-	}
 	return v, nil
 }
 
-// read returns the verdict read on k, if any.
-func (v *verdicts) read(k objectKey) (verdict, bool) {
-	i, ok := v.index[k]
-	if !ok {
-		return verdict{}, false
+// link finds the verdict read on each of n declared objects, whose
+// indexes declared gives by key. It is called once, before lookup.
+func (v *verdicts) link(declared map[objectKey]int, n int) {
+	v.of = make([]int32, n)
+	for i := range v.old {
+		if di, ok := declared[v.old[i].key()]; ok && di < n {
+			v.of[di] = int32(i + 1)
+		}
 	}
-	return v.old[i], true
 }
 
-// lookup returns the verdict on k if one holds for this Git side and live
-// object, but for its context (verdict.Context), which the caller checks.
-func (v *verdicts) lookup(k objectKey, git, uid, rv string) (verdict, bool) {
-	e, ok := v.read(k)
-	if !ok || git == "" || uid == "" || rv == "" || e.Git != git || e.UID != uid || e.ResourceVersion != rv {
-		return verdict{}, false
+// lookup returns the verdict on declared object di if one holds for this
+// Git side and live object, but for its context (verdict.Context), which
+// the caller checks. It points into what was read, which nothing changes.
+func (v *verdicts) lookup(di int, git, uid, rv string) *verdict {
+	if di < 0 || di >= len(v.of) || v.of[di] == 0 {
+		return nil
+	}
+	e := &v.old[v.of[di]-1]
+	if git == "" || uid == "" || rv == "" || e.Git != git || e.UID != uid || e.ResourceVersion != rv {
+		return nil
 	}
 	if age := v.now.Sub(time.Unix(e.At, 0)); age < 0 || age >= verdictMaxAge {
-		return verdict{}, false
+		return nil
 	}
-	return e, true
+	return e
 }
 
-// reuse keeps verdict e, which lookup found and which held, for the next
-// scan.
-func (v *verdicts) reuse(e verdict) {
-	i, ok := v.index[e.key()]
+// reuse keeps the verdict on declared object di, which lookup found and
+// which held, for the next scan.
+func (v *verdicts) reuse(di int) {
+	if di < 0 || di >= len(v.of) || v.of[di] == 0 {
+		return
+	}
+	i := v.of[di] - 1
 	v.mu.Lock()
-	if ok && !v.reused[i] {
+	if !v.reused[i] {
 		v.reused[i] = true
 		v.marked++
 	}
@@ -220,22 +230,43 @@ func (v *verdicts) save() error {
 		return nil
 	}
 	file := verdictFile{Format: verdictFormat, Build: v.build, Server: v.server, Verdicts: make([]verdict, 0, v.marked+len(v.recorded))}
-	for i, e := range v.old {
-		if _, again := v.recorded[e.key()]; v.reused[i] && !again {
-			file.Verdicts = append(file.Verdicts, e)
-		}
-	}
+	recorded := make([]verdict, 0, len(v.recorded))
 	for _, e := range v.recorded {
-		file.Verdicts = append(file.Verdicts, e)
+		recorded = append(recorded, e)
 	}
-	slices.SortFunc(file.Verdicts, func(a, b verdict) int {
-		return cmpKey(a.key(), b.key())
-	})
+	slices.SortFunc(recorded, cmpVerdicts)
+	// The file is in key order, as this wrote it: what is kept of it is
+	// merged with what this scan found, rather than all of it sorted again
+	// (about half of saving 20,000 verdicts when one changed). A file in
+	// another order is sorted whole.
+	inOrder := slices.IsSortedFunc(v.old, cmpVerdicts)
+	for i := range v.old {
+		e := &v.old[i]
+		if !v.reused[i] {
+			continue
+		}
+		if len(v.recorded) > 0 {
+			if _, again := v.recorded[e.key()]; again {
+				continue
+			}
+		}
+		for inOrder && len(recorded) > 0 && cmpVerdicts(recorded[0], *e) < 0 {
+			file.Verdicts, recorded = append(file.Verdicts, recorded[0]), recorded[1:]
+		}
+		file.Verdicts = append(file.Verdicts, *e)
+	}
+	file.Verdicts = append(file.Verdicts, recorded...)
+	if !inOrder {
+		slices.SortFunc(file.Verdicts, cmpVerdicts)
+	}
 	if err := report.WritePrivateFileAtomic(v.path, encodeVerdictFile(file)); err != nil {
 		return fmt.Errorf("the scan cache: %w", err)
 	}
 	return nil
 }
+
+// cmpVerdicts orders verdicts as the file keeps them, by cmpKey.
+func cmpVerdicts(a, b verdict) int { return cmpKey(a.key(), b.key()) }
 
 func cmpKey(a, b objectKey) int {
 	return cmp.Or(strings.Compare(a.group, b.group), strings.Compare(a.kind, b.kind), strings.Compare(a.ns, b.ns), strings.Compare(a.name, b.name))
@@ -306,9 +337,9 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	}
 	d := &s.objects[di]
 	gvk := d.mapping.GroupVersionKind
-	git = gitHash(d.content, gvk, d.mapping.Resource, s.c.typer.schemaID(gvk.GroupVersion()), s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
-	e, ok := s.verdicts.lookup(d.key, git, h.Metadata.UID, h.Metadata.ResourceVersion)
-	if !ok {
+	git = gitHash(d.content, gvk, d.mapping.Resource, s.schemaIDs[gvk.GroupVersion()], s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	e := s.verdicts.lookup(di, git, h.Metadata.UID, h.Metadata.ResourceVersion)
+	if e == nil {
 		return git, nil
 	}
 	if len(e.Dismissed) > 0 && (s.opts.ExplainDismissed || len(s.auditPaths()) > 0) {
@@ -316,7 +347,7 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 		// (classifyHash): compare it.
 		return git, nil
 	}
-	return git, &e
+	return git, e
 }
 
 // verdictHolds says whether v, found by cachedVerdict, holds in this
@@ -329,13 +360,14 @@ func (s *scan) verdictHolds(d desired, v verdict) bool {
 	return ctx != "" && ctx == v.Context
 }
 
-// useVerdict marks d in sync as verdict v says, and counts what v
-// dismissed: d is not decoded or compared.
-func (s *scan) useVerdict(d desired, v verdict) {
+// useVerdict marks declared object di in sync as verdict v says, and
+// counts what v dismissed: it is not decoded or compared.
+func (s *scan) useVerdict(di int, v *verdict) {
 	for reason, n := range v.Dismissed {
 		s.dismissed.addN(reason, n)
 	}
-	s.verdicts.reuse(v)
+	s.verdicts.reuse(di)
+	d := &s.objects[di]
 	ro := &s.r.Apps[d.app].Objects[d.object]
 	ro.Status, ro.Owner = report.StatusInSync, v.Owner
 }

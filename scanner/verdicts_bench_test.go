@@ -15,6 +15,7 @@ import (
 func BenchmarkVerdicts(b *testing.B) {
 	dir := b.TempDir()
 	written := writeVerdicts(b, dir, 20000)
+	declared := declaredOf(written)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -31,18 +32,28 @@ func BenchmarkVerdicts(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, e := range written {
-			got, ok := v.lookup(e.key(), e.Git, e.UID, e.ResourceVersion)
-			if !ok {
+		v.link(declared, len(written))
+		for i, e := range written {
+			if v.lookup(i, e.Git, e.UID, e.ResourceVersion) == nil {
 				b.Fatalf("%s not found", e.Name)
 			}
-			v.reuse(got)
+			v.reuse(i)
 		}
 		if err := v.save(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc), "retained-B")
+}
+
+// declaredOf is the scan's map of declared objects, were vs its objects
+// in this order.
+func declaredOf(vs []verdict) map[objectKey]int {
+	declared := make(map[objectKey]int, len(vs))
+	for i, e := range vs {
+		declared[e.key()] = i
+	}
+	return declared
 }
 
 // writeVerdicts saves n verdicts of the bench's kinds in dir and returns
@@ -76,6 +87,7 @@ func writeVerdicts(b *testing.B, dir string, n int) []verdict {
 func BenchmarkVerdictsOneChanged(b *testing.B) {
 	dir := b.TempDir()
 	written := writeVerdicts(b, dir, 20000)
+	declared := declaredOf(written)
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -83,12 +95,12 @@ func BenchmarkVerdictsOneChanged(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, e := range written[1:] {
-			got, ok := v.lookup(e.key(), e.Git, e.UID, e.ResourceVersion)
-			if !ok {
+		v.link(declared, len(written))
+		for i, e := range written[1:] {
+			if v.lookup(i+1, e.Git, e.UID, e.ResourceVersion) == nil {
 				b.Fatalf("%s not found", e.Name)
 			}
-			v.reuse(got)
+			v.reuse(i + 1)
 		}
 		moved := written[0]
 		moved.ResourceVersion += "1"
