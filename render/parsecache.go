@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -387,9 +388,20 @@ func (c *ParseCache) name(key cacheKey, ms []Manifest) {
 	if c == nil || len(ms) == 0 {
 		return
 	}
-	base := string(key.kind) + hex.EncodeToString(key.sum[:]) + "/"
+	// One string each, made once (a warm scan names every object it reads
+	// from the cache): the key's text, "/" and the index.
+	var sum [2 * sha256.Size]byte
+	hex.Encode(sum[:], key.sum[:])
 	for i := range ms {
-		ms[i].Digest = base + strconv.Itoa(i)
+		var index [20]byte
+		n := strconv.AppendInt(index[:0], int64(i), 10)
+		var b strings.Builder
+		b.Grow(1 + len(sum) + 1 + len(n))
+		b.WriteByte(byte(key.kind))
+		b.Write(sum[:])
+		b.WriteByte('/')
+		b.Write(n)
+		ms[i].Digest = b.String()
 	}
 }
 

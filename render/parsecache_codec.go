@@ -358,7 +358,6 @@ func (d *cacheDecoder) key(first bool) (k []byte, end bool, err error) {
 // nothing else: Manifest.Load decodes that.
 func (d *cacheDecoder) ident() (Ident, error) {
 	var id Ident
-	var apiVersion, kind any
 	var hasAPIVersion, hasKind, metadataNotAMap bool
 	var keys objectKeys
 	d.i++ // the '{' of an object at depth 0
@@ -375,10 +374,10 @@ func (d *cacheDecoder) ident() (Ident, error) {
 		}
 		switch string(k) {
 		case "apiVersion":
-			apiVersion, err = d.value(1)
+			id.APIVersion, err = d.identString(1)
 			hasAPIVersion = true
 		case "kind":
-			kind, err = d.value(1)
+			id.Kind, err = d.identString(1)
 			hasKind = true
 		case "metadata":
 			if d.next() == '{' {
@@ -396,8 +395,6 @@ func (d *cacheDecoder) ident() (Ident, error) {
 		}
 	}
 	// What toManifest checks of the whole object, and no Secret.
-	id.APIVersion, _ = apiVersion.(string)
-	id.Kind, _ = kind.(string)
 	if !hasAPIVersion || !hasKind || id.APIVersion == "" || id.Kind == "" || metadataNotAMap ||
 		id.Name == "" && id.GenerateName == "" || id.Kind == "Secret" {
 		return Ident{}, errCacheEntry
@@ -441,12 +438,33 @@ func (d *cacheDecoder) metadata(depth int, id *Ident) error {
 			}
 			continue
 		}
-		v, err := d.value(depth + 1)
-		if err != nil {
+		if *to, err = d.identString(depth + 1); err != nil {
 			return err
 		}
-		*to, _ = v.(string)
 	}
+}
+
+// identString reads the value at d.i, at depth as value counts it, as
+// ident reads a name: the string it is, "" when it is another value. It
+// is value without the value boxed (an allocation for each of the four
+// names of every object a warm scan reads from the cache), and a string
+// Kubernetes objects repeat (an apiVersion, a kind) is the one kept copy.
+func (d *cacheDecoder) identString(depth int) (string, error) {
+	if d.next() != '"' {
+		v, err := d.value(depth)
+		s, _ := v.(string)
+		return s, err
+	}
+	b, escaped, err := d.stringBytes()
+	if err != nil {
+		return "", err
+	}
+	if !escaped {
+		if v, ok := kubekeys.Value(b); ok {
+			return v.(string), nil
+		}
+	}
+	return cacheString(b, escaped)
 }
 
 // stringMap is v as unstructured.NestedStringMap reads it: nil unless v is

@@ -190,6 +190,9 @@ func TestGitHashNamesEveryPartApart(t *testing.T) {
 	if again := hash(base); again != want {
 		t.Fatalf("gitHash of the same parts: %q then %q", want, again)
 	}
+	if split := gitHashOf("parsed ", "abc#0", base.gvk, base.listed, base.schema, base.applied, base.owner); split != want {
+		t.Fatalf("gitHashOf the content in two pieces = %q, gitHash of it whole %q", split, want)
+	}
 	for name, change := range changed {
 		p := base
 		change(&p)

@@ -309,17 +309,25 @@ func (s *scan) hashDesired() {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(s.objects); i += workers {
-				d := &s.objects[i]
-				if d.digest != "" {
-					// Apart from contentHash's sums, which are raw bytes.
-					d.content = "parsed " + d.digest
-				} else if obj, err := d.git(); err == nil {
-					d.content = contentHash(obj.Object)
+				if d := &s.objects[i]; d.digest == "" {
+					if obj, err := d.git(); err == nil {
+						d.content = contentHash(obj.Object)
+					}
 				}
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// contentKey is what names d's content in gitHash: its content hash, or
+// for an object parsed through the parse cache "parsed " and its Digest
+// (hashDesired), apart from contentHash's sums, which are raw bytes.
+func (d *desired) contentKey() (prefix, content string) {
+	if d.digest != "" {
+		return "parsed ", d.digest
+	}
+	return "", d.content
 }
 
 // cachedVerdict looks up the verdict on declared object di and the live
@@ -337,7 +345,8 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	}
 	d := &s.objects[di]
 	gvk := d.mapping.GroupVersionKind
-	git = gitHash(d.content, gvk, d.mapping.Resource, s.schemaIDs[gvk.GroupVersion()], s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	prefix, content := d.contentKey()
+	git = gitHashOf(prefix, content, gvk, d.mapping.Resource, s.schemaIDs[gvk.GroupVersion()], s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
 	e := s.verdicts.lookup(di, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if e == nil {
 		return git, nil
@@ -482,6 +491,12 @@ func webhooksID(cfgs []admissionregistrationv1.MutatingWebhookConfiguration, err
 // object. "" when there is no content hash or schema to go by (nothing is
 // then cached for it).
 func gitHash(content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
+	return gitHashOf("", content, gvk, listed, schemaID, applied, ownerLabel)
+}
+
+// gitHashOf is gitHash of the content prefix+content, without making
+// that string (desired.contentKey).
+func gitHashOf(prefix, content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
 	if content == "" || schemaID == "" {
 		return ""
 	}
@@ -490,8 +505,9 @@ func gitHash(content string, gvk schema.GroupVersionKind, listed schema.GroupVer
 	// whose live side it reads, and a hasher and the names' strings made
 	// for each were 0.047 CPU s of a warm 20,000-object scan.
 	var small [512]byte
-	b := small[:0]
-	for _, s := range [...]string{content, gvk.Group, gvk.Version, gvk.Kind, listed.Group, listed.Version, listed.Resource, schemaID, string(applied), ownerLabel} {
+	b := append(appendTag(small[:0], 's', uint64(len(prefix)+len(content))), prefix...)
+	b = append(b, content...)
+	for _, s := range [...]string{gvk.Group, gvk.Version, gvk.Kind, listed.Group, listed.Version, listed.Resource, schemaID, string(applied), ownerLabel} {
 		b = append(appendTag(b, 's', uint64(len(s))), s...)
 	}
 	sum := sha256.Sum256(b)
