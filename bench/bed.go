@@ -121,6 +121,10 @@ func newBed(ctx context.Context, dir string, spec estateSpec, driftPercent float
 		b.cp, err = nil, nil
 	} else {
 		say("control plane at rest: %.3f CPU s per second (after waiting %.0fs for it to settle)", b.cp.idlePerSecond, b.cp.settled.Seconds())
+		debug := b.env.Client.Discovery().RESTClient()
+		b.cp.collect = func() error {
+			return debug.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").Do(ctx).Error()
+		}
 	}
 	return b, nil
 }
