@@ -142,9 +142,12 @@ type Output struct {
 }
 
 // ParseOutputs parses -o values, each FORMAT or FORMAT=FILE ("FORMAT=-" is
-// stdout too). At most one output may go to stdout and no file may be named
-// twice. Every bad spec is reported, not just the first. No specs gives no
-// outputs: the caller picks the default.
+// stdout too, and so are /dev/stdout and the names of file descriptor 1:
+// two outputs there would interleave). At most one output may go to stdout
+// and no file may be named twice, by the same path written two ways, or
+// through a link to a file another output names. Every bad spec is
+// reported, not just the first. No specs gives no outputs: the caller
+// picks the default.
 func ParseOutputs(specs []string) ([]Output, error) {
 	var (
 		outs   []Output
@@ -164,7 +167,7 @@ func ParseOutputs(specs []string) ([]Output, error) {
 		case hasFile && file == "":
 			errs = append(errs, fmt.Errorf("output %q: no file after '=' (use %s for stdout)", spec, f))
 			continue
-		case file == "-":
+		case file == "-" || stdoutNames[filepath.Clean(file)]:
 			file = ""
 		}
 		if file == "" {
@@ -175,7 +178,20 @@ func ParseOutputs(specs []string) ([]Output, error) {
 			stdout = spec
 		} else {
 			key := filepath.Clean(file)
-			if prev, ok := files[key]; ok {
+			if abs, err := filepath.Abs(file); err == nil {
+				key = abs
+			}
+			prev, ok := files[key]
+			if !ok {
+				if fi, err := os.Stat(file); err == nil {
+					for other, otherSpec := range files {
+						if ofi, err := os.Stat(other); err == nil && os.SameFile(fi, ofi) {
+							prev, ok = otherSpec, true
+						}
+					}
+				}
+			}
+			if ok {
 				errs = append(errs, fmt.Errorf("output %q: file %s is already the target of %q", spec, file, prev))
 				continue
 			}
@@ -188,6 +204,9 @@ func ParseOutputs(specs []string) ([]Output, error) {
 	}
 	return outs, nil
 }
+
+// stdoutNames are the paths that name the process's stdout.
+var stdoutNames = map[string]bool{"/dev/stdout": true, "/dev/fd/1": true, "/proc/self/fd/1": true}
 
 // WriteFileAtomic writes a file through write so that path holds either its
 // old content or the complete new one, never a half-written report: write

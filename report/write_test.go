@@ -215,6 +215,10 @@ func TestParseOutputs(t *testing.T) {
 		{name: "a dash and a bare format both claim stdout", specs: []string{"json=-", "table"}, wantErr: []string{"only one output can go to stdout"}},
 		{name: "an empty file name", specs: []string{"json="}, wantErr: []string{"no file after '='"}},
 		{name: "one file named twice", specs: []string{"json=out/r", "sarif=out/./r"}, wantErr: []string{"already the target"}},
+		{name: "/dev/stdout is stdout", specs: []string{"json=/dev/stdout"}, want: []Output{{Format: FormatJSON}}},
+		{name: "/dev/stdout beside a bare format", specs: []string{"json=/dev/stdout", "table"}, wantErr: []string{"only one output can go to stdout", `"json=/dev/stdout"`}},
+		{name: "file descriptor 1 beside a dash", specs: []string{"sarif=-", "json=/proc/self/fd/1"}, wantErr: []string{"only one output can go to stdout"}},
+		{name: "one file named relative and absolute", specs: []string{"json=r.json", "sarif=" + filepath.Join(mustGetwd(t), "r.json")}, wantErr: []string{"already the target"}},
 		{name: "every bad spec is reported", specs: []string{"xml", "yaml=y"}, wantErr: []string{`"xml"`, `"yaml"`}},
 	}
 	for _, tt := range tests {
@@ -451,5 +455,36 @@ func TestDefaultWriteOptions(t *testing.T) {
 	}
 	if got := (WriteOptions{Wide: true, MaxValueWidth: 10}).valueWidth(); got != 0 {
 		t.Errorf("Wide cuts at %d, want no cut", got)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
+
+// TestParseOutputsSeesALinkToAnotherOutput: two outputs that would write
+// one file, one through a link to it, are refused as the same path twice
+// is; two files apart are not.
+func TestParseOutputsSeesALinkToAnotherOutput(t *testing.T) {
+	dir := t.TempDir()
+	target, link, other := filepath.Join(dir, "report.json"), filepath.Join(dir, "latest.json"), filepath.Join(dir, "other.json")
+	for _, f := range []string{target, other} {
+		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("report.json", link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseOutputs([]string{"json=" + target, "sarif=" + link}); err == nil || !strings.Contains(err.Error(), "already the target") {
+		t.Errorf("a file and a link to it: %v, want them refused as one file", err)
+	}
+	if _, err := ParseOutputs([]string{"json=" + target, "sarif=" + other}); err != nil {
+		t.Errorf("two files: %v", err)
 	}
 }
