@@ -608,7 +608,7 @@ func FuzzParseCache(f *testing.F) {
 				}
 				got = withoutDigests(got)
 				if !reflect.DeepEqual(want, got) {
-					t.Fatalf("%s round %d: manifests differ (-parser +cache):\n%s", file, round, cmp.Diff(want, got))
+					t.Fatalf("%s round %d: manifests differ (-parser +cache):\n%s", file, round, cmp.Diff(want, got, cmp.AllowUnexported(Manifest{})))
 				}
 				if fmt.Sprint(wantErrs) != fmt.Sprint(gotErrs) {
 					t.Fatalf("%s round %d: errors %v, the parser's %v", file, round, gotErrs, wantErrs)
@@ -626,6 +626,11 @@ func FuzzParseCache(f *testing.F) {
 				t.Fatalf("%s lazily: open: %v", file, err)
 			}
 			lazy, lazyErrs, _ := parseFile(c, file, data, true)
+			for i, m := range lazy {
+				if i < len(want) && !reflect.DeepEqual(m.Ident(), identOf(want[i].Object)) {
+					t.Fatalf("%s lazily: object %d named %+v undecoded, %+v by the parser's object", file, i, m.Ident(), identOf(want[i].Object))
+				}
+			}
 			if got := withoutDigests(loaded(t, lazy)); !reflect.DeepEqual(want, got) {
 				t.Fatalf("%s lazily: manifests differ once loaded (-parser +cache):\n%s", file, cmp.Diff(want, got))
 			}

@@ -172,7 +172,11 @@ func signOrDigit(value string) bool {
 // jsonRoundTrip is v marshalled to JSON and decoded again as unstructured
 // objects are (utiljson: integers as int64).
 func jsonRoundTrip(v any) (any, error) {
-	data, err := json.Marshal(stringKeys(v))
+	v, err := stringKeys(v)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -184,26 +188,48 @@ func jsonRoundTrip(v any) (any, error) {
 }
 
 // stringKeys turns the map[any]any that gopkg.in/yaml.v3 makes for mappings
-// with keys other than strings into map[string]any.
-func stringKeys(v any) any {
+// with keys other than strings into map[string]any. Two keys that are one
+// string in JSON ("0" and .0, 1.0 and "1": floats) are an error: a JSON
+// object holds one of them, and which one the YAML readers of kubectl,
+// Helm and Argo CD keep is the order they range over a Go map in, chance.
+// Kept, the scan rendered the one or the other from one run to the next,
+// and drift came and went with nothing changed.
+func stringKeys(v any) (any, error) {
+	var err error
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			v[k] = stringKeys(e)
+			if v[k], err = stringKeys(e); err != nil {
+				return nil, err
+			}
 		}
-		return v
+		return v, nil
 	case map[any]any:
 		m := make(map[string]any, len(v))
+		from := make(map[string]any, len(v))
 		for k, e := range v {
-			m[fmt.Sprint(k)] = stringKeys(e)
+			ks := fmt.Sprint(k)
+			if other, dup := from[ks]; dup {
+				a, b := fmt.Sprintf("%#v", other), fmt.Sprintf("%#v", k)
+				if b < a {
+					a, b = b, a // the same error whichever comes first
+				}
+				return nil, fmt.Errorf("the keys %s and %s of one mapping are both %q in JSON, which keeps one of them", a, b, ks)
+			}
+			from[ks] = k
+			if m[ks], err = stringKeys(e); err != nil {
+				return nil, err
+			}
 		}
-		return m
+		return m, nil
 	case []any:
 		for i, e := range v {
-			v[i] = stringKeys(e)
+			if v[i], err = stringKeys(e); err != nil {
+				return nil, err
+			}
 		}
-		return v
+		return v, nil
 	default:
-		return v
+		return v, nil
 	}
 }

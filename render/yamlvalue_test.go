@@ -2,6 +2,7 @@ package render
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -130,4 +131,33 @@ func plainSameAsDecoded(t *testing.T, data []byte) (plain, all int) {
 // sameFloat tells -0.0 from 0.0, as JSON would print them.
 func sameFloat(a, b float64) bool {
 	return a == b && math.Signbit(a) == math.Signbit(b)
+}
+
+// TestKeysThatAreOneJSONKeyAreAnError: a mapping whose keys differ in YAML
+// but are one string in JSON ("0" and .0, 1.0 and "1") holds one of them as
+// an object, and which one yaml.v3's map gave was chance: the same file
+// rendered one value or the other from one run to the next. It is an
+// error naming the file, the line and the keys, the same every time; the
+// file's other objects and a mapping whose keys stay apart are read.
+func TestKeysThatAreOneJSONKeyAreAnError(t *testing.T) {
+	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\ndata: {\"1\": a, \"2\": b}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: clash}\nextra: {\"0\": 1e3, .0: x}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: numbers}\nextra: {1.0: a, \"1\": b}\n")
+	for range 20 { // map order differs from run to run
+		ms, errs, _ := parseFile(nil, "cm.yaml", data, false)
+		if len(ms) != 1 || ms[0].Object.GetName() != "ok" {
+			t.Fatalf("rendered %v, want only the ConfigMap whose keys stay apart", renderSummary(ms))
+		}
+		if len(errs) != 2 {
+			t.Fatalf("errors %v, want one for each mapping whose keys meet", errs)
+		}
+		for i, want := range []string{`cm.yaml:6: `, `cm.yaml:11: `} {
+			if got := errs[i].Error(); !strings.HasPrefix(got, want) || !strings.Contains(got, "in JSON") {
+				t.Errorf("error %q, want one at %s naming the keys that meet in JSON", got, want)
+			}
+		}
+		if got, want := errs[0].Error(), `the keys "0" and 0 of one mapping are both "0" in JSON`; !strings.Contains(got, want) {
+			t.Errorf("error %q, want it to say %q", got, want)
+		}
+	}
 }
