@@ -177,9 +177,9 @@ func ParseOutputs(specs []string) ([]Output, error) {
 			}
 			stdout = spec
 		} else {
-			key := filepath.Clean(file)
-			if abs, err := filepath.Abs(file); err == nil {
-				key = abs
+			key, err := filepath.Abs(file)
+			if err != nil {
+				key = filepath.Clean(file)
 			}
 			prev, ok := files[key]
 			if !ok {

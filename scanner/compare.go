@@ -194,7 +194,8 @@ func (s *scan) prepareAhead() {
 }
 
 // loadSchemas reads the OpenAPI v3 schemas of every kind the apps declare,
-// one request per group/version.
+// one request per group/version, and keeps each group/version's schema ID
+// (scan.schemaIDs) for the verdicts' keys.
 func (s *scan) loadSchemas() error {
 	var kinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}

@@ -166,7 +166,7 @@ func TestGitHashNamesEveryPartApart(t *testing.T) {
 		applied config.AppliedAs
 		owner   string
 	}
-	hash := func(p parts) string { return gitHash(p.content, p.gvk, p.listed, p.schema, p.applied, p.owner) }
+	hash := func(p parts) string { return gitHash("", p.content, p.gvk, p.listed, p.schema, p.applied, p.owner) }
 	base := parts{"parsed abc#0", schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 		schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "/openapi/v3/apis/apps/v1?hash=1", config.AppliedAsIs, "team"}
 	changed := map[string]func(*parts){
@@ -190,8 +190,8 @@ func TestGitHashNamesEveryPartApart(t *testing.T) {
 	if again := hash(base); again != want {
 		t.Fatalf("gitHash of the same parts: %q then %q", want, again)
 	}
-	if split := gitHashOf("parsed ", "abc#0", base.gvk, base.listed, base.schema, base.applied, base.owner); split != want {
-		t.Fatalf("gitHashOf the content in two pieces = %q, gitHash of it whole %q", split, want)
+	if split := gitHash("parsed ", "abc#0", base.gvk, base.listed, base.schema, base.applied, base.owner); split != want {
+		t.Fatalf("gitHash of the content in two pieces = %q, of it whole %q", split, want)
 	}
 	for name, change := range changed {
 		p := base

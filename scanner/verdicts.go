@@ -102,15 +102,12 @@ type verdict struct {
 func (v verdict) key() objectKey { return objectKey{v.Group, v.Kind, v.Namespace, v.Name} }
 
 // verdicts is the cache of one scan: what it read, and what it keeps.
-// What it read stays in the file's order, found by the declared object it
-// is on (link). A map of the verdicts read and another of those kept (a
-// verdict is over the 128 bytes a map holds in place, so each was an
-// allocation of its own) held 9.3 MB at 20,000 verdicts and made 50,000
-// allocations to open and keep them; this way 6.8 MB and 10,000
-// (BenchmarkVerdicts), and the collector marks the difference on each
-// collection of a scan. An index of old by key, as there was, cost a map
-// built and three lookups of four strings' hash for each object listed;
-// link costs one, into the map of declared objects the scan has anyway.
+// What it read stays in the file's order, in one slice (a verdict is over
+// the 128 bytes a map holds in place, so a map of them made an allocation
+// of each), found by the declared object it is on (link): one lookup of
+// each verdict's key, into the map of declared objects the scan has
+// anyway, rather than an index of its own built and looked up for every
+// object listed.
 type verdicts struct {
 	path, build, server string
 	now                 time.Time
@@ -167,14 +164,24 @@ func (v *verdicts) link(declared map[objectKey]int, n int) {
 	}
 }
 
+// on is the index in old of the verdict read on declared object di, -1
+// for none.
+func (v *verdicts) on(di int) int {
+	if di < 0 || di >= len(v.of) {
+		return -1
+	}
+	return int(v.of[di]) - 1
+}
+
 // lookup returns the verdict on declared object di if one holds for this
 // Git side and live object, but for its context (verdict.Context), which
 // the caller checks. It points into what was read, which nothing changes.
 func (v *verdicts) lookup(di int, git, uid, rv string) *verdict {
-	if di < 0 || di >= len(v.of) || v.of[di] == 0 {
+	i := v.on(di)
+	if i < 0 {
 		return nil
 	}
-	e := &v.old[v.of[di]-1]
+	e := &v.old[i]
 	if git == "" || uid == "" || rv == "" || e.Git != git || e.UID != uid || e.ResourceVersion != rv {
 		return nil
 	}
@@ -187,10 +194,10 @@ func (v *verdicts) lookup(di int, git, uid, rv string) *verdict {
 // reuse keeps the verdict on declared object di, which lookup found and
 // which held, for the next scan.
 func (v *verdicts) reuse(di int) {
-	if di < 0 || di >= len(v.of) || v.of[di] == 0 {
+	i := v.on(di)
+	if i < 0 {
 		return
 	}
-	i := v.of[di] - 1
 	v.mu.Lock()
 	if !v.reused[i] {
 		v.reused[i] = true
@@ -242,13 +249,8 @@ func (v *verdicts) save() error {
 	inOrder := slices.IsSortedFunc(v.old, cmpVerdicts)
 	for i := range v.old {
 		e := &v.old[i]
-		if !v.reused[i] {
+		if _, again := v.recorded[e.key()]; !v.reused[i] || again {
 			continue
-		}
-		if len(v.recorded) > 0 {
-			if _, again := v.recorded[e.key()]; again {
-				continue
-			}
 		}
 		for inOrder && len(recorded) > 0 && cmpVerdicts(recorded[0], *e) < 0 {
 			file.Verdicts, recorded = append(file.Verdicts, recorded[0]), recorded[1:]
@@ -346,7 +348,7 @@ func (s *scan) cachedVerdict(di int, h itemHead) (git string, v *verdict) {
 	d := &s.objects[di]
 	gvk := d.mapping.GroupVersionKind
 	prefix, content := d.contentKey()
-	git = gitHashOf(prefix, content, gvk, d.mapping.Resource, s.schemaIDs[gvk.GroupVersion()], s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
+	git = gitHash(prefix, content, gvk, d.mapping.Resource, s.schemaIDs[gvk.GroupVersion()], s.cfg.Apps[d.app].AppliedAs, s.opts.OwnerLabel)
 	e := s.verdicts.lookup(di, git, h.Metadata.UID, h.Metadata.ResourceVersion)
 	if e == nil {
 		return git, nil
@@ -485,18 +487,12 @@ func webhooksID(cfgs []admissionregistrationv1.MutatingWebhookConfiguration, err
 }
 
 // gitHash is the hash of what a compare of Git's object reads besides the
-// live object: the object as Git has it (content, its contentHash), how its
-// applier sends it, the version it is listed in, the server's schema for
-// its group/version (schemaID) and the owner label read from the live
-// object. "" when there is no content hash or schema to go by (nothing is
-// then cached for it).
-func gitHash(content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
-	return gitHashOf("", content, gvk, listed, schemaID, applied, ownerLabel)
-}
-
-// gitHashOf is gitHash of the content prefix+content, without making
-// that string (desired.contentKey).
-func gitHashOf(prefix, content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
+// live object: the object as Git has it (prefix+content, desired.contentKey,
+// hashed as that one string without making it), how its applier sends it,
+// the version it is listed in, the server's schema for its group/version
+// (schemaID) and the owner label read from the live object. "" when there
+// is no content hash or schema to go by (nothing is then cached for it).
+func gitHash(prefix, content string, gvk schema.GroupVersionKind, listed schema.GroupVersionResource, schemaID string, applied config.AppliedAs, ownerLabel string) string {
 	if content == "" || schemaID == "" {
 		return ""
 	}
