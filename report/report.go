@@ -256,8 +256,9 @@ type Finding struct {
 	Operation   string `json:"operation"`
 	Subresource string `json:"subresource"`
 	Time        string `json:"time"`
-	// Git and Live are the two values as text: scalars as written, structures
-	// as compact JSON, "" when absent. Secret values are masked.
+	// Git and Live are the two values as text: scalars as written (the empty
+	// string as `""`), structures as compact JSON, "" when absent. Secret
+	// values are masked.
 	Git  string `json:"git"`
 	Live string `json:"live"`
 	// GitValue and LiveValue are the two values as JSON values, typed as the

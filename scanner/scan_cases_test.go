@@ -355,3 +355,47 @@ func moduleRoot(t *testing.T) string {
 	}
 	return abs
 }
+
+// An empty string is a value: a human who blanks a ConfigMap key, or fills in
+// one Git leaves empty, changed it, and every report says from what to what
+// instead of showing an empty side as absent (a Changed row reading
+// "<none> → on" looks like an addition, "on → <none>" like a removal).
+func TestAnEmptiedValueReadsApartFromARemovedOne(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	dir := t.TempDir()
+	writeManifest(t, filepath.Join(dir, "configmap.yaml"), cluster.Object(t,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"flags"},"data":{"BLANK":"","SET":"on","GONE":""}}`))
+	applyDir(t, dir, ns)
+	env.Update(t, "kubectl-edit", cluster.ConfigMap, ns, "flags", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "on", "data", "BLANK")
+		_ = unstructured.SetNestedField(u.Object, "", "data", "SET")
+		_ = unstructured.SetNestedField(u.Object, "", "data", "NEW")
+		unstructured.RemoveNestedField(u.Object, "data", "GONE")
+	})
+
+	r := runScan(t, scanConfig(ns, config.App{Name: "flags", Source: config.Source{Path: dir}}))
+	want := []row{
+		{Object: "ConfigMap/flags", Path: ".data.BLANK", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: `""`, Live: "on"},
+		{Object: "ConfigMap/flags", Path: ".data.GONE", Type: report.TypeRemoved, Class: report.ClassHuman, Manager: "kubectl-edit", Git: `""`},
+		{Object: "ConfigMap/flags", Path: ".data.NEW", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-edit", Live: `""`},
+		{Object: "ConfigMap/flags", Path: ".data.SET", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "on", Live: `""`},
+	}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	var table bytes.Buffer
+	if err := report.Write(&table, report.FormatTable, r, report.DefaultWriteOptions()); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{`.data.BLANK  "" → on`, `.data.SET    on → ""`, `.data.GONE   "" → <none>`, `.data.NEW    <none> → ""`} {
+		if !strings.Contains(strings.Join(strings.Fields(table.String()), " "), strings.Join(strings.Fields(line), " ")) {
+			t.Errorf("the table has no %q:\n%s", line, table.String())
+		}
+	}
+	// The typed values keep telling an empty string from an absent one.
+	for _, f := range r.Apps[0].Objects[0].Findings {
+		if f.Path == ".data.SET" && f.LiveValue != "" {
+			t.Errorf(".data.SET liveValue = %#v, want the empty string", f.LiveValue)
+		}
+	}
+}

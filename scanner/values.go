@@ -105,10 +105,15 @@ func findItem(list []any, pe fieldpath.PathElement) int {
 	return -1
 }
 
-// text renders a value for the report (report.ValueText), "" when absent.
+// text renders a value for the report (report.ValueText): "" when absent,
+// and the empty string as `""`, so that a value emptied or filled in reads
+// apart from one removed or added in every format the text reaches.
 func text(v any, present bool) string {
-	if !present {
+	switch {
+	case !present:
 		return ""
+	case v == "":
+		return `""`
 	}
 	return report.ValueText(v)
 }
@@ -123,8 +128,8 @@ func equivalent(git, live any, typeName string) bool {
 		return true
 	}
 	if typeName == quantityType {
-		gq, err1 := resource.ParseQuantity(text(git, true))
-		lq, err2 := resource.ParseQuantity(text(live, true))
+		gq, err1 := resource.ParseQuantity(report.ValueText(git))
+		lq, err2 := resource.ParseQuantity(report.ValueText(live))
 		return err1 == nil && err2 == nil && gq.Cmp(lq) == 0
 	}
 	if isScalar(git) && isScalar(live) {
