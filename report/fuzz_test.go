@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"reflect"
 	"testing"
 	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // FuzzWriteFinding renders a report holding one arbitrary finding in every
@@ -13,6 +16,7 @@ import (
 func FuzzWriteFinding(f *testing.F) {
 	f.Add(`.spec.template.spec.containers[name="app"].image`, "nginx:1.25", "nginx:1.26", "kubectl-set", "hint")
 	f.Add(".data.x", "<script>|`*", "]]>\x00\xff", "", "")
+	f.Add("on", "<<", "12:30", "- y", "key: value # comment\n  indented\n")
 	f.Fuzz(func(t *testing.T, path, git, live, manager, hint string) {
 		r := New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "c")
 		r.Apps = []App{{Name: "a", Objects: []Object{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "o", File: "f.yaml", Line: 1,
@@ -32,6 +36,26 @@ func FuzzWriteFinding(f *testing.F) {
 			case FormatJSON, FormatSARIF:
 				if !json.Valid(buf.Bytes()) {
 					t.Errorf("%s output is not valid JSON", format)
+				}
+			case FormatYAML:
+				// Read as kubectl reads YAML, it is the JSON report.
+				js, err := sigsyaml.YAMLToJSON(buf.Bytes())
+				var got, want any
+				if err == nil {
+					err = json.Unmarshal(js, &got)
+				}
+				if err != nil {
+					t.Fatalf("yaml output does not read back: %v\n%s", err, buf.Bytes())
+				}
+				var jsonOut bytes.Buffer
+				if err := Write(&jsonOut, FormatJSON, r, DefaultWriteOptions()); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(jsonOut.Bytes(), &want); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("yaml output reads back as another report:\n%s", buf.Bytes())
 				}
 			case FormatHTML:
 				if err := checkHTML(buf.Bytes()); err != nil {

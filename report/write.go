@@ -19,6 +19,7 @@ const (
 	FormatTable    Format = "table"
 	FormatDiff     Format = "diff"
 	FormatJSON     Format = "json"
+	FormatYAML     Format = "yaml"
 	FormatMarkdown Format = "markdown"
 	FormatSARIF    Format = "sarif"
 	FormatJUnit    Format = "junit"
@@ -26,7 +27,7 @@ const (
 )
 
 // Formats lists every output format, in the order help text shows them.
-var Formats = []Format{FormatTable, FormatDiff, FormatJSON, FormatMarkdown, FormatSARIF, FormatJUnit, FormatHTML}
+var Formats = []Format{FormatTable, FormatDiff, FormatJSON, FormatYAML, FormatMarkdown, FormatSARIF, FormatJUnit, FormatHTML}
 
 // ParseFormat returns the format named s (case-insensitive), or an error that
 // lists the valid names.
@@ -118,6 +119,8 @@ func Write(w io.Writer, f Format, r *Report, opts WriteOptions) error {
 		err = writeDiff(w, r)
 	case FormatJSON:
 		err = writeJSON(w, r)
+	case FormatYAML:
+		err = writeYAML(w, r)
 	case FormatMarkdown:
 		err = writeMarkdown(w, r, opts)
 	case FormatSARIF:

@@ -66,6 +66,7 @@ var goldenCases = []struct {
 	{"report.table-80-color.golden", FormatTable, widthOptions(80, true)},
 	{"report.diff.golden", FormatDiff, DefaultWriteOptions},
 	{"report.json.golden", FormatJSON, DefaultWriteOptions},
+	{"report.yaml.golden", FormatYAML, DefaultWriteOptions},
 	{"report.markdown.golden", FormatMarkdown, DefaultWriteOptions},
 	{"report.sarif.golden", FormatSARIF, DefaultWriteOptions},
 	{"report.junit.golden", FormatJUnit, DefaultWriteOptions},
@@ -182,15 +183,15 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 	_, err := ParseFormat("xml")
-	if err == nil || !strings.Contains(err.Error(), `"xml"`) || !strings.Contains(err.Error(), "table, diff, json, markdown, sarif, junit") {
+	if err == nil || !strings.Contains(err.Error(), `"xml"`) || !strings.Contains(err.Error(), "table, diff, json, yaml, markdown, sarif, junit") {
 		t.Errorf("ParseFormat(xml) error = %v; want one naming xml and listing the valid formats", err)
 	}
 }
 
 func TestWriteRejectsAnUnknownFormat(t *testing.T) {
-	err := Write(io.Discard, Format("yaml"), loadFixture(t), DefaultWriteOptions())
-	if err == nil || !strings.Contains(err.Error(), `"yaml"`) {
-		t.Errorf("Write(yaml) error = %v; want one naming yaml", err)
+	err := Write(io.Discard, Format("toml"), loadFixture(t), DefaultWriteOptions())
+	if err == nil || !strings.Contains(err.Error(), `"toml"`) {
+		t.Errorf("Write(toml) error = %v; want one naming toml", err)
 	}
 }
 
@@ -210,7 +211,7 @@ func TestParseOutputs(t *testing.T) {
 		},
 		{name: "a dash means stdout", specs: []string{"junit=-"}, want: []Output{{Format: FormatJUnit}}},
 		{name: "the same format may go to two files", specs: []string{"json=a.json", "json=b.json"}, want: []Output{{Format: FormatJSON, File: "a.json"}, {Format: FormatJSON, File: "b.json"}}},
-		{name: "an unknown format is named with the valid ones", specs: []string{"xml=out.xml"}, wantErr: []string{`"xml"`, "valid: table, diff, json, markdown, sarif, junit"}},
+		{name: "an unknown format is named with the valid ones", specs: []string{"xml=out.xml"}, wantErr: []string{`"xml"`, "valid: table, diff, json, yaml, markdown, sarif, junit"}},
 		{name: "two outputs to stdout", specs: []string{"table", "json"}, wantErr: []string{"only one output can go to stdout", `"table"`}},
 		{name: "a dash and a bare format both claim stdout", specs: []string{"json=-", "table"}, wantErr: []string{"only one output can go to stdout"}},
 		{name: "an empty file name", specs: []string{"json="}, wantErr: []string{"no file after '='"}},
@@ -219,7 +220,7 @@ func TestParseOutputs(t *testing.T) {
 		{name: "/dev/stdout beside a bare format", specs: []string{"json=/dev/stdout", "table"}, wantErr: []string{"only one output can go to stdout", `"json=/dev/stdout"`}},
 		{name: "file descriptor 1 beside a dash", specs: []string{"sarif=-", "json=/proc/self/fd/1"}, wantErr: []string{"only one output can go to stdout"}},
 		{name: "one file named relative and absolute", specs: []string{"json=r.json", "sarif=" + filepath.Join(mustGetwd(t), "r.json")}, wantErr: []string{"already the target"}},
-		{name: "every bad spec is reported", specs: []string{"xml", "yaml=y"}, wantErr: []string{`"xml"`, `"yaml"`}},
+		{name: "every bad spec is reported", specs: []string{"xml", "toml=y"}, wantErr: []string{`"xml"`, `"toml"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/golden"
@@ -226,6 +227,14 @@ func TestVersion(t *testing.T) {
 	}
 	if res := runCLI(t, "version"); !strings.HasPrefix(res.out, "driftscan ") {
 		t.Errorf("version = %q", res.out)
+	}
+	res = runCLI(t, "version", "-o", "yaml")
+	var y versionInfo
+	if err := yaml.UnmarshalStrict([]byte(res.out), &y); err != nil || res.code != 0 || y != v {
+		t.Errorf("version -o yaml: exit %d, %v: %+v, want %+v\n%s", res.code, err, y, v, res.out)
+	}
+	if res := runCLI(t, "version", "-o", "toml"); res.code != 2 || !strings.Contains(res.err, "want json, yaml or nothing") {
+		t.Errorf("version -o toml: exit %d, %q", res.code, res.err)
 	}
 }
 

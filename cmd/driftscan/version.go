@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
 // Set by the linker: -X main.version=... -X main.commit=...
@@ -53,14 +54,21 @@ func newVersionCommand(s streams) *cobra.Command {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(v)
+			case "yaml":
+				data, err := yaml.Marshal(v)
+				if err != nil {
+					return err
+				}
+				_, err = s.Out.Write(data)
+				return err
 			case "":
 				_, err := fmt.Fprintf(s.Out, "driftscan %s (commit %s, %s, %s)\n", v.Version, v.Commit, v.GoVersion, v.Platform)
 				return err
 			default:
-				return fmt.Errorf("unknown output %q: want json or nothing", output)
+				return fmt.Errorf("unknown output %q: want json, yaml or nothing", output)
 			}
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml")
 	return cmd
 }
