@@ -203,7 +203,7 @@ func TestBadInvocationsSayWhatIsWrong(t *testing.T) {
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig}, "give --config FILE, --path DIR or --from argocd|flux"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--config", badConfig}, "line 5: field sourse not found"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", "/does/not/exist"}, "--path: stat /does/not/exist"},
-		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "-o", "yaml"}, `unknown output format "yaml"`},
+		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "-o", "toml"}, `unknown output format "toml"`},
 		{[]string{"scan", "--kubeconfig", filepath.Join(dir, "missing"), "--path", "."}, "missing"},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "--chunk-size", "-5"}, `--chunk-size "-5": want auto, 0 (whole lists) or a number of objects`},
 		{[]string{"scan", "--kubeconfig", env.Kubeconfig, "--path", ".", "--chunk-size", "lots"}, `--chunk-size "lots"`},
