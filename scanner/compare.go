@@ -396,7 +396,8 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 	}
 	// The live object was decoded for this compare: its content is taken.
-	liveObj, git := normalizeLive(l), normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj)
+	liveObj := normalizeLive(l)
+	git := normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj, liveObj)
 	changes, err := diff(s.c.typer, gvk, git, liveObj)
 	if err != nil {
 		return err

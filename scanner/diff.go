@@ -50,18 +50,46 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 	return PruneEmpty(withoutServerFields(obj)).(map[string]any)
 }
 
-// normalizeSent is normalize for Git's object as its applier sent it, done
-// in place: the scan is done with Git's object once it is compared, so
-// its content is taken, not copied. An empty map it sent is kept,
-// because the applier owns it and what the server filled in below it is a
-// default (Flux sends a Deployment's `strategy: {}`, see
-// applied_flux.go). Nulls are removed all the same.
-func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured) map[string]any {
+// normalizeSent is normalize for Git's object as its applier sent it,
+// compared with live (normalized), done in place: the scan is done with
+// Git's object once it is compared, so its content is taken, not copied.
+// An empty map it sent is kept, because the applier owns it and what the
+// server filled in below it is a default: Flux sends a Deployment's
+// `strategy: {}` whatever Git says (see applied_flux.go), and kubectl and
+// Argo CD send the one Git holds (`kubectl create --dry-run=client -o
+// yaml` writes it), so an empty map Git declares is kept where live holds
+// a non-empty one (pruneEmptyAgainst). Nulls are removed all the same.
+func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured, live map[string]any) map[string]any {
 	out := serverFieldsRemoved(obj, obj.Object)
 	if how == config.AppliedAsFlux {
 		return pruneNulls(out).(map[string]any)
 	}
-	return PruneEmpty(out).(map[string]any)
+	return pruneEmptyAgainst(out, live)
+}
+
+// pruneEmptyAgainst is PruneEmpty for Git's object git, in place, except
+// that an empty map (once pruned) stays where live's counterpart is a
+// non-empty map. The applier that sent `strategy: {}` owns the map, not
+// what the server defaulted in it: compared member by member, the
+// defaults are dismissed as defaults and a member someone set is theirs,
+// where the whole map would read as the applier's and as drift. Lists'
+// items are pruned as PruneEmpty prunes them (an item's live counterpart
+// is not known here).
+func pruneEmptyAgainst(git, live map[string]any) map[string]any {
+	for k, child := range git {
+		switch c := child.(type) {
+		case map[string]any:
+			l, _ := live[k].(map[string]any)
+			if len(pruneEmptyAgainst(c, l)) == 0 && len(l) == 0 {
+				delete(git, k)
+			}
+		default:
+			if empty(PruneEmpty(child)) {
+				delete(git, k)
+			}
+		}
+	}
+	return git
 }
 
 // normalizeLive is normalize for a live object that the scan decoded for

@@ -74,6 +74,24 @@ var cases = []cleanCase{
 		},
 	},
 	{
+		fixture: "generated",
+		settle:  revision("web", "1"),
+		dismissed: []string{
+			"Deployment/web .spec.strategy.type: defaulted",
+			"Deployment/web .spec.strategy.rollingUpdate: defaulted",
+			"StatefulSet/cache .spec.updateStrategy.type: defaulted",
+			"StatefulSet/cache .spec.updateStrategy.rollingUpdate: defaulted",
+		},
+		edit: func(t *testing.T, ns string) {
+			// During an incident someone stops rolling updates; the
+			// defaulted rollingUpdate goes with them.
+			env.Update(t, "kubectl-edit", deployment, ns, "web", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedMap(u.Object, map[string]any{"type": "Recreate"}, "spec", "strategy")
+			})
+		},
+		want: []row{{Object: "Deployment/web", Path: ".spec.strategy.type", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+	},
+	{
 		fixture:   "networkpolicy",
 		dismissed: []string{"NetworkPolicy/api-ingress .spec.ingress: defaulted"},
 		edit: func(t *testing.T, ns string) {
