@@ -212,8 +212,14 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 	if owner == nil {
 		if !ch.NewKey {
 			// A scalar or struct filled in under a parent Git declares:
-			// a server default.
-			return dismissed(f, report.Defaulted, "no manager owns it, under a parent Git declares: a default the API server filled in")
+			// a server default. A webhook's field there reads the same
+			// in managedFields (both are owned by nobody); when one
+			// matches the object, the explanation says so.
+			detail := "no manager owns it, under a parent Git declares: a default the API server filled in"
+			if len(o.Webhooks) > 0 {
+				detail += fmt.Sprintf(", or a field MutatingWebhookConfiguration %s set at admission (managedFields do not tell the two apart)", strings.Join(o.Webhooks, ", "))
+			}
+			return dismissed(f, report.Defaulted, detail)
 		}
 		if len(o.Webhooks) > 0 {
 			f.Class = report.ClassWebhook

@@ -1,10 +1,13 @@
 package scanner
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -165,4 +168,51 @@ spec:
   scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
   minReplicas: 3
   maxReplicas: 60`))
+}
+
+// A policy engine's mutation (Kyverno's add-default-securitycontext) sets
+// fields inside a container's `securityContext: {}`, which a chart renders
+// from empty values. The applier owns the empty map, not what the webhook
+// put in it: the whole map must not read as the applier's, with a hint
+// that Git no longer declares it (what the scan said before). A field set
+// inside a structure Git declares is owned by nobody, as a server default
+// is, and is dismissed as one; the explanation names the webhook that
+// may have set it.
+func TestAWebhooksFieldInsideAnEmptyMapGitDeclaresIsNotTheAppliers(t *testing.T) {
+	name := "securitycontext-defaulter-" + strings.ToLower(t.Name()[len(t.Name())-8:])
+	env.ServeWebhook(t, cluster.Webhook{
+		Name:              name,
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"policy": "restricted"}},
+		SecurityContext:   map[string]any{"runAsNonRoot": true},
+	})
+	ns := env.Namespace(t, map[string]string{"policy": "restricted"})
+	dir := t.TempDir()
+	writeManifest(t, filepath.Join(dir, "deployment.yaml"), cluster.Object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api"},
+		"spec":{"selector":{"matchLabels":{"app":"api"}},"template":{"metadata":{"labels":{"app":"api"}},"spec":{"containers":[
+		{"name":"api","image":"nginx:1.27","securityContext":{}},
+		{"name":"worker","image":"nginx:1.27","securityContext":{"runAsUser":1000}}]}}}}`))
+	applyDir(t, dir, ns)
+	if sc, _, _ := unstructured.NestedSlice(env.Get(t, cluster.Deployment, ns, "api").Object, "spec", "template", "spec", "containers"); !strings.Contains(fmt.Sprint(sc), "runAsNonRoot:true") {
+		t.Fatalf("the webhook did not mutate the Deployment: %v", sc)
+	}
+
+	r := runScan(t, scanConfig(ns, config.App{Name: "api", Source: config.Source{Path: dir}}), func(o *Options) { o.ExplainDismissed = true })
+	if got := rows(r); len(got) != 0 {
+		t.Errorf("findings on the webhook's fields:\n%s", dump(got))
+	}
+	explained := map[string]string{}
+	for _, d := range r.Apps[0].Objects[0].Dismissed {
+		explained[d.Path] = string(d.Reason) + ": " + d.Detail
+	}
+	for _, c := range []string{"api", "worker"} {
+		path := `.spec.template.spec.containers[name="` + c + `"].securityContext.runAsNonRoot`
+		if got := explained[path]; !strings.HasPrefix(got, "defaulted: ") || !strings.Contains(got, "MutatingWebhookConfiguration "+name) {
+			t.Errorf("%s dismissed as %q; want defaulted, naming the webhook", path, got)
+		}
+	}
+	for path, why := range explained {
+		if strings.HasSuffix(path, ".securityContext") {
+			t.Errorf("the whole securityContext was compared as one value: %s %s", path, why)
+		}
+	}
 }

@@ -61,3 +61,33 @@ func FuzzSameValue(f *testing.F) {
 		checkSameValue(t, x, y)
 	})
 }
+
+// TestPruneEmptyAgainstKeepsAnEmptyMapLiveFilledIn: an empty map Git
+// declares stays where live's counterpart has members (in list items
+// matched by a distinct name too), and goes where live has none, as
+// PruneEmpty would prune it.
+func TestPruneEmptyAgainstKeepsAnEmptyMapLiveFilledIn(t *testing.T) {
+	for _, c := range []struct{ name, git, live, want string }{
+		{"filled in", `{"strategy":{}}`, `{"strategy":{"type":"RollingUpdate"}}`, `{"strategy":{}}`},
+		{"empty live", `{"strategy":{},"a":null,"l":[]}`, `{"strategy":{}}`, `{}`},
+		{"absent live", `{"strategy":{"x":{}}}`, `{}`, `{}`},
+		{"nested", `{"s":{"t":{},"u":{}}}`, `{"s":{"t":{"k":1}}}`, `{"s":{"t":{}}}`},
+		{"items by name", `{"c":[{"name":"a","sc":{}},{"name":"b","sc":{}}]}`, `{"c":[{"name":"b","sc":{"x":true}},{"name":"a"}]}`, `{"c":[{"name":"a"},{"name":"b","sc":{}}]}`},
+		{"names repeat", `{"c":[{"name":"a","sc":{}}]}`, `{"c":[{"name":"a","sc":{"x":1}},{"name":"a"}]}`, `{"c":[{"name":"a"}]}`},
+		{"unnamed items", `{"c":[{"sc":{}}]}`, `{"c":[{"sc":{"x":1}}]}`, `{"c":[{}]}`},
+		{"a list, not a map", `{"m":{}}`, `{"m":[1]}`, `{}`},
+	} {
+		var git, live, want map[string]any
+		for _, p := range []struct {
+			s string
+			v *map[string]any
+		}{{c.git, &git}, {c.live, &live}, {c.want, &want}} {
+			if err := utiljson.Unmarshal([]byte(p.s), p.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := pruneEmptyAgainst(git, live); !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: pruneEmptyAgainst(%s, %s) = %v, want %s", c.name, c.git, c.live, got, c.want)
+		}
+	}
+}
