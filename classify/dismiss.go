@@ -17,6 +17,7 @@ import (
 //     Helm writes, with the value it writes for this app (reconciler.go);
 //   - built-in keys: what the API server, an admission plugin or a built-in
 //     controller adds (builtin.go);
+//   - a rollout restart's time on a workload's pod template;
 //   - zero values: Git writes 0, false or "" where the API type stores
 //     nothing, and either the applier still owns the field (it sent it and
 //     nobody took it) or the type's own encoding drops the value;
@@ -27,6 +28,9 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 		return r, true
 	}
 	if r, ok := c.builtinKey(o, ch, f); ok {
+		return r, true
+	}
+	if r, ok := c.restartRecord(o, ch, f); ok {
 		return r, true
 	}
 	owned := ch.Owner != nil && c.appliers[ch.Owner.Manager]
@@ -63,4 +67,30 @@ func zeroText(git string) string {
 		return `""`
 	}
 	return git
+}
+
+// restartedAt is where kubectl rollout restart writes the time it restarted
+// a workload's pods; k9s, Lens and Argo CD's restart action write the same
+// annotation.
+const restartedAt = ".spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt"
+
+// restartRecord dismisses a rollout restart's time that Git leaves out: the
+// pods were rolled, nothing was configured, and no reconciler removes it
+// (Argo CD and Flux apply only what Git declares; kubectl apply removes
+// only what its last-applied configuration held). Whoever restarted is
+// named in the dismissal. The applier owning it means Git declared it once,
+// and a time Git declares that live changed are findings as any other.
+func (c *Classifier) restartRecord(o Object, ch Change, f report.Finding) (Result, bool) {
+	if ch.Type != report.TypeAdded || ch.Path != restartedAt || o.Group != "apps" ||
+		(o.Kind != "Deployment" && o.Kind != "StatefulSet" && o.Kind != "DaemonSet") {
+		return Result{}, false
+	}
+	by := "someone"
+	if ch.Owner != nil {
+		if c.appliers[ch.Owner.Manager] {
+			return Result{}, false
+		}
+		by = ch.Owner.Manager
+	}
+	return dismissed(f, report.Restart, fmt.Sprintf("%s restarted the pods at %s (a rollout restart writes its time on the pod template to roll them): a record of an action, not configuration", by, ch.Live)), true
 }

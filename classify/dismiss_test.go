@@ -129,6 +129,23 @@ func TestDismissals(t *testing.T) {
 			ch:    Change{Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.TypeAdded, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "web"},
 			drift: true, class: report.ClassPipeline},
 
+		// A rollout restart's time.
+		{name: "kubectl rollout restart's time Git leaves out", obj: deploy,
+			ch:     Change{Path: restartedAt, Type: report.TypeAdded, Owner: &Entry{Manager: "kubectl-rollout", Operation: "Update"}, Live: "2026-12-05T03:12:00Z", NewKey: true},
+			reason: report.Restart},
+		{name: "a restart whose writer nobody recorded", obj: Object{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "shop", Name: "db"},
+			ch:     Change{Path: restartedAt, Type: report.TypeAdded, Live: "2026-12-05T03:12:00Z", NewKey: true},
+			reason: report.Restart},
+		{name: "a restart time Git declares, changed live, is drift", obj: deploy,
+			ch:    Change{Path: restartedAt, Type: report.TypeChanged, Owner: &Entry{Manager: "kubectl-rollout", Operation: "Update"}, Git: "2026-01-01T00:00:00Z", Live: "2026-12-05T03:12:00Z"},
+			drift: true, class: report.ClassPipeline},
+		{name: "a restart time the applier still owns left Git", obj: deploy,
+			ch:    Change{Path: restartedAt, Type: report.TypeAdded, Owner: apply, Live: "2026-12-05T03:12:00Z", NewKey: true},
+			drift: true, class: report.ClassUnknown, hint: "Git no longer declares"},
+		{name: "the same annotation on a pod template of another kind is drift", obj: Object{Group: "batch", Version: "v1", Kind: "CronJob", Namespace: "shop", Name: "nightly"},
+			ch:    Change{Path: restartedAt, Type: report.TypeAdded, Owner: human, Live: "2026-12-05T03:12:00Z", NewKey: true},
+			drift: true, class: report.ClassHuman},
+
 		// The client-side applier's defaults, and what it dropped.
 		{name: "a field the client-side applier owns and never sent is a default", obj: deploy,
 			ch:     Change{Path: ".spec.progressDeadlineSeconds", Type: report.TypeAdded, Owner: csa},

@@ -36,10 +36,14 @@ const (
 	// OperatorOwned: a field an operator or controller owns that Git
 	// leaves out.
 	OperatorOwned Reason = "operatorOwned"
+	// Restart: the time a rollout restart writes on a workload's pod
+	// template (kubectl rollout restart, and tools that restart the same
+	// way), which Git leaves out: a record of an action, not configuration.
+	Restart Reason = "restart"
 )
 
 // Reasons lists every reason in report order.
-var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned}
+var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned, Restart}
 
 // Dismissal is one difference between Git and live that is no drift, and
 // why. Values are masked like a finding's.
@@ -109,6 +113,8 @@ func (r Reason) Text() string {
 		return "built-in"
 	case OperatorOwned:
 		return "operator-owned"
+	case Restart:
+		return "restart"
 	}
 	return string(r)
 }

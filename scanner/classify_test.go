@@ -216,3 +216,36 @@ func TestAWebhooksFieldInsideAnEmptyMapGitDeclaresIsNotTheAppliers(t *testing.T)
 		}
 	}
 }
+
+// kubectl rollout restart patches the pod template with the time, as
+// kubectl-rollout (the strategic merge patch below is the one kubectl
+// sends). The pods were rolled; nothing was configured: no finding, and
+// the explanation names who restarted.
+func TestARolloutRestartIsNoDrift(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	applyDir(t, fixture("apps", "web"), ns)
+	env.Patch(t, "kubectl-rollout", cluster.Deployment, ns, "web", types.StrategicMergePatchType,
+		`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-12-05T03:12:00Z"}}}}}`)
+
+	r := runScan(t, webApp(ns), func(o *Options) { o.ExplainDismissed = true })
+	if got := rows(r); len(got) != 0 {
+		t.Errorf("a rollout restart is drift:\n%s", dump(got))
+	}
+	var found bool
+	for _, o := range r.Apps[0].Objects {
+		for _, d := range o.Dismissed {
+			if strings.HasSuffix(d.Path, "kubectl.kubernetes.io/restartedAt") {
+				found = d.Reason == report.Restart && d.Manager == "kubectl-rollout" && strings.Contains(d.Detail, "kubectl-rollout restarted the pods at 2026-12-05T03:12:00Z")
+				if !found {
+					t.Errorf("dismissed as %+v", d)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the restart is not among the dismissals")
+	}
+	if n := r.Stats.Dismissed[report.Restart]; n != 1 {
+		t.Errorf("stats count %d restarts, want 1", n)
+	}
+}
