@@ -48,8 +48,7 @@ the only part of driftscan that writes to the cluster, and it writes only the
 fields it names, as field manager driftscan-breakglass.`,
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file")
-	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use")
+	o.kubeconfig.bindFlags(f)
 	f.StringVar(&o.from, "from", "argocd", "the reconciler: argocd (Application) or flux (Kustomization, else HelmRelease)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: argocd, or flux-system for flux)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")

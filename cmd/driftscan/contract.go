@@ -38,8 +38,7 @@ API server enforce them.`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.configPath, "config", "", "scan config file with a contracts: section (required)")
-	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file")
-	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use")
+	o.kubeconfig.bindFlags(f)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	cmd.AddCommand(o.showCommand(), o.checkCommand(), o.admissionCommand())
 	return cmd

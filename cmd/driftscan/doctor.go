@@ -33,8 +33,6 @@ type doctorOptions struct {
 	gitCache   string
 	gitMaxSize string
 	timeout    time.Duration
-	as         string
-	asGroups   []string
 	discover   discoverFlags
 
 	// Filled by Complete.
@@ -89,10 +87,9 @@ func (o *doctorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.state, "state", "", "the scan's --state: configmap:NAMESPACE/NAME needs get and update on that ConfigMap")
 	f.StringVar(&o.lease, "lease", "", "the scan's --lease: NAMESPACE/NAME needs get and update on that Lease (default: the --state ConfigMap's namespace and name)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	f.StringVar(&o.kubeconfig.Path, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
-	f.StringVar(&o.kubeconfig.Context, "context", "", "kubeconfig context to use (default: the current context)")
-	f.StringVar(&o.as, "as", "", "check this user (system:serviceaccount:NAMESPACE:NAME for a ServiceAccount) instead, by impersonation")
-	f.StringArrayVar(&o.asGroups, "as-group", nil, "with --as: a group to impersonate too (repeatable)")
+	o.kubeconfig.bindFlags(f)
+	f.Lookup("as").Usage = "check this user (system:serviceaccount:NAMESPACE:NAME for a ServiceAccount) instead, by impersonation"
+	f.Lookup("as-group").Usage = "with --as: a group to impersonate too (repeatable)"
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
@@ -190,13 +187,12 @@ func (o *doctorOptions) completeFrom(c *doctor.Options) error {
 	return nil
 }
 
-// impersonate makes the check as --as, and waives the client's rate limit:
-// access reviews are cheap for the API server.
+// impersonate checks --as-group has its --as (the kubeconfig flags set the
+// impersonation itself), and waives the client's rate limit: access reviews
+// are cheap for the API server.
 func (o *doctorOptions) impersonate(cfg *rest.Config) error {
 	cfg.QPS, cfg.Burst = 50, 100
-	if o.as != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.as, Groups: o.asGroups}
-	} else if len(o.asGroups) > 0 {
+	if as := o.kubeconfig.Overrides.AuthInfo; as.Impersonate == "" && len(as.ImpersonateGroups) > 0 {
 		return errors.New("--as-group needs --as")
 	}
 	return nil
