@@ -36,8 +36,10 @@ import (
 //   - the CRDs under crds/ are desired objects and are included; hooks
 //     (the helm.sh/hook annotation, so tests too) are not and are left out, and
 //     so is NOTES.txt;
-//   - dependencies must be vendored under charts/: nothing is downloaded, and
-//     a dependency missing there is an error.
+//   - dependencies must be vendored under charts/, or name a folder of the
+//     same repository (file://), which is read as `helm dependency build`
+//     copies it there (withLocalDependencies): nothing is downloaded, and a
+//     dependency from a chart repository missing under charts/ is an error.
 //
 // A Manifest's File is its template's path relative to opts.Dir
 // (templates/deploy.yaml, crds/crd.yaml, charts/db/templates/sts.yaml), and
@@ -76,6 +78,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	defer src.Close()
 	files, err := chartFiles(src)
+	if err == nil {
+		files, err = withLocalDependencies(src, files)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}

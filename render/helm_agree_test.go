@@ -237,50 +237,65 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			opts.Dir = dir
 			got, renderErr := Manifests(context.Background(), opts)
 
-			// The real helm, bounded as every child of the tests is: a chart
-			// that sent it into a loop would not hold the machine.
-			args := append([]string{"template", "--include-crds", "--no-hooks", "--repository-config", "/dev/null", "--registry-config", "/dev/null", tt.args[0], "."}, tt.args[1:]...)
-			cmd := bounded.Command(bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}, helm, args...)
-			cmd.Dir = dir
-			cmd.Env = append(cmd.Env, "HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, helmErr := cmd.Output()
-			if code := cmd.ProcessState.ExitCode(); code == 124 || code == 137 {
-				t.Fatalf("helm template did not finish within its bound (exit %d): %s", code, stderr.String())
-			}
+			args := append([]string{"template", "--include-crds", "--no-hooks", tt.args[0], "."}, tt.args[1:]...)
+			out, stderr, helmErr := runHelm(t, helm, dir, args...)
 			if tt.fails {
 				if helmErr == nil {
 					t.Fatalf("helm template rendered a chart this case expects it to refuse:\n%s", out)
 				}
 				if renderErr == nil {
-					t.Fatalf("the render took a chart helm refuses (%s): %v", strings.TrimSpace(stderr.String()), renderSummary(got))
+					t.Fatalf("the render took a chart helm refuses (%s): %v", strings.TrimSpace(stderr), renderSummary(got))
 				}
 				return
 			}
 			if helmErr != nil {
-				t.Fatalf("helm template: %v\n%s", helmErr, stderr.String())
+				t.Fatalf("helm template: %v\n%s", helmErr, stderr)
 			}
 			if renderErr != nil {
 				t.Fatalf("render: %v", renderErr)
 			}
-			want, _, err := helmManifests(nil, string(out))
-			if err != nil {
-				t.Fatalf("reading helm's output: %v", err)
-			}
-			if diff := cmp.Diff(renderSummary(want), renderSummary(got)); diff != "" {
-				t.Errorf("objects and their order (-helm template +render):\n%s", diff)
-			}
-			if len(want) == len(got) {
-				for i := range want {
-					if diff := cmp.Diff(want[i].Object.Object, got[i].Object.Object); diff != "" {
-						t.Errorf("%s (-helm template +render):\n%s", renderSummary(want[i : i+1])[0].ID, diff)
-					}
-				}
-			}
-			if len(got) < 3 {
-				t.Errorf("only %d objects rendered: the case proves little", len(got))
-			}
+			sameAsHelm(t, out, got, 3)
 		})
+	}
+}
+
+// runHelm runs the real helm in dir with args, bounded as every child of
+// the tests is (a chart that sent it into a loop would not hold the
+// machine), with no repositories, registries or user folders of its own.
+func runHelm(t *testing.T, helm, dir string, args ...string) (out []byte, stderr string, err error) {
+	t.Helper()
+	args = append(args, "--repository-config", "/dev/null", "--registry-config", "/dev/null")
+	cmd := bounded.Command(bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}, helm, args...)
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, "HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err = cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); code == 124 || code == 137 {
+		t.Fatalf("helm %s did not finish within its bound (exit %d): %s", args[0], code, errb.String())
+	}
+	return out, errb.String(), err
+}
+
+// sameAsHelm checks the render got is helm template's output: every
+// object, its file and its order, and at least min objects.
+func sameAsHelm(t *testing.T, helmOut []byte, got []Manifest, min int) {
+	t.Helper()
+	want, _, err := helmManifests(nil, string(helmOut))
+	if err != nil {
+		t.Fatalf("reading helm's output: %v", err)
+	}
+	if diff := cmp.Diff(renderSummary(want), renderSummary(got)); diff != "" {
+		t.Errorf("objects and their order (-helm template +render):\n%s", diff)
+	}
+	if len(want) == len(got) {
+		for i := range want {
+			if diff := cmp.Diff(want[i].Object.Object, got[i].Object.Object); diff != "" {
+				t.Errorf("%s (-helm template +render):\n%s", renderSummary(want[i : i+1])[0].ID, diff)
+			}
+		}
+	}
+	if len(got) < min {
+		t.Errorf("only %d objects rendered: the case proves little", len(got))
 	}
 }
