@@ -78,8 +78,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	defer src.Close()
 	files, err := chartFiles(src)
+	var moved map[string]string
 	if err == nil {
-		files, err = withLocalDependencies(src, files)
+		files, moved, err = withLocalDependencies(src, files)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
@@ -94,6 +95,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	in, keyed := chartInputs(src, files, opts)
 	if keyed && cache != nil {
 		if ms, ok := cache.rendered(in.key, opts.Lazy); ok {
+			relocate(ms, moved)
 			return ms, nil
 		}
 	}
@@ -110,6 +112,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
 	ms, docs, err := helmManifests(cache, manifest)
+	relocate(ms, moved)
 	if err != nil {
 		return ms, err
 	}

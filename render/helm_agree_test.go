@@ -254,7 +254,7 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			if renderErr != nil {
 				t.Fatalf("render: %v", renderErr)
 			}
-			sameAsHelm(t, out, got, 3)
+			sameAsHelm(t, out, got, 3, nil)
 		})
 	}
 }
@@ -278,13 +278,15 @@ func runHelm(t *testing.T, helm, dir string, args ...string) (out []byte, stderr
 }
 
 // sameAsHelm checks the render got is helm template's output: every
-// object, its file and its order, and at least min objects.
-func sameAsHelm(t *testing.T, helmOut []byte, got []Manifest, min int) {
+// object, its file (helm's files moved as relocate moves them) and its
+// order, and at least min objects.
+func sameAsHelm(t *testing.T, helmOut []byte, got []Manifest, min int, moved map[string]string) {
 	t.Helper()
 	want, _, err := helmManifests(nil, string(helmOut))
 	if err != nil {
 		t.Fatalf("reading helm's output: %v", err)
 	}
+	relocate(want, moved)
 	if diff := cmp.Diff(renderSummary(want), renderSummary(got)); diff != "" {
 		t.Errorf("objects and their order (-helm template +render):\n%s", diff)
 	}

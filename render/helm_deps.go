@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -25,17 +26,30 @@ const maxLocalDependencies = 32
 // allows). Their files join the chart's, so the render cache sees a change
 // to a library chart the app shares with others. Dependencies from chart
 // repositories are left for vendoredDependencies to report.
-func withLocalDependencies(src *sourceRoot, files []*archive.BufferedFile) ([]*archive.BufferedFile, error) {
-	budget, count := int64(archive.MaxDecompressedChartSize), 0
+//
+// moved maps each dependency's place among the chart's files
+// (charts/cache/) to its folder relative to the chart's
+// (../cache/), for relocate.
+func withLocalDependencies(src *sourceRoot, files []*archive.BufferedFile) (_ []*archive.BufferedFile, moved map[string]string, _ error) {
+	d := localDeps{top: src.dir, budget: int64(archive.MaxDecompressedChartSize)}
 	for _, f := range files {
-		budget -= int64(len(f.Data))
+		d.budget -= int64(len(f.Data))
 	}
-	return addLocalDependencies(src, files, "", &budget, &count)
+	files, err := d.add(src, files, "")
+	return files, d.moved, err
 }
 
-// addLocalDependencies is withLocalDependencies for the chart whose files
-// are under prefix (its charts/<name>/ inside the top chart's files).
-func addLocalDependencies(src *sourceRoot, files []*archive.BufferedFile, prefix string, budget *int64, count *int) ([]*archive.BufferedFile, error) {
+// localDeps is what withLocalDependencies carries through the levels.
+type localDeps struct {
+	top    string // the chart's folder, relative to the root
+	budget int64  // bytes left of archive.MaxDecompressedChartSize
+	count  int    // charts added
+	moved  map[string]string
+}
+
+// add is withLocalDependencies for the chart whose files are under prefix
+// (its charts/<name>/ inside the top chart's files).
+func (l *localDeps) add(src *sourceRoot, files []*archive.BufferedFile, prefix string) ([]*archive.BufferedFile, error) {
 	var meta chart.Metadata
 	have := map[string]bool{}
 	found := false
@@ -63,7 +77,7 @@ func addLocalDependencies(src *sourceRoot, files []*archive.BufferedFile, prefix
 		if !ok || d.Name == "" || vendored(have, d.Name) {
 			continue
 		}
-		if *count++; *count > maxLocalDependencies {
+		if l.count++; l.count > maxLocalDependencies {
 			return nil, fmt.Errorf("more than %d charts through file:// dependencies (does one depend on itself?)", maxLocalDependencies)
 		}
 		where := fmt.Sprintf("dependency %s (%s)", d.Name, d.Repository)
@@ -78,7 +92,7 @@ func addLocalDependencies(src *sourceRoot, files []*archive.BufferedFile, prefix
 		into := prefix + "charts/" + d.Name + "/"
 		var depMeta chart.Metadata
 		for _, f := range dep {
-			if *budget -= int64(len(f.Data)); *budget < 0 {
+			if l.budget -= int64(len(f.Data)); l.budget < 0 {
 				return nil, fmt.Errorf("%s: the chart and its dependencies are larger than the maximum size %d", where, archive.MaxDecompressedChartSize)
 			}
 			if f.Name == "Chart.yaml" {
@@ -92,8 +106,14 @@ func addLocalDependencies(src *sourceRoot, files []*archive.BufferedFile, prefix
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		files = append(files, dep...)
+		if rel, err := filepath.Rel(filepath.FromSlash(l.top), filepath.FromSlash(at)); err == nil {
+			if l.moved == nil {
+				l.moved = map[string]string{}
+			}
+			l.moved[into] = filepath.ToSlash(rel) + "/"
+		}
 		// Its own file:// dependencies, relative to its folder.
-		if files, err = addLocalDependencies(&sourceRoot{root: src.root, dir: at}, files, into, budget, count); err != nil {
+		if files, err = l.add(&sourceRoot{root: src.root, dir: at}, files, into); err != nil {
 			return nil, err
 		}
 	}
@@ -137,4 +157,25 @@ func localDependencyFits(d *chart.Dependency, m *chart.Metadata) error {
 		return fmt.Errorf("the chart there is version %s, which %q does not allow", m.Version, d.Version)
 	}
 	return nil
+}
+
+// relocate gives the manifests a file:// dependency rendered the file they
+// come from, relative to the chart's folder (../cache/templates/pvc.yaml),
+// rather than the place Helm renders them from (charts/cache/templates/…),
+// which is not in the repository. The deepest dependency's place wins.
+func relocate(ms []Manifest, moved map[string]string) {
+	if len(moved) == 0 {
+		return
+	}
+	for i := range ms {
+		best := ""
+		for virtual := range moved {
+			if len(virtual) > len(best) && strings.HasPrefix(ms[i].File, virtual) {
+				best = virtual
+			}
+		}
+		if best != "" {
+			ms[i].File = moved[best] + strings.TrimPrefix(ms[i].File, best)
+		}
+	}
 }
