@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	kyaml "go.yaml.in/yaml/v3"
 	"gopkg.in/yaml.v3"
@@ -68,6 +69,10 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if refused := fsys.Refused(); err != nil && refused != nil {
 		// krusty words a refused read as a missing file: say why.
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, refused)
+	}
+	if err != nil && strings.Contains(err.Error(), "must specify --enable-helm") {
+		// krusty's words are for its own CLI, whose flag driftscan does not have.
+		return nil, fmt.Errorf("kustomize %s: a kustomization's helmCharts are not rendered (kustomize runs the helm binary for them, as Argo CD's --enable-helm lets it; driftscan renders charts in process): scan the chart as an app of its own (its folder as source.path, its values under source.helm) or vendor its output: %w", opts.Dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
