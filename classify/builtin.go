@@ -99,3 +99,48 @@ func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, 
 	}
 	return Result{}, false
 }
+
+// podTemplates are where a workload kind holds its pod template's spec.
+var podTemplates = map[string]string{
+	"apps/Deployment": ".spec.template.spec", "apps/StatefulSet": ".spec.template.spec",
+	"apps/DaemonSet": ".spec.template.spec", "apps/ReplicaSet": ".spec.template.spec",
+	"batch/Job": ".spec.template.spec", "batch/CronJob": ".spec.jobTemplate.spec.template.spec",
+}
+
+// neverDefaulted reports whether path is a field of a workload's pod
+// template that the API server never fills in: a security context's
+// fields, a container's resource limits and requests, the affinity. A
+// field there that nobody owns was not a default; something set it at
+// admission, a webhook most likely (Kyverno's add-default-securitycontext,
+// a resources defaulter). Checked on kube-apiserver v1.37.2: a template's
+// empty security contexts, affinity and limits-only resources are stored
+// as sent (requests are copied from limits for Pods, not for templates,
+// and LimitRanger defaults Pods only, which is why Pods are not listed).
+func neverDefaulted(o Object, path string) bool {
+	spec, ok := podTemplates[o.Group+"/"+o.Kind]
+	if !ok {
+		return false
+	}
+	rest, ok := strings.CutPrefix(path, spec+".")
+	if !ok {
+		return false
+	}
+	if within(rest, "securityContext") || within(rest, "affinity") {
+		return true
+	}
+	for _, list := range []string{"containers[", "initContainers[", "ephemeralContainers["} {
+		if c, ok := strings.CutPrefix(rest, list); ok {
+			_, field, ok := strings.Cut(c, "].")
+			return ok && (within(field, "securityContext") || within(field, "resources"))
+		}
+	}
+	return false
+}
+
+// within reports whether path is the field named or one below it. (The API
+// server stores an empty resources or securityContext where Git has none;
+// the compare drops empty values, so what is left of them was set.)
+func within(path, field string) bool {
+	rest, ok := strings.CutPrefix(path, field)
+	return ok && (rest == "" || rest[0] == '.')
+}

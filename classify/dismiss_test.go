@@ -17,6 +17,8 @@ func TestDismissals(t *testing.T) {
 	kcm := &Entry{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status"}
 	deploy := Object{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web",
 		Tracking: Tracking{ArgoApps: []string{"web"}, FluxName: "web"}}
+	hooked := deploy
+	hooked.Webhooks = []string{"kyverno-policies"}
 	chart := deploy
 	chart.Tracking = Tracking{ArgoApps: []string{"web"}, FluxName: "web", HelmRelease: "web", HelmNamespace: "shop"}
 	fluxApp := deploy
@@ -128,6 +130,30 @@ func TestDismissals(t *testing.T) {
 		{name: "a Helm release annotation on an app that renders no chart", obj: deploy,
 			ch:    Change{Path: ".metadata.annotations.meta.helm.sh/release-name", Type: report.TypeAdded, NewKey: true, Owner: &Entry{Manager: "helm", Operation: "Update"}, Live: "web"},
 			drift: true, class: report.ClassPipeline},
+
+		// What nobody owns under a parent Git declares: a default, unless
+		// the API server never fills that field in.
+		{name: "an unowned imagePullPolicy is a default, webhook or not", obj: hooked,
+			ch:     Change{Path: `.spec.template.spec.containers[name="app"].imagePullPolicy`, Type: report.TypeAdded, Live: "IfNotPresent"},
+			reason: report.Defaulted},
+		{name: "a security context field nobody owns is a webhook's", obj: hooked,
+			ch:    Change{Path: `.spec.template.spec.containers[name="app"].securityContext.runAsNonRoot`, Type: report.TypeAdded, Live: "true"},
+			drift: true, class: report.ClassWebhook, hint: "kyverno-policies"},
+		{name: "a whole pod security context nobody owns is a webhook's", obj: hooked,
+			ch:    Change{Path: ".spec.template.spec.securityContext", Type: report.TypeAdded, Live: `{"runAsUser":1000}`},
+			drift: true, class: report.ClassWebhook},
+		{name: "resource limits nobody owns, with no webhook matching, are the API server's admission", obj: deploy,
+			ch:    Change{Path: `.spec.template.spec.initContainers[name="init"].resources.limits.cpu`, Type: report.TypeAdded, Live: "1"},
+			drift: true, class: report.ClassUnknown, hint: "no MutatingWebhookConfiguration matches"},
+		{name: "a CronJob's pod template too", obj: Object{Group: "batch", Version: "v1", Kind: "CronJob", Namespace: "shop", Name: "nightly", Webhooks: []string{"kyverno-policies"}},
+			ch:    Change{Path: ".spec.jobTemplate.spec.template.spec.affinity.nodeAffinity", Type: report.TypeAdded, Live: "{}"},
+			drift: true, class: report.ClassWebhook},
+		{name: "a Pod's resources nobody owns may be LimitRanger's default", obj: Object{Version: "v1", Kind: "Pod", Namespace: "shop", Name: "p", Webhooks: []string{"kyverno-policies"}},
+			ch:     Change{Path: `.spec.containers[name="app"].resources.requests.cpu`, Type: report.TypeAdded, Live: "100m"},
+			reason: report.Defaulted},
+		{name: "a field whose name starts like one is not it", obj: hooked,
+			ch:     Change{Path: `.spec.template.spec.containers[name="app"].resourcesPolicy`, Type: report.TypeAdded, Live: "x"},
+			reason: report.Defaulted},
 
 		// A rollout restart's time.
 		{name: "kubectl rollout restart's time Git leaves out", obj: deploy,
