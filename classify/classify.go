@@ -54,7 +54,8 @@ type Change struct {
 	// volume) or a new map key (an annotation, a label), rather than a
 	// field of a struct Git declares.
 	NewKey bool
-	// Git and Live are the two values as text (already masked).
+	// Git and Live are the two values as text, as report.Finding holds
+	// them (already masked; the empty string as `""`, absent as "").
 	Git, Live string
 	// Attribution names the user behind the change, from the audit log;
 	// nil when the scan read none. User rules may match it, and it becomes

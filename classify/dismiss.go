@@ -41,9 +41,9 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 		}
 		switch {
 		case owned:
-			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which %s sent and still owns; the API server does not store it", zeroText(ch.Git), ch.Owner.Manager)), true
+			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which %s sent and still owns; the API server does not store it", ch.Git, ch.Owner.Manager)), true
 		case ch.Omitted:
-			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which the API type does not store", zeroText(ch.Git))), true
+			return dismissed(f, report.ZeroValue, fmt.Sprintf("Git writes the zero value %s, which the API type does not store", ch.Git)), true
 		}
 	case report.TypeChanged:
 		switch {
@@ -60,13 +60,6 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 // dismissed is the verdict on a change that is no drift.
 func dismissed(f report.Finding, reason report.Reason, detail string) Result {
 	return Result{Drift: false, Finding: f, Reason: reason, Detail: detail}
-}
-
-func zeroText(git string) string {
-	if git == "" {
-		return `""`
-	}
-	return git
 }
 
 // restartedAt is where kubectl rollout restart writes the time it restarted

@@ -35,7 +35,7 @@ func withLocalDependencies(src *sourceRoot, files []*archive.BufferedFile) (_ []
 	for _, f := range files {
 		d.budget -= int64(len(f.Data))
 	}
-	files, err := d.add(src, files, "")
+	files, err := d.add(src, files, files, "", nil)
 	return files, d.moved, err
 }
 
@@ -47,30 +47,29 @@ type localDeps struct {
 	moved  map[string]string
 }
 
-// add is withLocalDependencies for the chart whose files are under prefix
-// (its charts/<name>/ inside the top chart's files).
-func (l *localDeps) add(src *sourceRoot, files []*archive.BufferedFile, prefix string) ([]*archive.BufferedFile, error) {
+// add is withLocalDependencies for one chart: own are its files (named
+// under prefix, its charts/<name>/ among the top chart's files), files all
+// of them so far. want is the dependency that brought the chart in (nil
+// for the top chart), which it must fit.
+func (l *localDeps) add(src *sourceRoot, files, own []*archive.BufferedFile, prefix string, want *chart.Dependency) ([]*archive.BufferedFile, error) {
 	var meta chart.Metadata
 	have := map[string]bool{}
-	found := false
-	for _, f := range files {
-		rest, ok := strings.CutPrefix(f.Name, prefix)
-		if !ok {
-			continue
-		}
+	for _, f := range own {
+		rest := strings.TrimPrefix(f.Name, prefix)
 		if rest == "Chart.yaml" {
 			if err := yaml.Unmarshal(f.Data, &meta); err != nil {
 				return nil, fmt.Errorf("%sChart.yaml: %w", prefix, err)
 			}
-			found = true
 		}
 		if sub, ok := strings.CutPrefix(rest, "charts/"); ok {
 			name, _, _ := strings.Cut(sub, "/")
 			have[name] = true
 		}
 	}
-	if !found {
-		return files, nil
+	if want != nil {
+		if err := localDependencyFits(want, &meta); err != nil {
+			return nil, fmt.Errorf("dependency %s (%s): %w", want.Name, want.Repository, err)
+		}
 	}
 	for _, d := range meta.Dependencies {
 		dir, ok := strings.CutPrefix(d.Repository, "file://")
@@ -90,20 +89,11 @@ func (l *localDeps) add(src *sourceRoot, files []*archive.BufferedFile, prefix s
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		into := prefix + "charts/" + d.Name + "/"
-		var depMeta chart.Metadata
 		for _, f := range dep {
 			if l.budget -= int64(len(f.Data)); l.budget < 0 {
 				return nil, fmt.Errorf("%s: the chart and its dependencies are larger than the maximum size %d", where, archive.MaxDecompressedChartSize)
 			}
-			if f.Name == "Chart.yaml" {
-				if err := yaml.Unmarshal(f.Data, &depMeta); err != nil {
-					return nil, fmt.Errorf("%s: Chart.yaml: %w", where, err)
-				}
-			}
 			f.Name = path.Join(into, f.Name)
-		}
-		if err := localDependencyFits(d, &depMeta); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		files = append(files, dep...)
 		if rel, err := filepath.Rel(filepath.FromSlash(l.top), filepath.FromSlash(at)); err == nil {
@@ -112,8 +102,9 @@ func (l *localDeps) add(src *sourceRoot, files []*archive.BufferedFile, prefix s
 			}
 			l.moved[into] = filepath.ToSlash(rel) + "/"
 		}
-		// Its own file:// dependencies, relative to its folder.
-		if files, err = l.add(&sourceRoot{root: src.root, dir: at}, files, into); err != nil {
+		// The chart there, then its own file:// dependencies, relative to
+		// its folder.
+		if files, err = l.add(&sourceRoot{root: src.root, dir: at}, files, dep, into, d); err != nil {
 			return nil, err
 		}
 	}

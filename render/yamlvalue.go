@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -206,17 +207,11 @@ func stringKeys(v any) (any, error) {
 		return v, nil
 	case map[any]any:
 		m := make(map[string]any, len(v))
-		from := make(map[string]any, len(v))
 		for k, e := range v {
 			ks := fmt.Sprint(k)
-			if other, dup := from[ks]; dup {
-				a, b := fmt.Sprintf("%#v", other), fmt.Sprintf("%#v", k)
-				if b < a {
-					a, b = b, a // the same error whichever comes first
-				}
-				return nil, fmt.Errorf("the keys %s and %s of one mapping are both %q in JSON, which keeps one of them", a, b, ks)
+			if _, dup := m[ks]; dup {
+				return nil, sameJSONKey(v, ks)
 			}
-			from[ks] = k
 			if m[ks], err = stringKeys(e); err != nil {
 				return nil, err
 			}
@@ -232,4 +227,18 @@ func stringKeys(v any) (any, error) {
 	default:
 		return v, nil
 	}
+}
+
+// sameJSONKey is the error for the keys of mapping that are all key in
+// JSON, named in their sorted order: the same error whichever the map
+// ranged over first.
+func sameJSONKey(mapping map[any]any, key string) error {
+	var keys []string
+	for k := range mapping {
+		if fmt.Sprint(k) == key {
+			keys = append(keys, fmt.Sprintf("%#v", k))
+		}
+	}
+	slices.Sort(keys)
+	return fmt.Errorf("the keys %s of one mapping are both %q in JSON, which keeps one of them", strings.Join(keys, " and "), key)
 }

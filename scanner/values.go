@@ -161,22 +161,82 @@ func empty(v any) bool {
 }
 
 // PruneEmpty removes nulls and empty lists and maps, recursively, in place:
-// what the scan compares. Git writing `volumes: []` declares nothing.
+// what the scan compares. Git writing `volumes: []` declares nothing. It
+// is pruneEmptyAgainst with no live object to keep an empty map for.
 func PruneEmpty(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		for k, child := range t {
-			// Pruned in place: child is the same map or list after.
-			if empty(PruneEmpty(child)) {
-				delete(t, k)
-			}
-		}
+		pruneEmptyAgainst(t, nil)
 	case []any:
-		for _, child := range t {
-			PruneEmpty(child)
-		}
+		pruneItemsAgainst(t, nil)
 	}
 	return v
+}
+
+// pruneEmptyAgainst is PruneEmpty for Git's object git, in place, except
+// that an empty map (once pruned) stays where live's counterpart is a
+// non-empty map. The applier that sent `strategy: {}` owns the map, not
+// what the server defaulted in it: compared member by member, the
+// defaults are dismissed as defaults and a member someone set (a policy
+// webhook's runAsNonRoot in a container's `securityContext: {}`) is
+// theirs, where the whole map would read as the applier's and as drift.
+// A list's items are matched to live's by name, where both lists' items
+// have distinct names (containers, volumes, env); an item matched to
+// nothing is pruned as PruneEmpty prunes it.
+func pruneEmptyAgainst(git, live map[string]any) map[string]any {
+	for k, child := range git {
+		switch c := child.(type) {
+		case map[string]any:
+			l, _ := live[k].(map[string]any)
+			if len(pruneEmptyAgainst(c, l)) == 0 && len(l) == 0 {
+				delete(git, k)
+			}
+		case []any:
+			l, _ := live[k].([]any)
+			if len(pruneItemsAgainst(c, l)) == 0 {
+				delete(git, k)
+			}
+		case nil:
+			delete(git, k)
+		}
+	}
+	return git
+}
+
+// pruneItemsAgainst is pruneEmptyAgainst for a list's items.
+func pruneItemsAgainst(git, live []any) []any {
+	byName := itemsByName(live)
+	for _, item := range git {
+		switch it := item.(type) {
+		case map[string]any:
+			name, _ := it["name"].(string)
+			pruneEmptyAgainst(it, byName[name])
+		case []any:
+			pruneItemsAgainst(it, nil)
+		}
+	}
+	return git
+}
+
+// itemsByName indexes a list's items by their name, or is nil when an
+// item is not a map with a string name or two share one.
+func itemsByName(items []any) map[string]map[string]any {
+	if len(items) == 0 {
+		return nil
+	}
+	out := make(map[string]map[string]any, len(items))
+	for _, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil
+		}
+		name, ok := m["name"].(string)
+		if _, twice := out[name]; !ok || twice {
+			return nil
+		}
+		out[name] = m
+	}
+	return out
 }
 
 // pruneNulls removes nulls, recursively, in place, and keeps empty lists
