@@ -129,7 +129,17 @@ type Source struct {
 	// is a local folder.
 	Repo string `yaml:"repo"`
 	// Revision is a branch, tag or commit SHA; default the remote HEAD.
+	// For a Chart, the chart's version or a semver constraint ("^1.2");
+	// default the newest version that is not a pre-release.
 	Revision string `yaml:"revision"`
+	// Chart, when set, makes Repo a Helm chart repository (an https:// or
+	// http:// URL with an index.yaml) and names the chart in it, as an Argo
+	// CD Application's chart source and a Flux HelmRepository do: the chart
+	// is fetched, checked against the index's digest, and rendered with
+	// Helm. Path is not used; helm.valuesFiles are then the config
+	// author's, relative to the config file's folder, as `helm install -f`
+	// reads them.
+	Chart string `yaml:"chart"`
 	// Auth names where Git credentials come from; values are never printed.
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`
@@ -210,7 +220,9 @@ func Parse(data []byte) (*Config, error) {
 			errs = append(errs, fmt.Errorf("apps[%d]: app %q is defined twice", i, app.Name))
 		}
 		seen[app.Name] = true
-		if app.Source.Path == "" && app.Source.Repo == "" {
+		if app.Source.Chart != "" && app.Source.Repo == "" {
+			errs = append(errs, fmt.Errorf("app %q: source.chart needs source.repo, the Helm chart repository's URL", app.Name))
+		} else if app.Source.Path == "" && app.Source.Repo == "" {
 			errs = append(errs, fmt.Errorf("app %q: source.path or source.repo is required", app.Name))
 		}
 		if app.Source.Helm != nil && app.Source.Kustomize != nil {

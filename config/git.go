@@ -178,7 +178,18 @@ func ParseGitCredentialFlag(s string) (GitCredential, error) {
 // http://.
 func (s Source) validate() error {
 	var errs []error
-	if s.Repo != "" {
+	if s.Chart != "" {
+		if s.Path != "" {
+			errs = append(errs, fmt.Errorf("source.path %q: a chart from a Helm repository is the whole source; leave path out", s.Path))
+		}
+		if s.Kustomize != nil {
+			errs = append(errs, errors.New("source.kustomize: a chart from a Helm repository is rendered with Helm"))
+		}
+		if strings.ContainsAny(s.Chart, `/\`) {
+			errs = append(errs, fmt.Errorf("source.chart %q: want the chart's name in the repository's index (the repository URL goes in source.repo)", s.Chart))
+		}
+	}
+	if s.Repo != "" && s.Chart == "" {
 		if s.Path != "" && !InRepo(s.Path) {
 			errs = append(errs, fmt.Errorf("source.path %q leaves the repository: with repo set it is relative to the repository's root", s.Path))
 		}
@@ -189,9 +200,9 @@ func (s Source) validate() error {
 				}
 			}
 		}
-		if s.Auth.TokenEnv != "" && !strings.HasPrefix(strings.ToLower(s.Repo), "https://") {
-			errs = append(errs, fmt.Errorf("source.auth.tokenEnv: a token is sent over https only, and repo %s is not an https URL", redact.URL(s.Repo)))
-		}
+	}
+	if s.Repo != "" && s.Auth.TokenEnv != "" && !strings.HasPrefix(strings.ToLower(s.Repo), "https://") {
+		errs = append(errs, fmt.Errorf("source.auth.tokenEnv: a token is sent over https only, and repo %s is not an https URL", redact.URL(s.Repo)))
 	}
 	return errors.Join(errs...)
 }

@@ -48,6 +48,12 @@ func TestASourceWithARepoStaysInsideIt(t *testing.T) {
 		{"an absolute values file", "{repo: 'https://github.com/o/r', path: charts/web, helm: {valuesFiles: [/etc/passwd]}}", "leaves the repository"},
 		{"a local path may climb: the config author wrote it", "{path: ../shared/apps}", ""},
 		{"a token over http://", "{repo: 'http://git.example.com/o/r', auth: {tokenEnv: T}}", "a token is sent over https only"},
+		{"a chart from a repository", "{repo: 'https://charts.example.com', chart: web, revision: ^1.2, helm: {valuesFiles: [values/prod.yaml]}}", ""},
+		{"a chart with no repository", "{chart: web}", "source.chart needs source.repo"},
+		{"a chart with a path", "{repo: 'https://charts.example.com', chart: web, path: charts/web}", "leave path out"},
+		{"a chart rendered with kustomize", "{repo: 'https://charts.example.com', chart: web, kustomize: {}}", "rendered with Helm"},
+		{"a chart named by its URL", "{repo: 'https://charts.example.com', chart: 'https://charts.example.com/web'}", "want the chart's name"},
+		{"a chart's token over http://", "{repo: 'http://charts.example.com', chart: web, auth: {tokenEnv: T}}", "a token is sent over https only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,7 +126,7 @@ func renderApp(ctx context.Context, cfg *config.Config, app config.App, cache *s
 		return nil, err
 	}
 	return render.Manifests(ctx, render.Options{
-		Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize,
+		Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName,
 		KubeVersion: opts.KubeVersion, APIVersions: opts.APIVersions,
 	})
 }

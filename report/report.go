@@ -204,6 +204,11 @@ type Source struct {
 	Revision string `json:"revision"`
 	Commit   string `json:"commit"`
 	Path     string `json:"path"`
+	// Chart is set for a chart from a Helm chart repository (Repo), and
+	// Version is the version of it that was rendered: Revision as
+	// configured may be a constraint.
+	Chart   string `json:"chart,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // Object is one desired (or extra) object and its findings.

@@ -214,8 +214,15 @@ func sourceText(s Source) string {
 	if s.Path != "" {
 		parts = append(parts, s.Path)
 	}
+	if s.Chart != "" {
+		parts = append(parts, "chart "+s.Chart)
+	}
 	rev := s.Revision
-	if c := shortCommit(s.Commit); c != "" && c != rev {
+	c := shortCommit(s.Commit)
+	if s.Version != "" {
+		c = s.Version
+	}
+	if c != "" && c != rev {
 		if rev != "" {
 			rev += " (" + c + ")"
 		} else {

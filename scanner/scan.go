@@ -333,6 +333,7 @@ func (s *scan) render(ctx context.Context) error {
 		again     []render.Manifest // a chart's second render (unstable.go)
 		release   string            // the Helm release, "" for no chart
 		commit    string
+		version   string          // of a chart from a Helm repository
 		pending   *report.Pending // what Git holds beyond the synced commit
 		err       error
 	}
@@ -364,7 +365,7 @@ func (s *scan) render(ctx context.Context) error {
 				// compared) unless the app's applier rewrites them all or its
 				// pending sync compares them all.
 				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
-				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: app.Source.Helm, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
+				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
@@ -380,7 +381,7 @@ func (s *scan) render(ctx context.Context) error {
 					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Commit, res.manifests)
 				}
 			}
-			res.commit, res.err = loc.Commit, err
+			res.commit, res.version, res.err = loc.Commit, loc.Version, err
 			results[i] = res
 			mu.Lock()
 			done++
@@ -408,7 +409,7 @@ func (s *scan) render(ctx context.Context) error {
 		res := results[i]
 		s.tracking = append(s.tracking, trackingOf(app, res.release))
 		ra := report.App{Name: app.Name, Owner: app.Owner, GitOps: app.GitOps,
-			Source:  report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path},
+			Source:  report.Source{Repo: source.SafeURL(app.Source.Repo), Revision: app.Source.Revision, Commit: res.commit, Path: app.Source.Path, Chart: app.Source.Chart, Version: res.version},
 			Pending: res.pending}
 		if len(res.manifests) > 0 {
 			ra.Objects = make([]report.Object, 0, len(res.manifests))

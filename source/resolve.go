@@ -58,6 +58,16 @@ type Location struct {
 	// Commit is the full SHA of a fetched Git source; "" for a local folder
 	// and for a source read from Options.WorkTree.
 	Commit string
+	// Version is the version of a chart fetched from a Helm chart
+	// repository (a Source with Chart set); "" for every other source.
+	Version string
+	// Helm is how to render with Helm: the source's own settings, except
+	// for a chart from a repository, whose values files (the config's,
+	// relative to its folder) are read already, into Values, and left out.
+	Helm *config.HelmSource
+	// Values are values documents to merge after Helm's values files
+	// (render.Options.ExtraValues).
+	Values [][]byte
 }
 
 // Resolve says where src, a source of the config file in folder configDir,
@@ -66,6 +76,9 @@ type Location struct {
 // repository's root. The folder must exist; an error says which and wraps
 // what failed (a FetchGit error names the repository and revision).
 func Resolve(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
+	if src.Chart != "" {
+		return resolveChart(ctx, configDir, src, opts)
+	}
 	var loc Location
 	if src.Repo != "" && !config.InRepo(src.Path) {
 		return Location{}, fmt.Errorf("source path %q leaves the repository", src.Path)
@@ -101,7 +114,74 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 	if _, err := os.Stat(loc.Dir); err != nil {
 		return Location{}, fmt.Errorf("source folder: %w", err)
 	}
+	loc.Helm = src.Helm
 	return loc, nil
+}
+
+// resolveChart fetches a chart from a Helm chart repository (FetchChart):
+// the unpacked chart is both the folder and the root, for nothing outside
+// the chart belongs to it.
+func resolveChart(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
+	if opts.WorkTree != "" {
+		return Location{}, fmt.Errorf("chart %s comes from the Helm repository %s, not from Git: there is no file in the work tree to change", src.Chart, SafeURL(src.Repo))
+	}
+	ca, err := CABundle(configDir, opts.Git)
+	if err != nil {
+		return Location{}, err
+	}
+	c, err := FetchChart(ctx, ChartOptions{
+		Repo: src.Repo, Chart: src.Chart, Version: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials,
+		CABundle: ca, Cache: opts.Cache, Getenv: opts.Getenv,
+	})
+	if err != nil {
+		return Location{}, err
+	}
+	loc := Location{Dir: c.Dir, Root: c.Dir, Version: c.Version, Helm: src.Helm}
+	if h := src.Helm; h != nil && len(h.ValuesFiles) > 0 {
+		if loc.Values, err = configValues(configDir, h.ValuesFiles, opts.Cache); err != nil {
+			return Location{}, err
+		}
+		own := *h
+		own.ValuesFiles = nil
+		loc.Helm = &own
+	}
+	return loc, nil
+}
+
+// configValues reads the values files of a chart from a repository: they
+// are the config author's, as `helm install -f` reads them, relative to the
+// config file's folder, and read through an os.Root at its localRoot (the
+// Git work tree or the folder), so that none leaves it.
+func configValues(configDir string, files []string, cache *Cache) ([][]byte, error) {
+	dir := configDir
+	if dir == "" {
+		dir = "."
+	}
+	top := localRoot(configDir, dir, cache)
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, fmt.Errorf("values files: %w", err)
+	}
+	defer root.Close()
+	out := make([][]byte, 0, len(files))
+	for _, f := range files {
+		p := filepath.FromSlash(f)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		absTop, err1 := filepath.Abs(top)
+		absP, err2 := filepath.Abs(p)
+		rel, err := filepath.Rel(absTop, absP)
+		if err1 != nil || err2 != nil || err != nil || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("values file %s leaves %s: refused", f, top)
+		}
+		data, err := root.ReadFile(rel)
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", f, err)
+		}
+		out = append(out, data)
+	}
+	return out, nil
 }
 
 // localRoot is the Root of a local source folder dir: the outermost of the

@@ -1,0 +1,488 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
+)
+
+// Bounds on what a chart repository may send. A repository's index.yaml
+// lists every version of every chart it holds: the largest public ones are
+// tens of MiB. A packaged chart is bounded by Helm's own limit on what it
+// decompresses to (archive.MaxDecompressedChartSize); compressed it is a
+// fraction of that.
+const (
+	maxIndexBytes   = 64 << 20
+	maxArchiveBytes = 32 << 20
+)
+
+// ChartOptions say which chart to fetch from a Helm chart repository, and
+// how. Start from the scan's Options (Resolve fills them).
+type ChartOptions struct {
+	// Repo is the repository's URL, https:// or http://: index.yaml is
+	// read beneath it.
+	Repo string
+	// Chart is the chart's name in the repository's index.
+	Chart string
+	// Version is a version the index lists, or a semver constraint
+	// ("^1.2", ">=1.0 <2"), as Argo CD's targetRevision and Flux's
+	// chart.spec.version are: the newest version that meets it. "" or "*"
+	// is the newest version that is not a pre-release.
+	Version string
+	// Auth, else the credential of Credentials whose prefix matches a URL,
+	// is sent as HTTP basic auth (the user and the token), over https
+	// only, and only to URLs it matches: the index and, when the index
+	// points elsewhere, the archive each get their own.
+	Auth        config.GitAuth
+	Credentials []config.GitCredential
+	// CABundle is PEM certificates trusted in addition to the system's.
+	CABundle []byte
+	Cache    *Cache
+	Getenv   func(string) string
+}
+
+// Chart is a chart fetched and unpacked.
+type Chart struct {
+	// Dir is the unpacked chart; its folder name is the chart's name.
+	Dir string
+	// Version is the version fetched.
+	Version string
+	// Digest is the SHA-256 of the archive, as the index lists it.
+	Digest string
+}
+
+// chartIndex is what FetchChart reads of a repository's index.yaml.
+type chartIndex struct {
+	APIVersion string                    `json:"apiVersion"`
+	Entries    map[string][]chartVersion `json:"entries"`
+}
+
+type chartVersion struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	URLs    []string `json:"urls"`
+	Digest  string   `json:"digest"`
+}
+
+// chartCache is <chart folder>/versions.json: the digest of each version
+// unpacked there, so that a version asked for exactly is read from the
+// cache without asking the repository.
+type chartCache struct {
+	Versions map[string]string `json:"versions"`
+}
+
+var (
+	digestText  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	versionText = regexp.MustCompile(`^v?[0-9A-Za-z.+-]{1,128}$`)
+)
+
+// FetchChart fetches a chart from a Helm chart repository, as `helm pull
+// --repo` does, into the cache, and unpacks it:
+//   - the version is chosen from the repository's index.yaml (see
+//     ChartOptions.Version); an exact version already in the cache is read
+//     from there without asking the repository, because a chart version, once
+//     published, does not change (Argo CD's repo-server caches them so too);
+//   - the archive must have the SHA-256 the index lists, and is unpacked with
+//     Helm's own loader (its bounds on size, and on paths that would leave the
+//     chart);
+//   - the cache folder is <cache>/charts/<hash of repository and chart>/,
+//     one folder per archive digest, shared between processes as Git
+//     clones are (Cache), and pruned like them.
+//
+// Errors name the repository (without credentials), the chart and the
+// version.
+func FetchChart(ctx context.Context, opts ChartOptions) (Chart, error) {
+	repo := strings.TrimRight(opts.Repo, "/")
+	what := fmt.Sprintf("chart %s from %s", opts.Chart, redact.URL(repo))
+	c, err := fetchChart(ctx, repo, opts)
+	if err != nil {
+		return Chart{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return c, nil
+}
+
+func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, error) {
+	if opts.Cache == nil || opts.Cache.Dir == "" {
+		return Chart{}, errors.New("no cache folder")
+	}
+	if opts.Chart == "" || strings.ContainsAny(opts.Chart, `/\`) || opts.Chart == "." || opts.Chart == ".." {
+		return Chart{}, fmt.Errorf("chart name %q: want the name of one chart in the repository's index", opts.Chart)
+	}
+	base, err := url.Parse(repo)
+	if err != nil {
+		return Chart{}, fmt.Errorf("repository URL: %w", err)
+	}
+	switch base.Scheme {
+	case "https", "http":
+	case "oci":
+		return Chart{}, errors.New("charts from OCI registries are not fetched by driftscan yet: vendor the chart into Git, or scan it as a folder")
+	default:
+		return Chart{}, fmt.Errorf("repository URL: want https:// or http://, got %q", base.Scheme+"://")
+	}
+	if base.User != nil {
+		return Chart{}, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	client, err := chartClient(opts.CABundle)
+	if err != nil {
+		return Chart{}, err
+	}
+	f := &chartFetch{opts: opts, client: client, getenv: getenv}
+	client.CheckRedirect = f.redirect
+
+	sum := sha256.Sum256([]byte(repo + "\n" + opts.Chart))
+	dir := filepath.Join(opts.Cache.Dir, "charts", hex.EncodeToString(sum[:16]))
+	unlock, err := opts.Cache.lock(ctx, dir)
+	if err != nil {
+		return Chart{}, err
+	}
+	defer unlock()
+	cached := readChartCache(dir)
+
+	if d, ok := cached.Versions[opts.Version]; ok && opts.Version != "" {
+		if c, ok := unpacked(dir, opts.Chart, opts.Version, d); ok {
+			return c, opts.Cache.used(dir, d[:40])
+		}
+	}
+	index, err := f.index(ctx, repo)
+	if err != nil {
+		return Chart{}, err
+	}
+	v, err := pickVersion(index, opts.Chart, opts.Version)
+	if err != nil {
+		return Chart{}, err
+	}
+	if v.Digest != "" && cached.Versions[v.Version] == v.Digest {
+		if c, ok := unpacked(dir, opts.Chart, v.Version, v.Digest); ok {
+			return c, opts.Cache.used(dir, v.Digest[:40])
+		}
+	}
+	if len(v.URLs) == 0 {
+		return Chart{}, fmt.Errorf("version %s: the index lists no URL for it", v.Version)
+	}
+	ref, err := base.Parse(v.URLs[0])
+	if err != nil {
+		return Chart{}, fmt.Errorf("version %s: archive URL: %w", v.Version, err)
+	}
+	if !strings.HasSuffix(base.Path, "/") && !strings.Contains(v.URLs[0], "://") && !strings.HasPrefix(v.URLs[0], "/") {
+		// Relative to the repository, as Helm's ResolveReferenceURL
+		// reads it: the repository URL is a folder.
+		b := *base
+		b.Path += "/"
+		ref, _ = b.Parse(v.URLs[0])
+	}
+	data, err := f.get(ctx, ref.String(), maxArchiveBytes)
+	if err != nil {
+		return Chart{}, fmt.Errorf("version %s: %w", v.Version, err)
+	}
+	got := sha256.Sum256(data)
+	digest := hex.EncodeToString(got[:])
+	if v.Digest != "" && v.Digest != digest {
+		return Chart{}, fmt.Errorf("version %s: the archive's SHA-256 is %s, the index says %s: refused", v.Version, digest, v.Digest)
+	}
+	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		return Chart{}, fmt.Errorf("version %s: unpack: %w", v.Version, err)
+	}
+	c, err := unpack(dir, opts.Chart, v.Version, digest, files)
+	if err != nil {
+		return Chart{}, fmt.Errorf("version %s: %w", v.Version, err)
+	}
+	if cached.Versions == nil {
+		cached.Versions = map[string]string{}
+	}
+	cached.Versions[v.Version] = digest
+	if data, err := json.Marshal(cached); err == nil {
+		// A cache that is not written only costs the next run a request.
+		_ = replaceFile(filepath.Join(dir, "versions.json"), data)
+	}
+	return c, opts.Cache.used(dir, digest[:40])
+}
+
+// replaceFile writes data to file through a temporary file renamed over it,
+// so that a reader sees the old file or the new one, whole.
+func replaceFile(file string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".versions-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// readChartCache reads versions.json; a missing or broken one is empty.
+func readChartCache(dir string) chartCache {
+	var c chartCache
+	if data, err := os.ReadFile(filepath.Join(dir, "versions.json")); err == nil {
+		_ = json.Unmarshal(data, &c)
+	}
+	if !digestsValid(c.Versions) {
+		c.Versions = nil
+	}
+	return c
+}
+
+func digestsValid(m map[string]string) bool {
+	for _, d := range m {
+		if !digestText.MatchString(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// unpacked is the chart of digest in the cache folder dir, when a complete
+// one is there (its Chart.yaml was written last).
+func unpacked(dir, name, version, digest string) (Chart, bool) {
+	d := filepath.Join(dir, digest[:40], name)
+	if _, err := os.Stat(filepath.Join(d, "Chart.yaml")); err != nil {
+		return Chart{}, false
+	}
+	return Chart{Dir: d, Version: version, Digest: digest}, true
+}
+
+// unpack writes files, as Helm's loader read them from the archive, into
+// <dir>/<digest[:40]>/<name>/: first into a temporary folder, renamed into
+// place whole, so that a process killed on the way leaves no half chart
+// (Cache.used removes the temporary folder).
+func unpack(dir, name, version, digest string, files []*archive.BufferedFile) (Chart, error) {
+	tmp, err := os.MkdirTemp(dir, ".tree-")
+	if err != nil {
+		return Chart{}, err
+	}
+	defer os.RemoveAll(tmp)
+	hasChart := false
+	for _, f := range files {
+		// LoadArchiveFiles has refused absolute names and names with "..";
+		// checked again, as nothing may land outside the folder.
+		p := path.Clean(f.Name)
+		if p == "." || !config.InRepo(p) {
+			return Chart{}, fmt.Errorf("archive file %q leaves the chart", f.Name)
+		}
+		hasChart = hasChart || p == "Chart.yaml"
+		out := filepath.Join(tmp, name, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return Chart{}, err
+		}
+		if err := os.WriteFile(out, f.Data, 0o644); err != nil {
+			return Chart{}, err
+		}
+	}
+	if !hasChart {
+		return Chart{}, errors.New("the archive holds no Chart.yaml")
+	}
+	tree := filepath.Join(dir, digest[:40])
+	if err := os.RemoveAll(tree); err != nil {
+		return Chart{}, err
+	}
+	if err := os.Rename(tmp, tree); err != nil {
+		return Chart{}, err
+	}
+	return Chart{Dir: filepath.Join(tree, name), Version: version, Digest: digest}, nil
+}
+
+// pickVersion chooses the version of chart that want names: the version
+// itself when the index lists it, else the newest that meets want as a
+// semver constraint.
+func pickVersion(index *chartIndex, chart, want string) (chartVersion, error) {
+	versions, ok := index.Entries[chart]
+	if !ok || len(versions) == 0 {
+		return chartVersion{}, errors.New("the repository's index lists no such chart")
+	}
+	for _, v := range versions {
+		if want != "" && v.Version == want {
+			return v, nil
+		}
+	}
+	constraint := want
+	if constraint == "" {
+		constraint = "*"
+	}
+	c, err := semver.NewConstraint(constraint)
+	if err != nil {
+		return chartVersion{}, fmt.Errorf("version %q is neither a version the index lists nor a semver constraint: %v", want, err)
+	}
+	var best chartVersion
+	var bestV *semver.Version
+	var listed []*semver.Version
+	for _, v := range versions {
+		sv, err := semver.NewVersion(v.Version)
+		if err != nil {
+			continue
+		}
+		listed = append(listed, sv)
+		if c.Check(sv) && (bestV == nil || sv.GreaterThan(bestV)) {
+			best, bestV = v, sv
+		}
+	}
+	if bestV == nil {
+		slices.SortFunc(listed, func(a, b *semver.Version) int { return b.Compare(a) })
+		var names []string
+		for _, v := range listed[:min(len(listed), 5)] {
+			names = append(names, v.Original())
+		}
+		return chartVersion{}, fmt.Errorf("no version meets %q (newest listed: %s)", constraint, strings.Join(names, ", "))
+	}
+	if !versionText.MatchString(best.Version) {
+		return chartVersion{}, fmt.Errorf("version %q: not a version driftscan can name a folder after", best.Version)
+	}
+	if best.Digest != "" && !digestText.MatchString(strings.ToLower(best.Digest)) {
+		return chartVersion{}, fmt.Errorf("version %s: digest %q is not a SHA-256", best.Version, best.Digest)
+	}
+	best.Digest = strings.ToLower(best.Digest)
+	return best, nil
+}
+
+// chartFetch is one FetchChart's HTTP client and credentials.
+type chartFetch struct {
+	opts   ChartOptions
+	client *http.Client
+	getenv func(string) string
+}
+
+// index reads and parses the repository's index.yaml.
+func (f *chartFetch) index(ctx context.Context, repo string) (*chartIndex, error) {
+	data, err := f.get(ctx, repo+"/index.yaml", maxIndexBytes)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	var index chartIndex
+	if err := sigsyaml.Unmarshal(data, &index); err != nil {
+		return nil, fmt.Errorf("index.yaml: not a Helm repository index: %v", err)
+	}
+	if index.APIVersion == "" || index.Entries == nil {
+		return nil, errors.New("index.yaml: not a Helm repository index (no apiVersion or entries)")
+	}
+	return &index, nil
+}
+
+// get reads u, at most limit bytes, with the credential that matches it.
+func (f *chartFetch) get(ctx context.Context, u string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	user, pass, secrets, err := f.credential(u)
+	if err != nil {
+		return nil, err
+	}
+	if pass != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	req.Header.Set("User-Agent", "driftscan")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, scrubError(err, secrets)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		hint := "give one in git.credentials for this URL (a user and tokenEnv)"
+		if pass != "" {
+			hint = "the credential sent was refused"
+		}
+		return nil, fmt.Errorf("GET %s: %s: %s", redact.URL(u), resp.Status, hint)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
+	case resp.ContentLength > limit:
+		return nil, fmt.Errorf("GET %s: %d bytes, more than the %d driftscan reads", redact.URL(u), resp.ContentLength, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", redact.URL(u), scrubError(err, secrets))
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("GET %s: more than the %d bytes driftscan reads", redact.URL(u), limit)
+	}
+	return data, nil
+}
+
+// redirect sends a redirected request the credential of where it now goes,
+// and none when none matches: a redirect to another host, or from https to
+// http, carries no credential the config did not bind there.
+func (f *chartFetch) redirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	req.Header.Del("Authorization")
+	user, pass, _, err := f.credential(req.URL.String())
+	if err != nil {
+		return err
+	}
+	if pass != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	return nil
+}
+
+// credential is the user and token to send to u: the source's own auth,
+// else the credential whose prefix matches u, as for Git (authFor); a
+// token only over https.
+func (f *chartFetch) credential(u string) (user, pass string, secrets []string, err error) {
+	ep, err := transport.NewEndpoint(u)
+	if err != nil {
+		return "", "", nil, err
+	}
+	auth, secrets, err := authFor(ep, f.opts.Auth, f.opts.Credentials, f.getenv)
+	if err != nil {
+		return "", "", secrets, err
+	}
+	switch a := auth.(type) {
+	case nil:
+		return "", "", nil, nil
+	case *githttp.BasicAuth:
+		return a.Username, a.Password, secrets, nil
+	}
+	return "", "", secrets, errors.New("an SSH key is no credential for a chart repository: give a user and tokenEnv")
+}
+
+// chartClient is an HTTP client that trusts the system's certificates and
+// ca, and takes the proxy from the environment.
+func chartClient(ca []byte) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if len(ca) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("git.caFile holds no PEM certificate")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr}, nil
+}
