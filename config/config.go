@@ -172,6 +172,17 @@ type HelmSource struct {
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`
+	// ChartValues, set by discovery for a chart from a Helm repository,
+	// are the reconciler's values files in its order: files of the chart
+	// itself (Repo empty), or of a Git repository at a revision (an Argo
+	// CD `$ref` source). They come before ValuesFiles.
+	ChartValues []ValuesFile `yaml:"-"`
+}
+
+// ValuesFile is a values file in a chart (Repo empty) or at Path in a Git
+// repository at Revision.
+type ValuesFile struct {
+	Repo, Revision, Path string
 }
 
 // KustomizeSource renders a kustomization with krusty.

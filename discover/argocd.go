@@ -68,6 +68,23 @@ func (a *application) synced() string {
 	return ""
 }
 
+// syncedVersion is the chart version of the Application's last successful
+// sync, for a chart from a Helm repository (Argo CD records the version as
+// the revision), "" when it never synced one.
+func (a *application) syncedVersion() string {
+	if h := a.Status.History; len(h) > 0 && !hexCommit.MatchString(h[len(h)-1].Revision) {
+		return h[len(h)-1].Revision
+	}
+	return ""
+}
+
+// ociRepo says whether an Application's repoURL is an OCI registry: Argo CD
+// takes a Helm repository URL without a scheme (registry-1.docker.io/org)
+// as one, as it does oci://.
+func ociRepo(u string) bool {
+	return strings.HasPrefix(strings.ToLower(u), "oci://") || !strings.Contains(u, "://")
+}
+
 // appSource is one entry of spec.source or spec.sources.
 type appSource struct {
 	RepoURL        string         `json:"repoURL"`
@@ -116,7 +133,12 @@ type appDirectory struct {
 //     valueFiles are read from the chart's own checkout, so the ref source
 //     must be the same repository at the same revision, else the app has an
 //     error and the values file is left out;
-//   - a chart from a Helm repository and a config management plugin are
+//   - a chart from a Helm repository is fetched (source.FetchChart) at the
+//     version the Application last synced (status.history records it),
+//     a newer one its targetRevision allows being pending sync; its
+//     valueFiles are the chart's, or `$ref/path` in the Git repository of
+//     that ref source at its revision;
+//   - a chart from an OCI registry and a config management plugin are
 //     skipped, with the reason;
 //   - a chart's release is named after the Application unless
 //     helm.releaseName says otherwise, with or without spec.source.helm: the
@@ -220,8 +242,8 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			where = fmt.Sprintf("%s source %d", object, i)
 		}
 		switch {
-		case s.Chart != "":
-			d.skip(where, "chart %s comes from the Helm repository %s, not from Git", s.Chart, source.SafeURL(s.RepoURL))
+		case s.Chart != "" && ociRepo(s.RepoURL):
+			d.skip(where, "chart %s comes from the OCI registry %s: driftscan does not fetch charts from OCI registries yet", s.Chart, source.SafeURL(s.RepoURL))
 			skipped = true
 			continue
 		case s.Plugin != nil:
@@ -246,7 +268,14 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
 			Appliers: []string{argoApplier}, GitOps: &g,
 		}
-		if synced := a.synced(); len(sources) == 1 && synced != "" && synced != src.Revision {
+		if synced := a.syncedVersion(); len(sources) == 1 && s.Chart != "" && synced != "" && synced != src.Revision {
+			// Live is the chart version Argo CD synced; a newer one
+			// the target allows is pending sync.
+			app.TargetRevision, app.Source.Revision = src.Revision, synced
+			if app.TargetRevision == "" {
+				app.TargetRevision = "*" // the newest version
+			}
+		} else if synced := a.synced(); len(sources) == 1 && s.Chart == "" && synced != "" && synced != src.Revision {
 			// Live is what Argo CD synced; what Git holds beyond that
 			// commit is pending sync.
 			app.TargetRevision, app.Source.Revision = src.Revision, synced
@@ -325,6 +354,11 @@ func anyIfStar(s string) string {
 // what of it driftscan does not apply.
 func (d *discovery) argoSource(appName string, s appSource, refs map[string]appSource) (config.Source, []string) {
 	src := config.Source{Repo: s.RepoURL, Revision: argoRevision(s.TargetRevision), Path: cleanPath(s.Path), ReleaseName: appName}
+	if s.Chart != "" {
+		// Argo CD's targetRevision of a chart is its version or a
+		// constraint; "" or "*" the newest.
+		src.Chart, src.Path, src.Revision = s.Chart, "", s.TargetRevision
+	}
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
@@ -332,6 +366,15 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 			hs.ReleaseName = appName
 		}
 		for _, f := range h.ValueFiles {
+			if s.Chart != "" {
+				v, err := chartValuesFile(f, refs)
+				if err != nil {
+					problems = append(problems, err.Error())
+					continue
+				}
+				hs.ChartValues = append(hs.ChartValues, v)
+				continue
+			}
 			file, err := refValuesFile(f, s, refs)
 			if err != nil {
 				problems = append(problems, err.Error())
@@ -474,6 +517,25 @@ func refValuesFile(f string, s appSource, refs map[string]appSource) (string, er
 		return "", fmt.Errorf("valueFiles %s: the source with ref %s is at revision %q, the chart at %q; driftscan reads values files from the chart's own checkout only", f, name, rs.TargetRevision, s.TargetRevision)
 	}
 	return relPath(cleanPath(s.Path), cleanPath(rest)), nil
+}
+
+// chartValuesFile is a valueFiles entry of a chart from a Helm repository:
+// a file of the chart, or `$ref/path` in the Git repository of the source
+// with that ref, at its revision (the multi-source pattern that keeps a
+// public chart's values in Git).
+func chartValuesFile(f string, refs map[string]appSource) (config.ValuesFile, error) {
+	if !strings.HasPrefix(f, "$") {
+		return config.ValuesFile{Path: cleanPath(f)}, nil
+	}
+	name, rest, _ := strings.Cut(f[1:], "/")
+	rs, ok := refs[name]
+	if !ok {
+		return config.ValuesFile{}, fmt.Errorf("valueFiles %s: no source has ref %s", f, name)
+	}
+	if rs.Chart != "" {
+		return config.ValuesFile{}, fmt.Errorf("valueFiles %s: the source with ref %s is a chart from a Helm repository, not Git", f, name)
+	}
+	return config.ValuesFile{Repo: rs.RepoURL, Revision: argoRevision(rs.TargetRevision), Path: cleanPath(rest)}, nil
 }
 
 // sameRepo compares Git URLs, ignoring a trailing slash or .git and the

@@ -419,7 +419,7 @@ spec:
 		},
 	},
 	{
-		name: "charts from Helm repositories and plugins are skipped with the reason",
+		name: "charts from Helm repositories are fetched at the version synced, with values from the chart and from Git; OCI charts and plugins are skipped",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -427,7 +427,41 @@ metadata: {name: ingress}
 spec:
   project: infra
   destination: {server: https://kubernetes.default.svc, namespace: ingress}
-  source: {repoURL: https://kubernetes.github.io/ingress-nginx, chart: ingress-nginx, targetRevision: 4.11.0}
+  source:
+    repoURL: https://kubernetes.github.io/ingress-nginx
+    chart: ingress-nginx
+    targetRevision: 4.11.*
+    helm:
+      valueFiles: [values-production.yaml]
+      parameters: [{name: controller.replicaCount, value: "2"}]
+status:
+  history:
+  - {revision: 4.11.2, id: 1}
+  - {revision: 4.11.3, id: 2}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  sources:
+  - repoURL: https://charts.example.com/stable
+    chart: shop
+    targetRevision: 1.2.0
+    helm:
+      releaseName: storefront
+      valueFiles: [$values/envs/prod/shop.yaml, $chart/x.yaml]
+  - {repoURL: https://git.example.com/shop/deploy.git, targetRevision: main, ref: values}
+  - {repoURL: https://charts.example.com/stable, chart: other, ref: chart}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: cache}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: cache}
+  source: {repoURL: registry-1.docker.io/bitnamicharts, chart: redis, targetRevision: 18.0.0}
 `, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -440,13 +474,28 @@ spec:
   - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web-kustomize}
 `},
 		apps: []config.App{{
+			Name: "ingress", Owner: "infra", Namespace: "ingress",
+			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", ReleaseName: "ingress",
+				Helm: &config.HelmSource{ReleaseName: "ingress", ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}}, Set: map[string]string{"controller.replicaCount": "2"}}},
+			TargetRevision: "4.11.*", Appliers: argoAppliers,
+			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/ingress", Suspended: true},
+		}, {
 			Name: "mixed", Owner: "infra", Namespace: "infra",
 			Source: config.Source{ReleaseName: "mixed", Repo: deployRepo, Path: "apps/web-kustomize"}, Appliers: argoAppliers,
 			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/mixed", Suspended: true},
+		}, {
+			Name: "shop", Owner: "infra", Namespace: "shop",
+			Source: config.Source{Repo: "https://charts.example.com/stable", Chart: "shop", Revision: "1.2.0", ReleaseName: "shop",
+				Helm: &config.HelmSource{ReleaseName: "storefront", ChartValues: []config.ValuesFile{{Repo: deployRepo, Revision: "main", Path: "envs/prod/shop.yaml"}}}},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 		}},
 		skipped: []string{
-			"Application/NS/ingress: chart ingress-nginx comes from the Helm repository https://kubernetes.github.io/ingress-nginx, not from Git",
+			"Application/NS/cache: chart redis comes from the OCI registry registry-1.docker.io/bitnamicharts: driftscan does not fetch charts from OCI registries yet",
 			"Application/NS/mixed source 0: config management plugins are not run by driftscan",
+		},
+		errors: []string{
+			"Application/NS/shop: valueFiles $chart/x.yaml: the source with ref chart is a chart from a Helm repository, not Git",
 		},
 	},
 	{

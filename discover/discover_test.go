@@ -24,6 +24,7 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
 // The reconcilers' kinds, for the actors' gvk arguments.
 var (
 	gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+	helmReleaseGVK   = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
 )
 
 // expiry is the review date the tests give imported rules.
@@ -43,6 +44,7 @@ func installCRDs(t *testing.T) {
 		fixture("crds", "kustomizations.kustomize.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "helmreleases.helm.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "gitrepositories.source.toolkit.fluxcd.io.yaml"),
+		fixture("crds", "helmrepositories.source.toolkit.fluxcd.io.yaml"),
 	)
 }
 

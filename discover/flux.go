@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
@@ -39,7 +40,8 @@ type sourceRef struct {
 func (s sourceRef) String() string { return s.Kind + "/" + s.Namespace + "/" + s.Name }
 
 // flux discovers Kustomizations and HelmReleases whose source is a
-// GitRepository, listing each kind once and the GitRepositories once per
+// GitRepository, and HelmReleases whose chart is in a HelmRepository
+// (HelmRepository.chartSource), listing each kind once and the sources once per
 // namespace they are referenced from (once in all when Options.Namespace is
 // empty). A kind whose CRD is not installed is noted in Skipped; when
 // neither is, Discover fails.
@@ -71,10 +73,17 @@ func (d *discovery) flux(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	helmRepos, err := d.helmRepositories(ctx, objs)
+	if err != nil {
+		return err
+	}
 	var kept []*unstructured.Unstructured
 	var keptObjs []fluxObject
 	for _, o := range objs {
-		if _, ok := repos[o.source.Namespace+"/"+o.source.Name]; !ok {
+		key := o.source.Namespace + "/" + o.source.Name
+		_, git := repos[key]
+		_, helm := helmRepos[key]
+		if o.source.Kind == "HelmRepository" && !helm || o.source.Kind != "HelmRepository" && !git {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s not found", o.source))
 			continue
 		}
@@ -84,8 +93,15 @@ func (d *discovery) flux(ctx context.Context) error {
 	names := appNames(kept)
 	cache := map[string]cached{}
 	for _, o := range keptObjs {
-		repo := repos[o.source.Namespace+"/"+o.source.Name]
-		src, err := d.gitSource(repo)
+		key := o.source.Namespace + "/" + o.source.Name
+		var src config.Source
+		var repoProblems []string
+		if o.source.Kind == "HelmRepository" {
+			src, err = helmRepos[key].chartSource(o.hr)
+		} else {
+			src, err = d.gitSource(repos[key])
+			repoProblems = repos[key].problems()
+		}
 		if err != nil {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s: %w", o.source, err))
 			continue
@@ -99,7 +115,7 @@ func (d *discovery) flux(ctx context.Context) error {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
 		}
 		app.Name = name
-		problems = append(problems, repo.problems()...)
+		problems = append(problems, repoProblems...)
 		d.res.Apps = append(d.res.Apps, app)
 		for _, p := range problems {
 			d.fail(ref(o.u), name, errors.New(p))
@@ -160,9 +176,23 @@ func (g *gitRepository) problems() []string {
 
 // gitRepositories lists the GitRepositories objs refer to.
 func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map[string]*gitRepository, error) {
+	return fluxSources[gitRepository](ctx, d, objs, "GitRepository", GitRepositories)
+}
+
+// helmRepositories lists the HelmRepositories objs refer to.
+func (d *discovery) helmRepositories(ctx context.Context, objs []fluxObject) (map[string]*helmRepository, error) {
+	return fluxSources[helmRepository](ctx, d, objs, "HelmRepository", HelmRepositories)
+}
+
+// fluxSources lists the sources of one kind that objs refer to, once per
+// namespace they live in (once in all when Options.Namespace is empty),
+// keyed by namespace/name.
+func fluxSources[T any](ctx context.Context, d *discovery, objs []fluxObject, kind string, gvr schema.GroupVersionResource) (map[string]*T, error) {
 	nss := map[string]bool{}
 	for _, o := range objs {
-		nss[o.source.Namespace] = true
+		if o.source.Kind == kind || kind == "GitRepository" && o.source.Kind == "" {
+			nss[o.source.Namespace] = true
+		}
 	}
 	var lists []string
 	switch {
@@ -175,18 +205,18 @@ func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map
 		}
 		sort.Strings(lists)
 	}
-	out := map[string]*gitRepository{}
+	out := map[string]*T{}
 	for _, ns := range lists {
-		items, err := d.list(ctx, GitRepositories, ns, "")
+		items, err := d.list(ctx, gvr, ns, "")
 		if errors.Is(err, errNotServed) {
-			d.skip("GitRepository", "%v", err)
+			d.skip(kind, "%v", err)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("discover Flux GitRepositories: %w", err)
+			return nil, fmt.Errorf("discover Flux %ss: %w", kind, err)
 		}
 		for i := range items {
-			var g gitRepository
+			var g T
 			if err := decode(&items[i], &g); err != nil {
 				d.fail(ref(&items[i]), "", err)
 				continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/source"
 )
 
 // helmRelease holds the fields of a Flux HelmRelease that discovery reads.
@@ -24,6 +25,7 @@ type helmRelease struct {
 		Chart *struct {
 			Spec struct {
 				Chart       string    `json:"chart"`
+				Version     string    `json:"version"`
 				SourceRef   sourceRef `json:"sourceRef"`
 				ValuesFiles []string  `json:"valuesFiles"`
 				ValuesFile  string    `json:"valuesFile"`
@@ -52,6 +54,40 @@ type helmRelease struct {
 			} `json:"ignore"`
 		} `json:"driftDetection"`
 	} `json:"spec"`
+	Status struct {
+		// History holds the releases helm-controller made, the newest
+		// first.
+		History []struct {
+			ChartName    string `json:"chartName"`
+			ChartVersion string `json:"chartVersion"`
+		} `json:"history"`
+	} `json:"status"`
+}
+
+// helmRepository holds the fields of a Flux HelmRepository that discovery
+// reads. See https://fluxcd.io/flux/components/source/helmrepositories/
+type helmRepository struct {
+	Spec struct {
+		URL  string `json:"url"`
+		Type string `json:"type"`
+	} `json:"spec"`
+}
+
+// chartSource is the scanner source of hr's chart in the repository: the
+// chart version helm-controller last released (status.history), else the
+// version spec.chart.spec.version allows (default the newest). A newer
+// version the spec allows than the one released is pending, as for Argo CD
+// (App.TargetRevision, set by helmReleaseApp).
+func (r *helmRepository) chartSource(hr *helmRelease) (config.Source, error) {
+	if r.Spec.Type == "oci" || strings.HasPrefix(r.Spec.URL, "oci://") {
+		return config.Source{}, fmt.Errorf("an OCI HelmRepository (%s): driftscan does not fetch charts from OCI registries yet", source.SafeURL(r.Spec.URL))
+	}
+	chart := hr.Spec.Chart.Spec
+	src := config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version}
+	if h := hr.Status.History; len(h) > 0 && h[0].ChartName == chart.Chart && h[0].ChartVersion != "" {
+		src.Revision = h[0].ChartVersion
+	}
+	return src, nil
 }
 
 // valuesReference is one entry of a HelmRelease's spec.valuesFrom.
@@ -98,8 +134,8 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 		if src.Namespace == "" {
 			src.Namespace = u.GetNamespace()
 		}
-		if src.Kind != "GitRepository" {
-			d.skip(ref(u), "chart %s comes from %s, not from Git: driftscan renders Git sources only", chart.Chart, src)
+		if src.Kind != "GitRepository" && src.Kind != "HelmRepository" {
+			d.skip(ref(u), "chart %s comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", chart.Chart, src)
 			continue
 		}
 		out = append(out, fluxObject{u: u, hr: &hr, source: src})
@@ -124,7 +160,9 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 // left the chart, so Prune is always set.
 func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, src config.Source, cache map[string]cached) (config.App, []string) {
 	chart := hr.Spec.Chart.Spec
-	src.Path = cleanPath(chart.Chart)
+	if src.Chart == "" {
+		src.Path = cleanPath(chart.Chart)
+	}
 	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName, Set: map[string]string{}}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()
@@ -137,6 +175,11 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		files = append([]string{chart.ValuesFile}, files...)
 	}
 	for _, f := range files {
+		if src.Chart != "" {
+			// In the chart, as source-controller merges them.
+			hs.ChartValues = append(hs.ChartValues, config.ValuesFile{Path: cleanPath(f)})
+			continue
+		}
 		hs.ValuesFiles = append(hs.ValuesFiles, relPath(src.Path, cleanPath(f)))
 	}
 	values, secretValues, problems := d.helmReleaseValues(ctx, u, hr, cache)
@@ -160,6 +203,14 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ns, Source: src,
 		Appliers: []string{helmApplier},
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
+	}
+	if src.Chart != "" && src.Revision != chart.Version {
+		// Live is the version released (status.history); what the spec
+		// allows beyond it is pending.
+		app.TargetRevision = chart.Version
+		if app.TargetRevision == "" {
+			app.TargetRevision = "*"
+		}
 	}
 	return app, problems
 }

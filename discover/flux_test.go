@@ -160,7 +160,36 @@ spec:
   chart:
     spec:
       chart: ingress-nginx
+      version: 4.x
+      valuesFiles: [values-production.yaml]
       sourceRef: {kind: HelmRepository, name: ingress-nginx}
+  values:
+    controller: {replicaCount: 2}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: ingress-nginx}
+spec:
+  interval: 1h
+  url: https://kubernetes.github.io/ingress-nginx
+`, `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo}
+spec:
+  interval: 5m
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: podinfo-oci}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: podinfo-oci}
+spec:
+  type: oci
+  interval: 1h
+  url: oci://ghcr.io/stefanprodan/charts
 `, `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -179,6 +208,9 @@ func TestFluxObjects(t *testing.T) {
 	}
 	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "deploy", types.MergePatchType,
 		`{"status":{"artifact":{"revision":"main@sha1:`+commit+`","path":"gitrepository/deploy.tar.gz"}}}`, "status")
+	// helm-controller released 4.11.3; the spec allows any 4.x.
+	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "ingress", types.MergePatchType,
+		`{"status":{"history":[{"chartName":"ingress-nginx","chartVersion":"4.11.3","name":"ingress","namespace":"NS","version":2,"status":"deployed"}]}}`, "status")
 
 	res := discover(t, options(FromFlux, ns))
 	normalize(res.Apps, res.Ignore, ns)
@@ -195,6 +227,19 @@ func TestFluxObjects(t *testing.T) {
 			Source:   config.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web"},
 			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
 			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
+		},
+		{
+			// A chart from a HelmRepository, at the version released; the
+			// newest 4.x is pending. Its values files are the chart's.
+			Name: "ingress", Owner: "NS", Namespace: ns,
+			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{
+				ReleaseName: "ingress",
+				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
+				Set:         map[string]string{"controller.replicaCount": "2"},
+			}},
+			TargetRevision: "4.x",
+			Appliers:       []string{"helm-controller"},
+			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/ingress", Prune: true},
 		},
 		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
@@ -227,7 +272,6 @@ func TestFluxObjects(t *testing.T) {
 	wantSkipped := []string{
 		"Kustomization/NS/oci: source OCIRepository/NS/manifests is not a GitRepository: driftscan renders Git sources only",
 		"Kustomization/NS/remote: spec.kubeConfig applies it to another cluster",
-		"HelmRelease/NS/ingress: chart ingress-nginx comes from HelmRepository/NS/ingress-nginx, not from Git: driftscan renders Git sources only",
 		"HelmRelease/NS/oci-chart: chartRef OCIRepository/NS/podinfo is not a chart in Git: driftscan renders Git sources only",
 	}
 	if d := diff(wantSkipped, skippedTexts(res.Skipped, ns)); d != "" {
@@ -237,6 +281,7 @@ func TestFluxObjects(t *testing.T) {
 		"Kustomization/NS/lost: source GitRepository/NS/gone not found",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
 		"Kustomization/NS/shop: postBuild substitutions are not applied by driftscan yet, so ${var} references stay as Git writes them and may show as drift: substitute cluster, region; substituteFrom ConfigMap/cluster-vars",
+		"HelmRelease/NS/podinfo: source HelmRepository/NS/podinfo-oci: an OCI HelmRepository (oci://ghcr.io/stefanprodan/charts): driftscan does not fetch charts from OCI registries yet",
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
 		"HelmRelease/NS/web: Helm values not supported yet, left out: hosts (a list)",
@@ -254,7 +299,7 @@ func TestFluxObjects(t *testing.T) {
 	}
 
 	t.Run("the chart renders with the HelmRelease's values", func(t *testing.T) {
-		app := res.Apps[2]
+		app := res.Apps[3]
 		app.Source.Repo = repo
 		co, err := source.FetchGit(t.Context(), source.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Cache: source.NewCache(t.TempDir())})
 		if err != nil {
@@ -297,7 +342,7 @@ func TestFluxObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		hs := *res.Apps[2].Source.Helm
+		hs := *res.Apps[3].Source.Helm
 		hs.ValuesFiles = nil
 		_, err := render.Manifests(t.Context(), render.Options{Dir: chart, Helm: &hs})
 		if err == nil || !strings.Contains(err.Error(), "token *** is not a URL") {

@@ -11,10 +11,12 @@ import (
 // drift: the next sync applies it.
 type Pending struct {
 	// Synced is the commit the reconciler last applied (Argo CD's last
-	// sync, a Kustomization's status.lastAppliedRevision).
+	// sync, a Kustomization's status.lastAppliedRevision); for a chart
+	// from a Helm repository, the chart version.
 	Synced string `json:"synced"`
 	// Target is the commit Git is at for the reconciler (the branch the
-	// Application or GitRepository follows).
+	// Application or GitRepository follows); for a chart from a Helm
+	// repository, the newest version its target allows.
 	Target string `json:"target"`
 	// Objects are the objects the next sync adds, changes or deletes; only
 	// paths are named, never values.
@@ -53,7 +55,7 @@ func (p *Pending) Notable() bool {
 // between which commits.
 func (p *Pending) Summary() string {
 	if p.Error != "" {
-		return fmt.Sprintf("Git has moved past the applied commit %s, and its target could not be rendered: %s", short(p.Synced), p.Error)
+		return fmt.Sprintf("the reconciler's target has moved past what it applied (%s), and the target could not be rendered: %s", short(p.Synced), p.Error)
 	}
 	n := "1 object changes"
 	if len(p.Objects) != 1 {
@@ -63,11 +65,11 @@ func (p *Pending) Summary() string {
 	for _, o := range p.Objects {
 		what = append(what, string(o.Change)+" "+o.Kind+"/"+o.Name)
 	}
-	return fmt.Sprintf("pending sync, not drift: %s at the next sync (applied %s, Git at %s): %s", n, short(p.Synced), short(p.Target), strings.Join(what, ", "))
+	return fmt.Sprintf("pending sync, not drift: %s at the next sync (applied %s, target %s): %s", n, short(p.Synced), short(p.Target), strings.Join(what, ", "))
 }
 
 func short(sha string) string {
-	if len(sha) > 12 {
+	if len(sha) > 12 && strings.Trim(sha, "0123456789abcdef") == "" {
 		return sha[:12]
 	}
 	return sha

@@ -31,17 +31,17 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 		p.Error = redact.Text(fmt.Sprintf("fetch the target revision %s: %v", app.TargetRevision, err))
 		return p
 	}
-	if loc.Commit == syncedCommit {
+	if loc.Revision() == syncedCommit {
 		return nil // the target is what was applied
 	}
-	p.Target = loc.Commit
-	ropts.Dir, ropts.Root = loc.Dir, loc.Root
+	p.Target = loc.Revision()
+	ropts.Dir, ropts.Root, ropts.Helm, ropts.ExtraValues = loc.Dir, loc.Root, loc.Helm, loc.Values
 	mfs, err := render.Manifests(ctx, ropts)
 	if err == nil {
 		err = applyAs(app.AppliedAs, mfs)
 	}
 	if err != nil {
-		p.Error = redact.Text(fmt.Sprintf("render the target revision %s: %v", loc.Commit, err))
+		p.Error = redact.Text(fmt.Sprintf("render the target revision %s: %v", loc.Revision(), err))
 		return p
 	}
 	p.Objects = pendingObjects(app.Namespace, synced, mfs)

@@ -378,7 +378,7 @@ func (s *scan) render(ctx context.Context) error {
 					err = applyAs(app.AppliedAs, res.manifests, res.again)
 				}
 				if err == nil && app.TargetRevision != "" {
-					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Commit, res.manifests)
+					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Revision(), res.manifests)
 				}
 			}
 			res.commit, res.version, res.err = loc.Commit, loc.Version, err

@@ -70,6 +70,15 @@ type Location struct {
 	Values [][]byte
 }
 
+// Revision is what was fetched: the commit of a Git source, the version of
+// a chart from a Helm repository, "" for a local folder.
+func (l Location) Revision() string {
+	if l.Commit != "" {
+		return l.Commit
+	}
+	return l.Version
+}
+
 // Resolve says where src, a source of the config file in folder configDir,
 // lives: a local Path is relative to configDir (unless absolute); a Repo is
 // fetched at its Revision (FetchGit) and Path is relative to the
@@ -137,15 +146,62 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 		return Location{}, err
 	}
 	loc := Location{Dir: c.Dir, Root: c.Dir, Version: c.Version, Helm: src.Helm}
-	if h := src.Helm; h != nil && len(h.ValuesFiles) > 0 {
-		if loc.Values, err = configValues(configDir, h.ValuesFiles, opts.Cache); err != nil {
+	h := src.Helm
+	if h == nil || len(h.ValuesFiles)+len(h.ChartValues) == 0 {
+		return loc, nil
+	}
+	for _, v := range h.ChartValues {
+		data, err := chartValues(ctx, c.Dir, v, opts, ca)
+		if err != nil {
 			return Location{}, err
 		}
-		own := *h
-		own.ValuesFiles = nil
-		loc.Helm = &own
+		loc.Values = append(loc.Values, data)
 	}
+	if len(h.ValuesFiles) > 0 {
+		own, err := configValues(configDir, h.ValuesFiles, opts.Cache)
+		if err != nil {
+			return Location{}, err
+		}
+		loc.Values = append(loc.Values, own...)
+	}
+	rest := *h
+	rest.ValuesFiles, rest.ChartValues = nil, nil
+	loc.Helm = &rest
 	return loc, nil
+}
+
+// chartValues reads one of a discovered chart's values files: from the
+// unpacked chart, or from the Git repository it names, fetched as a source
+// is (FetchGit), and read through an os.Root there.
+func chartValues(ctx context.Context, chartDir string, v config.ValuesFile, opts Options, ca []byte) ([]byte, error) {
+	dir, where := chartDir, "the chart"
+	if v.Repo != "" {
+		getenv := opts.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		co, err := FetchGit(ctx, GitOptions{
+			Repo: v.Repo, Revision: v.Revision, Credentials: opts.Git.Credentials, CABundle: ca,
+			Cache: opts.Cache, Getenv: getenv, MaxBytes: opts.MaxBytes,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", v.Path, err)
+		}
+		dir, where = co.Dir, SafeURL(v.Repo)
+	}
+	if !config.InRepo(v.Path) || v.Path == "" {
+		return nil, fmt.Errorf("values file %s leaves %s: refused", v.Path, where)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(filepath.FromSlash(v.Path))
+	if err != nil {
+		return nil, fmt.Errorf("values file %s in %s: %w", v.Path, where, err)
+	}
+	return data, nil
 }
 
 // configValues reads the values files of a chart from a repository: they
