@@ -166,7 +166,7 @@ Apply the output with kubectl apply -f (or server-side).`,
 	f.StringVar(&a.params, "contract-params", defaultParams, "NAMESPACE/NAME of the break-glass ConfigMap the bindings reference")
 	f.StringArrayVar(&a.opts.ApplierUsers, "applier-user", contract.DefaultApplierUsers, "identity of a GitOps applier, always allowed (repeatable; globs)")
 	f.StringVarP(&a.out, "output", "o", "", "write the manifests to this file (default: stdout)")
-	f.StringVar(&a.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&a.gitCache, "git-cache", "", "folder for Git clones and charts from Helm repositories (default: the user cache folder)")
 	return cmd
 }
 

@@ -90,7 +90,7 @@ func (o *doctorOptions) addFlags(f *pflag.FlagSet) {
 	o.kubeconfig.bindFlags(f)
 	f.Lookup("as").Usage = "check this user (system:serviceaccount:NAMESPACE:NAME for a ServiceAccount) instead, by impersonation"
 	f.Lookup("as-group").Usage = "with --as: a group to impersonate too (repeatable)"
-	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones and charts from Helm repositories (default: the user cache folder)")
 	addGitMaxSize(f, &o.gitMaxSize)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	o.discover.add(f)

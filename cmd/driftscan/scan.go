@@ -116,7 +116,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long from the start, discovery included: what finished is still reported and what was notified saved (the chart sets it below the Job's activeDeadlineSeconds)")
 	f.DurationVar(&o.renderTime, "render-timeout", run.DefaultOptions().Scan.RenderTimeout, "give up rendering one app after this long (a chart that loops forever): it is an error in the report and the other apps are scanned; 0 for no bound but --timeout")
 	f.BoolVar(&o.kustRemote, "kustomize-remote", false, "let kustomizations fetch remote resources and bases (http(s) URLs, Git repositories) within --render-timeout; by default they render offline and naming one is an app error")
-	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones (default: the user cache folder)")
+	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones and charts from Helm repositories (default: the user cache folder)")
 	f.StringVar(&o.cacheDir, "cache-dir", run.DefaultCacheDir(), "folder where a scan keeps what spares the next scan of the same apps most of its work: which objects were in sync, unchanged since, and the parsed manifests (no object's values); see docs/cache.md")
 	f.BoolVar(&o.noCache, "no-cache", false, "compare every object and parse every manifest, and keep nothing for the next scan")
 	addGitMaxSize(f, &o.gitMaxSize)

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/fixtures/chartrepo"
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
+)
+
+// repoChart is a chart as a public Helm repository publishes it: a
+// ConfigMap and a Deployment from values, at version.
+func repoChart(version string) chartrepo.Chart {
+	return chartrepo.Chart{Files: map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: shop\nversion: " + version + "\nappVersion: \"" + version + "\"\n",
+		"values.yaml": "replicas: 1\ngreeting: hello\nimage: nginx:1.27\n",
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+  labels:
+    app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+data:
+  greeting: {{ .Values.greeting | quote }}
+`,
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+      - name: web
+        image: {{ .Values.image }}
+`,
+	}}
+}
+
+// waitArgoSyncedAny waits until Argo CD reports a (multi-source)
+// Application Synced with its last sync operation Succeeded.
+func waitArgoSyncedAny(t *testing.T, name string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		status, _, _ := unstructured.NestedString(u.Object, "status", "sync", "status")
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		history, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+		last = fmt.Sprintf("sync %s, operation %s, conditions %v, history %v", status, phase, conds, history)
+		return status == "Synced" && phase == "Succeeded" && len(history) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("Application %s never synced: %s\n%s", name, last, argo.Logs(3000))
+	}
+}
+
+// The pattern most third-party components are installed with: the real
+// Argo CD syncs a public chart from a Helm repository (served on loopback,
+// packaged and indexed by the real helm) with its values kept in Git (a
+// multi-source Application and a `$values` ref). driftscan fetches the same
+// chart and values, and the sync scans clean; a person's hotfix is drift,
+// named as theirs.
+func TestArgoCDChartFromAHelmRepositoryScansClean(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"))
+	values := gitServer.NewRepo(t, map[string]string{"envs/prod/shop.yaml": "greeting: prod\nreplicas: 2\n"})
+	const name = "chart-from-repo"
+	obj := cluster.Object(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  sources:
+  - repoURL: %s
+    chart: shop
+    targetRevision: 1.0.0
+    helm:
+      valueFiles: [$values/envs/prod/shop.yaml]
+      parameters: [{name: image, value: "nginx:1.27.1"}]
+  - {repoURL: %s, targetRevision: main, ref: values}
+  syncPolicy:
+    automated: {prune: true}
+`, name, argo.Namespace, ns, charts.URL, values.URL))
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create Application: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	waitArgoSyncedAny(t, name)
+	cm := env.Get(t, cluster.ConfigMap, ns, name+"-config")
+	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "prod" {
+		t.Fatalf("Argo CD synced greeting %q, want prod from the values in Git", g)
+	}
+
+	r := scan(t, "--from", "argocd", "--app", name)
+	checkClean(t, r, 2)
+	if len(r.Apps) == 1 {
+		if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.0.0" {
+			t.Errorf("the report's source %+v, want chart shop at 1.0.0", s)
+		}
+	}
+
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, name+"-config", types.MergePatchType, `{"data":{"greeting":"hotfix"}}`)
+	r = scan(t, "--from", "argocd", "--app", name)
+	got := activeFindings(r)
+	if len(got) != 1 || got[0].Object != "ConfigMap/"+name+"-config" || got[0].Path != ".data.greeting" || got[0].Type != report.TypeChanged ||
+		got[0].Class != report.ClassHuman || got[0].Manager != "kubectl-edit" || got[0].Git != "prod" || got[0].Live != "hotfix" {
+		t.Errorf("after a person's edit, want exactly greeting prod -> hotfix by kubectl-edit, a person; got:\n%s", describe(got))
+	}
+}
+
+// The same for Flux: helm-controller installs a chart that
+// source-controller fetched from a HelmRepository, and it scans clean.
+func TestFluxHelmRepositoryChartScansClean(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"))
+	const name = "chart-from-helmrepo"
+	createFluxObject(t, reconcilers.HelmRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: 1m
+  url: %s
+`, name, ns, charts.URL))
+	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  chart:
+    spec:
+      chart: shop
+      version: "~1.0.0"
+      sourceRef: {kind: HelmRepository, name: %s}
+  values: {greeting: flux, replicas: 2}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+`, name, ns, fluxInterval, name))
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "1.0.0")
+	r := scan(t, "--from", "flux", "--app", name)
+	checkClean(t, r, 2)
+	if len(r.Apps) == 1 {
+		if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.0.0" {
+			t.Errorf("the report's source %+v, want chart shop at 1.0.0", s)
+		}
+	}
+}
+
+// A single-source chart with a constraint: Argo CD resolves it to the
+// newest version it allows and records that version in status.history;
+// driftscan scans that version, and clean.
+func TestArgoCDChartConstraintScansTheVersionArgoCDSynced(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"), repoChart("2.0.0"))
+	const name = "chart-constraint"
+	obj := cluster.Object(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source:
+    repoURL: %s
+    chart: shop
+    targetRevision: 1.*
+    helm:
+      valuesObject: {greeting: inline}
+  syncPolicy:
+    automated: {prune: true}
+`, name, argo.Namespace, ns, charts.URL))
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create Application: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	waitArgoSyncedAny(t, name)
+	app := getArgoApp(t, name)
+	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+	if rev, _, _ := unstructured.NestedString(history[len(history)-1].(map[string]any), "revision"); rev != "1.1.0" {
+		t.Fatalf("Argo CD recorded revision %q in status.history, want the chart version 1.1.0", rev)
+	}
+	r := scan(t, "--from", "argocd", "--app", name)
+	checkClean(t, r, 2)
+	if len(r.Apps) == 1 {
+		if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.1.0" || r.Apps[0].Pending != nil {
+			t.Errorf("the report's source %+v, pending %+v: want chart shop at 1.1.0, nothing pending", s, r.Apps[0].Pending)
+		}
+	}
+}
