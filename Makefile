@@ -32,8 +32,8 @@ ARGOCD_BINS := $(TESTBIN)/argocd $(TESTBIN)/helm $(TESTBIN)/kustomize
 FLUX_BINS   := $(TESTBIN)/source-controller $(TESTBIN)/kustomize-controller $(TESTBIN)/helm-controller
 CRD_STAMPS  := $(TESTBIN)/crds/argocd/.stamp $(TESTBIN)/crds/flux/.stamp
 
-## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD and Flux built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(CRD_STAMPS)
+## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD, Flux and an OCI registry built from Go modules (once; cached in .cache/testbin)
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(TESTBIN)/registry $(CRD_STAMPS)
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
@@ -70,6 +70,13 @@ $(FLUX_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
 	@mkdir -p $(TESTBIN)
 	@echo "building Flux source-, kustomize- and helm-controller from Go modules..."
 	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+
+# An OCI registry for charts pushed with the real helm: distribution v3.1.1,
+# the registry Flux's source-controller tests its OCI sources against, built
+# from the Flux module's graph (its go.sum pins it).
+$(TESTBIN)/registry: fixtures/flux/go.mod fixtures/flux/go.sum
+	@mkdir -p $(TESTBIN)
+	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/distribution/distribution/v3/cmd/registry
 
 # The CRDs of exactly the versions built, copied out of the module cache; for
 # Argo CD also the script its repo server runs on every commit it renders

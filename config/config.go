@@ -133,13 +133,17 @@ type Source struct {
 	// default the newest version that is not a pre-release.
 	Revision string `yaml:"revision"`
 	// Chart, when set, makes Repo a Helm chart repository (an https:// or
-	// http:// URL with an index.yaml) and names the chart in it, as an Argo
+	// http:// URL with an index.yaml, or an oci:// registry path holding
+	// the chart as `helm push` stores it) and names the chart in it, as an Argo
 	// CD Application's chart source and a Flux HelmRepository do: the chart
 	// is fetched, checked against the index's digest, and rendered with
 	// Helm. Path is not used; helm.valuesFiles are then the config
 	// author's, relative to the config file's folder, as `helm install -f`
 	// reads them.
 	Chart string `yaml:"chart"`
+	// PlainHTTP, for a Chart from an oci:// registry, speaks HTTP rather
+	// than HTTPS to it; no token is sent then.
+	PlainHTTP bool `yaml:"plainHTTP"`
 	// Auth names where Git credentials come from; values are never printed.
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`

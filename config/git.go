@@ -185,9 +185,15 @@ func (s Source) validate() error {
 		if s.Kustomize != nil {
 			errs = append(errs, errors.New("source.kustomize: a chart from a Helm repository is rendered with Helm"))
 		}
+		if s.PlainHTTP && !strings.HasPrefix(strings.ToLower(s.Repo), "oci://") {
+			errs = append(errs, errors.New("source.plainHTTP is for an oci:// registry; write http:// in a chart repository's URL instead"))
+		}
 		if strings.ContainsAny(s.Chart, `/\`) {
 			errs = append(errs, fmt.Errorf("source.chart %q: want the chart's name in the repository's index (the repository URL goes in source.repo)", s.Chart))
 		}
+	}
+	if s.PlainHTTP && s.Chart == "" {
+		errs = append(errs, errors.New("source.plainHTTP is for a chart from an oci:// registry (with source.chart)"))
 	}
 	if s.Repo != "" && s.Chart == "" {
 		if s.Path != "" && !InRepo(s.Path) {

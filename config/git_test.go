@@ -53,6 +53,9 @@ func TestASourceWithARepoStaysInsideIt(t *testing.T) {
 		{"a chart with a path", "{repo: 'https://charts.example.com', chart: web, path: charts/web}", "leave path out"},
 		{"a chart rendered with kustomize", "{repo: 'https://charts.example.com', chart: web, kustomize: {}}", "rendered with Helm"},
 		{"a chart named by its URL", "{repo: 'https://charts.example.com', chart: 'https://charts.example.com/web'}", "want the chart's name"},
+		{"a chart from an OCI registry over plain HTTP", "{repo: 'oci://registry.internal:5000/charts', chart: web, plainHTTP: true}", ""},
+		{"plain HTTP for an index repository", "{repo: 'https://charts.example.com', chart: web, plainHTTP: true}", "source.plainHTTP is for an oci:// registry"},
+		{"plain HTTP without a chart", "{repo: 'https://git.example.com/o/r', plainHTTP: true}", "source.plainHTTP is for a chart"},
 		{"a chart's token over http://", "{repo: 'http://charts.example.com', chart: web, auth: {tokenEnv: T}}", "a token is sent over https only"},
 	}
 	for _, tt := range tests {

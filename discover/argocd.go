@@ -138,8 +138,9 @@ type appDirectory struct {
 //     a newer one its targetRevision allows being pending sync; its
 //     valueFiles are the chart's, or `$ref/path` in the Git repository of
 //     that ref source at its revision;
-//   - a chart from an OCI registry and a config management plugin are
-//     skipped, with the reason;
+//     so is a chart from an OCI registry (a repoURL without a scheme, or
+//     oci://), over HTTPS;
+//   - a config management plugin is skipped, with the reason;
 //   - a chart's release is named after the Application unless
 //     helm.releaseName says otherwise, with or without spec.source.helm: the
 //     real Argo CD v3.5.7 does so for every Chart.yaml folder it renders
@@ -242,10 +243,6 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			where = fmt.Sprintf("%s source %d", object, i)
 		}
 		switch {
-		case s.Chart != "" && ociRepo(s.RepoURL):
-			d.skip(where, "chart %s comes from the OCI registry %s: driftscan does not fetch charts from OCI registries yet", s.Chart, source.SafeURL(s.RepoURL))
-			skipped = true
-			continue
 		case s.Plugin != nil:
 			d.skip(where, "config management plugins are not run by driftscan")
 			skipped = true
@@ -358,6 +355,9 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		// Argo CD's targetRevision of a chart is its version or a
 		// constraint; "" or "*" the newest.
 		src.Chart, src.Path, src.Revision = s.Chart, "", s.TargetRevision
+		if ociRepo(s.RepoURL) && !strings.HasPrefix(strings.ToLower(s.RepoURL), "oci://") {
+			src.Repo = "oci://" + s.RepoURL
+		}
 	}
 	var problems []string
 	if h := s.Helm; h != nil {

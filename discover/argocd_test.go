@@ -419,7 +419,7 @@ spec:
 		},
 	},
 	{
-		name: "charts from Helm repositories are fetched at the version synced, with values from the chart and from Git; OCI charts and plugins are skipped",
+		name: "charts from Helm repositories and OCI registries are fetched at the version synced, with values from the chart and from Git; plugins are skipped",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -474,6 +474,12 @@ spec:
   - {repoURL: https://git.example.com/shop/deploy.git, path: apps/web-kustomize}
 `},
 		apps: []config.App{{
+			// An OCI registry, as Argo CD names one: no scheme.
+			Name: "cache", Owner: "infra", Namespace: "cache",
+			Source:   config.Source{Repo: "oci://registry-1.docker.io/bitnamicharts", Chart: "redis", Revision: "18.0.0", ReleaseName: "cache"},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/cache", Suspended: true},
+		}, {
 			Name: "ingress", Owner: "infra", Namespace: "ingress",
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", ReleaseName: "ingress",
 				Helm: &config.HelmSource{ReleaseName: "ingress", ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}}, Set: map[string]string{"controller.replicaCount": "2"}}},
@@ -491,7 +497,6 @@ spec:
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 		}},
 		skipped: []string{
-			"Application/NS/cache: chart redis comes from the OCI registry registry-1.docker.io/bitnamicharts: driftscan does not fetch charts from OCI registries yet",
 			"Application/NS/mixed source 0: config management plugins are not run by driftscan",
 		},
 		errors: []string{

@@ -68,8 +68,9 @@ type helmRelease struct {
 // reads. See https://fluxcd.io/flux/components/source/helmrepositories/
 type helmRepository struct {
 	Spec struct {
-		URL  string `json:"url"`
-		Type string `json:"type"`
+		URL      string `json:"url"`
+		Type     string `json:"type"`
+		Insecure bool   `json:"insecure"`
 	} `json:"spec"`
 }
 
@@ -79,11 +80,13 @@ type helmRepository struct {
 // version the spec allows than the one released is pending, as for Argo CD
 // (App.TargetRevision, set by helmReleaseApp).
 func (r *helmRepository) chartSource(hr *helmRelease) (config.Source, error) {
-	if r.Spec.Type == "oci" || strings.HasPrefix(r.Spec.URL, "oci://") {
-		return config.Source{}, fmt.Errorf("an OCI HelmRepository (%s): driftscan does not fetch charts from OCI registries yet", source.SafeURL(r.Spec.URL))
+	oci := r.Spec.Type == "oci"
+	if oci != strings.HasPrefix(r.Spec.URL, "oci://") {
+		return config.Source{}, fmt.Errorf("url %s and type %q do not go together: an OCI HelmRepository has an oci:// URL", source.SafeURL(r.Spec.URL), r.Spec.Type)
 	}
 	chart := hr.Spec.Chart.Spec
-	src := config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version}
+	// insecure: plain HTTP to an OCI registry, as source-controller reads it.
+	src := config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version, PlainHTTP: oci && r.Spec.Insecure}
 	if h := hr.Status.History; len(h) > 0 && h[0].ChartName == chart.Chart && h[0].ChartVersion != "" {
 		src.Revision = h[0].ChartVersion
 	}

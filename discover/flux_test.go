@@ -188,8 +188,9 @@ kind: HelmRepository
 metadata: {name: podinfo-oci}
 spec:
   type: oci
+  insecure: true
   interval: 1h
-  url: oci://ghcr.io/stefanprodan/charts
+  url: oci://registry.internal:5000/charts
 `, `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -242,6 +243,14 @@ func TestFluxObjects(t *testing.T) {
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/ingress", Prune: true},
 		},
 		{
+			// From an OCI HelmRepository; insecure is plain HTTP.
+			Name: "podinfo", Owner: "NS", Namespace: ns,
+			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", PlainHTTP: true,
+				Helm: &config.HelmSource{ReleaseName: "podinfo"}},
+			Appliers: []string{"helm-controller"},
+			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/podinfo", Prune: true},
+		},
+		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "shop-web",
@@ -281,7 +290,6 @@ func TestFluxObjects(t *testing.T) {
 		"Kustomization/NS/lost: source GitRepository/NS/gone not found",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
 		"Kustomization/NS/shop: postBuild substitutions are not applied by driftscan yet, so ${var} references stay as Git writes them and may show as drift: substitute cluster, region; substituteFrom ConfigMap/cluster-vars",
-		"HelmRelease/NS/podinfo: source HelmRepository/NS/podinfo-oci: an OCI HelmRepository (oci://ghcr.io/stefanprodan/charts): driftscan does not fetch charts from OCI registries yet",
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
 		"HelmRelease/NS/web: Helm values not supported yet, left out: hosts (a list)",
@@ -298,8 +306,15 @@ func TestFluxObjects(t *testing.T) {
 		}
 	}
 
+	// The HelmRelease whose chart is in Git.
+	var web config.App
+	for _, a := range res.Apps {
+		if a.Name == "HelmRelease/NS/web" {
+			web = a
+		}
+	}
 	t.Run("the chart renders with the HelmRelease's values", func(t *testing.T) {
-		app := res.Apps[3]
+		app := web
 		app.Source.Repo = repo
 		co, err := source.FetchGit(t.Context(), source.GitOptions{Repo: app.Source.Repo, Revision: app.Source.Revision, Cache: source.NewCache(t.TempDir())})
 		if err != nil {
@@ -342,7 +357,7 @@ func TestFluxObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		hs := *res.Apps[3].Source.Helm
+		hs := *web.Source.Helm
 		hs.ValuesFiles = nil
 		_, err := render.Manifests(t.Context(), render.Options{Dir: chart, Helm: &hs})
 		if err == nil || !strings.Contains(err.Error(), "token *** is not a URL") {

@@ -212,3 +212,48 @@ spec:
 		}
 	}
 }
+
+// A chart `helm push`ed to a real OCI registry (distribution), installed
+// by helm-controller from an OCI HelmRepository (plain HTTP: insecure), scans
+// clean, at the version helm-controller released.
+func TestFluxOCIHelmRepositoryChartScansClean(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	reg := reconcilers.StartRegistry(t, reconcilers.RegistryOptions{})
+	dir := t.TempDir()
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		chartrepo.RunHelm(t, dir, "push", chartrepo.Package(t, dir, repoChart(v)), "oci://"+reg.Host+"/charts", "--plain-http")
+	}
+	const name = "chart-from-oci"
+	createFluxObject(t, reconcilers.HelmRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: %s, namespace: %s}
+spec:
+  type: oci
+  insecure: true
+  interval: 1m
+  url: oci://%s/charts
+`, name, ns, reg.Host))
+	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  chart:
+    spec:
+      chart: shop
+      version: "1.x"
+      sourceRef: {kind: HelmRepository, name: %s}
+  values: {greeting: oci}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+`, name, ns, fluxInterval, name))
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "1.1.0")
+	r := scan(t, "--from", "flux", "--app", name)
+	checkClean(t, r, 2)
+	if len(r.Apps) == 1 {
+		if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.1.0" || r.Apps[0].Pending != nil {
+			t.Errorf("the report's source %+v, pending %+v: want chart shop at 1.1.0, nothing pending", s, r.Apps[0].Pending)
+		}
+	}
+}

@@ -43,8 +43,8 @@ const (
 // ChartOptions say which chart to fetch from a Helm chart repository, and
 // how. Start from the scan's Options (Resolve fills them).
 type ChartOptions struct {
-	// Repo is the repository's URL, https:// or http://: index.yaml is
-	// read beneath it.
+	// Repo is the repository's URL: https:// or http://, index.yaml
+	// beneath it, or oci://host/path, the chart being host/path/<Chart>.
 	Repo string
 	// Chart is the chart's name in the repository's index.
 	Chart string
@@ -61,6 +61,10 @@ type ChartOptions struct {
 	Credentials []config.GitCredential
 	// CABundle is PEM certificates trusted in addition to the system's.
 	CABundle []byte
+	// PlainHTTP speaks HTTP to an oci:// registry instead of HTTPS (a
+	// registry on a private network, Flux's HelmRepository insecure);
+	// no token is sent then.
+	PlainHTTP bool
 	Cache    *Cache
 	Getenv   func(string) string
 }
@@ -130,18 +134,11 @@ func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, err
 		return Chart{}, errors.New("no cache folder")
 	}
 	if opts.Chart == "" || strings.ContainsAny(opts.Chart, `/\`) || opts.Chart == "." || opts.Chart == ".." {
-		return Chart{}, fmt.Errorf("chart name %q: want the name of one chart in the repository's index", opts.Chart)
+		return Chart{}, fmt.Errorf("chart name %q: want the name of one chart in the repository", opts.Chart)
 	}
 	base, err := url.Parse(repo)
 	if err != nil {
 		return Chart{}, fmt.Errorf("repository URL: %w", err)
-	}
-	switch base.Scheme {
-	case "https", "http":
-	case "oci":
-		return Chart{}, errors.New("charts from OCI registries are not fetched by driftscan yet: vendor the chart into Git, or scan it as a folder")
-	default:
-		return Chart{}, fmt.Errorf("repository URL: want https:// or http://, got %q", base.Scheme+"://")
 	}
 	if base.User != nil {
 		return Chart{}, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
@@ -155,7 +152,18 @@ func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, err
 		return Chart{}, err
 	}
 	f := &chartFetch{opts: opts, client: client, getenv: getenv}
-	client.CheckRedirect = f.redirect
+	var remote chartRemote
+	switch base.Scheme {
+	case "https", "http":
+		client.CheckRedirect = f.redirect
+		remote = &indexRemote{f: f, base: base, repo: repo}
+	case "oci":
+		if remote, err = newOCIRemote(f, base); err != nil {
+			return Chart{}, err
+		}
+	default:
+		return Chart{}, fmt.Errorf("repository URL: want https://, http:// or oci://, got %q", base.Scheme+"://")
+	}
 
 	sum := sha256.Sum256([]byte(repo + "\n" + opts.Chart))
 	dir := filepath.Join(opts.Cache.Dir, "charts", hex.EncodeToString(sum[:16]))
@@ -171,59 +179,89 @@ func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, err
 			return c, opts.Cache.used(dir, d[:40])
 		}
 	}
-	index, err := f.index(ctx, repo)
+	version, want, err := remote.resolve(ctx, opts.Version)
 	if err != nil {
 		return Chart{}, err
 	}
-	v, err := pickVersion(index, opts.Chart, opts.Version)
-	if err != nil {
-		return Chart{}, err
-	}
-	if v.Digest != "" && cached.Versions[v.Version] == v.Digest {
-		if c, ok := unpacked(dir, opts.Chart, v.Version, v.Digest); ok {
-			return c, opts.Cache.used(dir, v.Digest[:40])
+	if want != "" && cached.Versions[version] == want {
+		if c, ok := unpacked(dir, opts.Chart, version, want); ok {
+			return c, opts.Cache.used(dir, want[:40])
 		}
 	}
-	if len(v.URLs) == 0 {
-		return Chart{}, fmt.Errorf("version %s: the index lists no URL for it", v.Version)
-	}
-	ref, err := base.Parse(v.URLs[0])
+	data, err := remote.archive(ctx, version)
 	if err != nil {
-		return Chart{}, fmt.Errorf("version %s: archive URL: %w", v.Version, err)
-	}
-	if !strings.HasSuffix(base.Path, "/") && !strings.Contains(v.URLs[0], "://") && !strings.HasPrefix(v.URLs[0], "/") {
-		// Relative to the repository, as Helm's ResolveReferenceURL
-		// reads it: the repository URL is a folder.
-		b := *base
-		b.Path += "/"
-		ref, _ = b.Parse(v.URLs[0])
-	}
-	data, err := f.get(ctx, ref.String(), maxArchiveBytes)
-	if err != nil {
-		return Chart{}, fmt.Errorf("version %s: %w", v.Version, err)
+		return Chart{}, fmt.Errorf("version %s: %w", version, err)
 	}
 	got := sha256.Sum256(data)
 	digest := hex.EncodeToString(got[:])
-	if v.Digest != "" && v.Digest != digest {
-		return Chart{}, fmt.Errorf("version %s: the archive's SHA-256 is %s, the index says %s: refused", v.Version, digest, v.Digest)
+	if want != "" && want != digest {
+		return Chart{}, fmt.Errorf("version %s: the archive's SHA-256 is %s, the repository says %s: refused", version, digest, want)
 	}
 	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
 	if err != nil {
-		return Chart{}, fmt.Errorf("version %s: unpack: %w", v.Version, err)
+		return Chart{}, fmt.Errorf("version %s: unpack: %w", version, err)
 	}
-	c, err := unpack(dir, opts.Chart, v.Version, digest, files)
+	c, err := unpack(dir, opts.Chart, version, digest, files)
 	if err != nil {
-		return Chart{}, fmt.Errorf("version %s: %w", v.Version, err)
+		return Chart{}, fmt.Errorf("version %s: %w", version, err)
 	}
 	if cached.Versions == nil {
 		cached.Versions = map[string]string{}
 	}
-	cached.Versions[v.Version] = digest
+	cached.Versions[version] = digest
 	if data, err := json.Marshal(cached); err == nil {
 		// A cache that is not written only costs the next run a request.
 		_ = replaceFile(filepath.Join(dir, "versions.json"), data)
 	}
 	return c, opts.Cache.used(dir, digest[:40])
+}
+
+// chartRemote is where a chart's versions are listed and its archives
+// fetched: a repository with an index.yaml, or an OCI registry.
+type chartRemote interface {
+	// resolve picks the version want names (see ChartOptions.Version)
+	// and says the SHA-256 its archive must have ("" when the repository
+	// does not say).
+	resolve(ctx context.Context, want string) (version, digest string, err error)
+	// archive fetches the packaged chart of version.
+	archive(ctx context.Context, version string) ([]byte, error)
+}
+
+// indexRemote is a Helm chart repository: index.yaml lists every version
+// and where its archive is.
+type indexRemote struct {
+	f    *chartFetch
+	base *url.URL
+	repo string
+	v    chartVersion // the version resolve picked
+}
+
+func (r *indexRemote) resolve(ctx context.Context, want string) (string, string, error) {
+	index, err := r.f.index(ctx, r.repo)
+	if err != nil {
+		return "", "", err
+	}
+	if r.v, err = pickVersion(index, r.f.opts.Chart, want); err != nil {
+		return "", "", err
+	}
+	return r.v.Version, r.v.Digest, nil
+}
+
+func (r *indexRemote) archive(ctx context.Context, version string) ([]byte, error) {
+	if len(r.v.URLs) == 0 {
+		return nil, errors.New("the index lists no URL for it")
+	}
+	base := *r.base
+	if !strings.HasSuffix(base.Path, "/") {
+		// Relative to the repository, as Helm's ResolveReferenceURL
+		// reads it: the repository URL is a folder.
+		base.Path += "/"
+	}
+	ref, err := base.Parse(r.v.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("archive URL: %w", err)
+	}
+	return r.f.get(ctx, ref.String(), maxArchiveBytes)
 }
 
 // replaceFile writes data to file through a temporary file renamed over it,

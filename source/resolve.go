@@ -140,7 +140,7 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 	}
 	c, err := FetchChart(ctx, ChartOptions{
 		Repo: src.Repo, Chart: src.Chart, Version: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials,
-		CABundle: ca, Cache: opts.Cache, Getenv: opts.Getenv,
+		CABundle: ca, Cache: opts.Cache, Getenv: opts.Getenv, PlainHTTP: src.PlainHTTP,
 	})
 	if err != nil {
 		return Location{}, err
