@@ -65,8 +65,8 @@ type ChartOptions struct {
 	// registry on a private network, Flux's HelmRepository insecure);
 	// no token is sent then.
 	PlainHTTP bool
-	Cache    *Cache
-	Getenv   func(string) string
+	Cache     *Cache
+	Getenv    func(string) string
 }
 
 // Chart is a chart fetched and unpacked.
