@@ -170,9 +170,13 @@ type GitAuth struct {
 
 // HelmSource renders a chart with the Helm SDK.
 type HelmSource struct {
-	ReleaseName string            `yaml:"releaseName"`
-	ValuesFiles []string          `yaml:"valuesFiles"`
-	Set         map[string]string `yaml:"set"`
+	ReleaseName string   `yaml:"releaseName"`
+	ValuesFiles []string `yaml:"valuesFiles"`
+	// Values are inline values, merged after the values files and before
+	// Set, as Argo CD's helm.values / valuesObject and a Flux
+	// HelmRelease's values are: lists and typed values kept as written.
+	Values map[string]any    `yaml:"values"`
+	Set    map[string]string `yaml:"set"`
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`

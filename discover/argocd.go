@@ -386,9 +386,8 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		if left := helmSet(values, hs.Set); len(left) > 0 {
-			problems = append(problems, "inline Helm values not supported yet, left out: "+strings.Join(left, ", "))
-		}
+		// A values file after the valueFiles, as Argo CD writes it.
+		hs.Values = values
 		var forced []string
 		for _, p := range h.Parameters {
 			if p.ForceString && setRetypes(p.Value) != "" {

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -97,7 +98,10 @@ spec:
 			Name: "web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"},
-				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there", "db.host": "db.prod", "db.port": "5432", `podAnnotations.prometheus\.io/scrape`: "yes"},
+				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there"},
+				// Inline values as Argo CD writes them to a values file:
+				// JSON numbers keep their text.
+				Values: map[string]any{"db": map[string]any{"host": "db.prod", "port": json.Number("5432")}, "podAnnotations": map[string]any{"prometheus.io/scrape": "yes"}},
 			}},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", SelfHeal: true, Prune: true},
@@ -226,7 +230,10 @@ spec:
 			{
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
 				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
-					ReleaseName: "web-helm", Set: map[string]string{"replicas": "3", "nested.ok": "fine", "count": "3"},
+					ReleaseName: "web-helm", Set: map[string]string{"count": "3"},
+					// Lists and strings --set would retype are kept.
+					Values: map[string]any{"featureFlag": "true", "nested": map[string]any{"list": []any{}, "ok": "fine"}, "replicas": json.Number("3"),
+						"tolerations": []any{map[string]any{"key": "dedicated"}}},
 				}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-helm", Suspended: true},
@@ -239,7 +246,6 @@ spec:
 			},
 		},
 		errors: []string{
-			"Application/NS/web-helm: inline Helm values not supported yet, left out: featureFlag (a string --set reads as a bool), nested.list (a list), tolerations (a list)",
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
 			"Application/NS/web-helm: Helm settings in the Application are not applied by driftscan yet: skipCrds, namespace",
 			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: namePrefix, images, commonLabels",

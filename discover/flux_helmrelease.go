@@ -155,8 +155,8 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 //     scanner's values files (relative to the chart folder);
 //   - valuesFrom ConfigMaps and Secrets are read from the HelmRelease's
 //     namespace, in order, then spec.values merged on top, as Flux does; the
-//     result goes to the scanner as --set entries (see helmSet). Secret
-//     values appear in no error.
+//     result goes to the scanner as inline values (HelmSource.Values).
+//     Secret values appear in no error.
 //
 // helm-controller reverts live changes only with driftDetection.mode
 // enabled: that is when GitOps.SelfHeal is set. A Helm upgrade deletes what
@@ -166,7 +166,7 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	if src.Chart == "" {
 		src.Path = cleanPath(chart.Chart)
 	}
-	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName, Set: map[string]string{}}
+	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()
 		if hr.Spec.TargetNamespace != "" {
@@ -187,11 +187,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	}
 	values, secretValues, problems := d.helmReleaseValues(ctx, u, hr, cache)
 	hs.Secret = secretValues
-	if left := helmSet(values, hs.Set); len(left) > 0 {
-		problems = append(problems, "Helm values not supported yet, left out: "+strings.Join(left, ", "))
-	}
-	if len(hs.Set) == 0 {
-		hs.Set = nil
+	if len(values) > 0 {
+		// As helm-controller hands them to Helm: one map.
+		hs.Values = values
 	}
 	if len(hr.Spec.PostRenderers) > 0 {
 		problems = append(problems, "postRenderers are not applied by driftscan yet")

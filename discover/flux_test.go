@@ -1,12 +1,12 @@
 package discover
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/strvals"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
@@ -236,7 +236,7 @@ func TestFluxObjects(t *testing.T) {
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{
 				ReleaseName: "ingress",
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
-				Set:         map[string]string{"controller.replicaCount": "2"},
+				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
 			}},
 			TargetRevision: "4.x",
 			Appliers:       []string{"helm-controller"},
@@ -255,7 +255,8 @@ func TestFluxObjects(t *testing.T) {
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
 				ReleaseName: "shop-web",
 				ValuesFiles: []string{"../../envs/prod/values.yaml"},
-				Set:         map[string]string{"replicas": "3", "db.host": "db.prod", "db.port": "6543", "greeting": "hi", "token": "s3cr3t-token-do-not-leak"},
+				Values: map[string]any{"replicas": json.Number("3"), "db": map[string]any{"host": "db.prod", "port": json.Number("6543")}, "greeting": "hi",
+					"token": "s3cr3t-token-do-not-leak", "hosts": []any{"s3cr3t-list-do-not-leak"}},
 				// What came from Secrets, whole documents and their values:
 				// render errors mask them.
 				Secret: []string{"s3cr3t-token-do-not-leak", "s3cr3t-broken-do-not-leak: [", "hosts: [s3cr3t-list-do-not-leak]", "s3cr3t-list-do-not-leak"},
@@ -292,7 +293,6 @@ func TestFluxObjects(t *testing.T) {
 		"Kustomization/NS/shop: postBuild substitutions are not applied by driftscan yet, so ${var} references stay as Git writes them and may show as drift: substitute cluster, region; substituteFrom ConfigMap/cluster-vars",
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
-		"HelmRelease/NS/web: Helm values not supported yet, left out: hosts (a list)",
 		"HelmRelease/NS/web: driftDetection.ignore[1] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule",
 	}
 	if d := diff(wantErrors, errorTexts(res.Errors, ns)); d != "" {
@@ -400,59 +400,6 @@ func TestArtifactRevisionIsTheCommit(t *testing.T) {
 		if got := artifactCommit(tt.revision); got != tt.want {
 			t.Errorf("artifactCommit(%q) = %q, want %q", tt.revision, got, tt.want)
 		}
-	}
-}
-
-func TestHelmValuesBecomeSetEntries(t *testing.T) {
-	values, err := yamlMap([]byte(`
-image: {tag: "1.25", pullPolicy: IfNotPresent}
-replicas: 3
-ratio: 0.5
-enabled: false
-nothing: null
-port: "8080"
-annotations: {prometheus.io/scrape: "yes", "a=b,c": x}
-empty: {}
-hosts: [a, b]
-flag: "False"
-pattern: '^\d+$'
-list: "{a,b}"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := map[string]string{}
-	left := helmSet(values, set)
-	want := map[string]string{
-		"image.tag": "1.25", "image.pullPolicy": "IfNotPresent", "replicas": "3", "ratio": "0.5", "enabled": "false",
-		"nothing": "null", "port": "8080", `annotations.prometheus\.io/scrape`: "yes", `annotations.a\=b\,c`: "x",
-	}
-	if d := diff(want, set); d != "" {
-		t.Errorf("set (-want +got):\n%s", d)
-	}
-	wantLeft := []string{
-		"flag (a string --set reads as a bool)",
-		"hosts (a list)",
-		"list (a string --set reads as a list)",
-		"pattern (a string with a backslash, which --set drops)",
-	}
-	if d := diff(wantLeft, left); d != "" {
-		t.Errorf("left out (-want +got):\n%s", d)
-	}
-	// The keys read back through Helm's own --set parser as they were
-	// written; numbers and bools are typed again, as the chart sees them.
-	parsed := map[string]any{}
-	for k, v := range set {
-		if err := strvals.ParseInto(k+"="+v, parsed); err != nil {
-			t.Fatalf("%s=%s: %v", k, v, err)
-		}
-	}
-	wantParsed := map[string]any{
-		"image": map[string]any{"tag": "1.25", "pullPolicy": "IfNotPresent"}, "replicas": int64(3), "ratio": "0.5", "enabled": false,
-		"nothing": nil, "port": int64(8080), "annotations": map[string]any{"prometheus.io/scrape": "yes", "a=b,c": "x"},
-	}
-	if d := diff(wantParsed, parsed); d != "" {
-		t.Errorf("parsed by strvals (-want +got):\n%s", d)
 	}
 }
 

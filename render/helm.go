@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -269,6 +270,16 @@ func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[s
 		}
 		vals = loader.MergeMaps(vals, m)
 	}
+	if inline, err := inlineValues(src); err != nil || inline != nil {
+		if err != nil {
+			return nil, err
+		}
+		m, err := loader.LoadValues(bytes.NewReader(inline))
+		if err != nil {
+			return nil, fmt.Errorf("values: %w", err)
+		}
+		vals = loader.MergeMaps(vals, m)
+	}
 	keys := make([]string, 0, len(src.Set))
 	for k := range src.Set {
 		keys = append(keys, k)
@@ -280,6 +291,22 @@ func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[s
 		}
 	}
 	return vals, nil
+}
+
+// inlineValues is src.Values as the values document Argo CD and
+// helm-controller hand Helm (read back as a values file is, so numbers and
+// lists come out as from one); nil when there are none. JSON writes a
+// map's keys sorted, so the same values give the same bytes (the render
+// cache's key).
+func inlineValues(src *config.HelmSource) ([]byte, error) {
+	if len(src.Values) == 0 {
+		return nil, nil
+	}
+	data, err := json.Marshal(src.Values)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	return data, nil
 }
 
 // escapeSetValue makes the commas in a set value literal, unless the value

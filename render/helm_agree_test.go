@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 	"github.com/google/go-cmp/cmp"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // agreeChart is a chart with what real charts do beyond one template:
@@ -186,6 +188,18 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 		},
 		args: []string{"web", "-n", "shop", "-f", "values-prod.yaml", "--set", "env=dev\\,eu", "--set", "image.tag=1.26.1", "--kube-version", "v1.37.2", "--api-versions", "example.com/v1"},
 	}, {
+		// Argo CD's helm.values and valuesObject, and a Flux HelmRelease's
+		// values, reach Helm as a values file: inline values must render
+		// as `-f` of the same document does (lists, strings that --set
+		// would retype, big numbers, nulls).
+		name: "inline values as a values file",
+		chart: with(agreeChart, map[string]string{
+			"inline.yaml":         inlineDoc,
+			"templates/more.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inline\ndata:\n  hosts: {{ .Values.hosts | toJson | quote }}\n  flag: {{ .Values.flag | quote }}\n  pattern: {{ .Values.pattern | quote }}\n  big: {{ .Values.big | quote }}\n  gone: {{ .Values.replicas | quote }}\n  tolerations: {{ .Values.tolerations | toJson | quote }}\n",
+		}),
+		opts: Options{Namespace: "pay", KubeVersion: "v1.36.0", Helm: &config.HelmSource{ReleaseName: "checkout", Values: inlineValuesOf(inlineDoc), Set: map[string]string{"flag": "on"}}},
+		args: []string{"checkout", "-n", "pay", "--kube-version", "v1.36.0", "-f", "inline.yaml", "--set", "flag=on"},
+	}, {
 		name:  "subcharts, conditions, tags, aliases, imported values, hooks and notes",
 		chart: agreeChart,
 		opts:  Options{Namespace: "pay", Helm: &config.HelmSource{ReleaseName: "checkout"}, KubeVersion: "v1.36.0", APIVersions: []string{"example.com/v1"}},
@@ -300,4 +314,31 @@ func sameAsHelm(t *testing.T, helmOut []byte, got []Manifest, min int, moved map
 	if len(got) < min {
 		t.Errorf("only %d objects rendered: the case proves little", len(got))
 	}
+}
+
+// inlineDoc is a values document with what --set cannot carry.
+const inlineDoc = `hosts: [a.example.com, b.example.com]
+flag: "False"
+pattern: '^\d+$'
+big: 12345678901
+replicas: null
+tolerations:
+- {key: dedicated, operator: Equal, value: shop, effect: NoSchedule}
+`
+
+// inlineValuesOf reads a values document as discovery reads an
+// Application's valuesObject or a HelmRelease's values: JSON numbers kept
+// as their text.
+func inlineValuesOf(doc string) map[string]any {
+	js, err := sigsyaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		panic(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		panic(err)
+	}
+	return m
 }

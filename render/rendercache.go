@@ -95,6 +95,14 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('x', data)
 		in.values = append(in.values, data)
 	}
+	inline, err := inlineValues(helm)
+	if err != nil {
+		return chartInput{}, false
+	}
+	if inline != nil {
+		part('i', inline)
+		in.values = append(in.values, inline)
+	}
 	keys := make([]string, 0, len(helm.Set))
 	for k := range helm.Set {
 		keys = append(keys, k)

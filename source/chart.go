@@ -105,14 +105,16 @@ var (
 )
 
 // FetchChart fetches a chart from a Helm chart repository, as `helm pull
-// --repo` does, into the cache, and unpacks it:
-//   - the version is chosen from the repository's index.yaml (see
-//     ChartOptions.Version); an exact version already in the cache is read
-//     from there without asking the repository, because a chart version, once
-//     published, does not change (Argo CD's repo-server caches them so too);
-//   - the archive must have the SHA-256 the index lists, and is unpacked with
-//     Helm's own loader (its bounds on size, and on paths that would leave the
-//     chart);
+// --repo` does, or from an OCI registry (ociRemote), into the cache, and
+// unpacks it:
+//   - the version is chosen from the repository's index.yaml, or the
+//     registry's tags (see ChartOptions.Version); an exact version already
+//     in the cache is read from there without asking the repository,
+//     because a chart version, once published, does not change (Argo CD's
+//     repo-server caches them so too);
+//   - the archive must have the SHA-256 the index lists (the registry's
+//     layer digest), and is unpacked with Helm's own loader (its bounds on
+//     size, and on paths that would leave the chart);
 //   - the cache folder is <cache>/charts/<hash of repository and chart>/,
 //     one folder per archive digest, shared between processes as Git
 //     clones are (Cache), and pruned like them.
