@@ -45,6 +45,7 @@ func installCRDs(t *testing.T) {
 		fixture("crds", "helmreleases.helm.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "gitrepositories.source.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "helmrepositories.source.toolkit.fluxcd.io.yaml"),
+		fixture("crds", "ocirepositories.source.toolkit.fluxcd.io.yaml"),
 	)
 }
 

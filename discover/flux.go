@@ -73,7 +73,11 @@ func (d *discovery) flux(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	helmRepos, err := d.helmRepositories(ctx, objs)
+	helmRepos, err := fluxSources[helmRepository](ctx, d, objs, "HelmRepository", HelmRepositories)
+	if err != nil {
+		return err
+	}
+	ociRepos, err := fluxSources[ociRepository](ctx, d, objs, "OCIRepository", OCIRepositories)
 	if err != nil {
 		return err
 	}
@@ -81,9 +85,16 @@ func (d *discovery) flux(ctx context.Context) error {
 	var keptObjs []fluxObject
 	for _, o := range objs {
 		key := o.source.Namespace + "/" + o.source.Name
-		_, git := repos[key]
-		_, helm := helmRepos[key]
-		if o.source.Kind == "HelmRepository" && !helm || o.source.Kind != "HelmRepository" && !git {
+		var found bool
+		switch o.source.Kind {
+		case "HelmRepository":
+			_, found = helmRepos[key]
+		case "OCIRepository":
+			_, found = ociRepos[key]
+		default:
+			_, found = repos[key]
+		}
+		if !found {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s not found", o.source))
 			continue
 		}
@@ -95,10 +106,14 @@ func (d *discovery) flux(ctx context.Context) error {
 	for _, o := range keptObjs {
 		key := o.source.Namespace + "/" + o.source.Name
 		var src config.Source
+		var target string // of a chart from a chart repository
 		var repoProblems []string
-		if o.source.Kind == "HelmRepository" {
-			src, err = helmRepos[key].chartSource(o.hr)
-		} else {
+		switch o.source.Kind {
+		case "HelmRepository":
+			src, target, err = helmRepos[key].chartSource(o.hr)
+		case "OCIRepository":
+			src, target, err = ociRepos[key].chartSource(o.hr)
+		default:
 			src, err = d.gitSource(repos[key])
 			repoProblems = repos[key].problems()
 		}
@@ -115,6 +130,11 @@ func (d *discovery) flux(ctx context.Context) error {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
 		}
 		app.Name = name
+		if target != "" && src.Revision != "" && target != src.Revision {
+			// Live is the version released; what the target allows
+			// beyond it is pending.
+			app.TargetRevision = target
+		}
 		problems = append(problems, repoProblems...)
 		d.res.Apps = append(d.res.Apps, app)
 		for _, p := range problems {
@@ -177,11 +197,6 @@ func (g *gitRepository) problems() []string {
 // gitRepositories lists the GitRepositories objs refer to.
 func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map[string]*gitRepository, error) {
 	return fluxSources[gitRepository](ctx, d, objs, "GitRepository", GitRepositories)
-}
-
-// helmRepositories lists the HelmRepositories objs refer to.
-func (d *discovery) helmRepositories(ctx context.Context, objs []fluxObject) (map[string]*helmRepository, error) {
-	return fluxSources[helmRepository](ctx, d, objs, "HelmRepository", HelmRepositories)
 }
 
 // fluxSources lists the sources of one kind that objs refer to, once per

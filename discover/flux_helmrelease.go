@@ -23,13 +23,7 @@ import (
 type helmRelease struct {
 	Spec struct {
 		Chart *struct {
-			Spec struct {
-				Chart       string    `json:"chart"`
-				Version     string    `json:"version"`
-				SourceRef   sourceRef `json:"sourceRef"`
-				ValuesFiles []string  `json:"valuesFiles"`
-				ValuesFile  string    `json:"valuesFile"`
-			} `json:"spec"`
+			Spec chartSpec `json:"spec"`
 		} `json:"chart"`
 		ChartRef        *sourceRef        `json:"chartRef"`
 		ReleaseName     string            `json:"releaseName"`
@@ -64,6 +58,15 @@ type helmRelease struct {
 	} `json:"status"`
 }
 
+// chartSpec is a HelmRelease's spec.chart.spec.
+type chartSpec struct {
+	Chart       string    `json:"chart"`
+	Version     string    `json:"version"`
+	SourceRef   sourceRef `json:"sourceRef"`
+	ValuesFiles []string  `json:"valuesFiles"`
+	ValuesFile  string    `json:"valuesFile"`
+}
+
 // helmRepository holds the fields of a Flux HelmRepository that discovery
 // reads. See https://fluxcd.io/flux/components/source/helmrepositories/
 type helmRepository struct {
@@ -76,21 +79,77 @@ type helmRepository struct {
 
 // chartSource is the scanner source of hr's chart in the repository: the
 // chart version helm-controller last released (status.history), else the
-// version spec.chart.spec.version allows (default the newest). A newer
-// version the spec allows than the one released is pending, as for Argo CD
-// (App.TargetRevision, set by helmReleaseApp).
-func (r *helmRepository) chartSource(hr *helmRelease) (config.Source, error) {
+// version spec.chart.spec.version allows (default the newest); and target,
+// what the spec asks for ("*" for the newest). A newer version the target
+// allows than the one released is pending, as for Argo CD
+// (App.TargetRevision).
+func (r *helmRepository) chartSource(hr *helmRelease) (src config.Source, target string, err error) {
 	oci := r.Spec.Type == "oci"
 	if oci != strings.HasPrefix(r.Spec.URL, "oci://") {
-		return config.Source{}, fmt.Errorf("url %s and type %q do not go together: an OCI HelmRepository has an oci:// URL", source.SafeURL(r.Spec.URL), r.Spec.Type)
+		return config.Source{}, "", fmt.Errorf("url %s and type %q do not go together: an OCI HelmRepository has an oci:// URL", source.SafeURL(r.Spec.URL), r.Spec.Type)
 	}
 	chart := hr.Spec.Chart.Spec
-	// insecure: plain HTTP to an OCI registry, as source-controller reads it.
-	src := config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version, PlainHTTP: oci && r.Spec.Insecure}
-	if h := hr.Status.History; len(h) > 0 && h[0].ChartName == chart.Chart && h[0].ChartVersion != "" {
-		src.Revision = h[0].ChartVersion
+	target = chart.Version
+	if target == "" {
+		target = "*"
 	}
-	return src, nil
+	// insecure: plain HTTP to an OCI registry, as source-controller reads it.
+	src = config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version, PlainHTTP: oci && r.Spec.Insecure}
+	src.Revision = hr.released(src.Chart, src.Revision)
+	return src, target, nil
+}
+
+// released is the chart version helm-controller last released of chart
+// (status.history[0]), else otherwise.
+func (hr *helmRelease) released(chart, otherwise string) string {
+	if h := hr.Status.History; len(h) > 0 && h[0].ChartName == chart && h[0].ChartVersion != "" {
+		return h[0].ChartVersion
+	}
+	return otherwise
+}
+
+// ociRepository holds the fields of a Flux OCIRepository that discovery
+// reads, for a HelmRelease's chartRef. See
+// https://fluxcd.io/flux/components/source/ocirepositories/
+type ociRepository struct {
+	Spec struct {
+		URL string `json:"url"`
+		Ref *struct {
+			Tag    string `json:"tag"`
+			SemVer string `json:"semver"`
+			Digest string `json:"digest"`
+		} `json:"ref"`
+		Insecure bool `json:"insecure"`
+	} `json:"spec"`
+}
+
+// chartSource is the scanner source of the chart an OCIRepository names
+// (its URL is the chart's repository in the registry, oci://host/path/<chart>):
+// the version helm-controller last released (status.history), else the
+// tag or semver range of spec.ref (Flux's default tag, latest). A digest
+// pin is read through the released version's tag, and is its own target.
+func (r *ociRepository) chartSource(hr *helmRelease) (src config.Source, target string, err error) {
+	u := strings.TrimRight(r.Spec.URL, "/")
+	i := strings.LastIndex(u, "/")
+	if !strings.HasPrefix(u, "oci://") || i <= len("oci://") {
+		return config.Source{}, "", fmt.Errorf("url %s: want oci://host/path/<chart>", source.SafeURL(r.Spec.URL))
+	}
+	src = config.Source{Repo: u[:i], Chart: u[i+1:], PlainHTTP: r.Spec.Insecure}
+	target = "latest"
+	if ref := r.Spec.Ref; ref != nil {
+		switch {
+		case ref.Digest != "":
+			target = ""
+		case ref.SemVer != "":
+			target = ref.SemVer
+		case ref.Tag != "":
+			target = strings.ReplaceAll(ref.Tag, "_", "+")
+		}
+	}
+	if src.Revision = hr.released(src.Chart, target); src.Revision == "" {
+		return config.Source{}, "", fmt.Errorf("ref.digest %s: the chart is pinned by digest and helm-controller has released no version of it yet", r.Spec.Ref.Digest)
+	}
+	return src, target, nil
 }
 
 // valuesReference is one entry of a HelmRelease's spec.valuesFrom.
@@ -125,7 +184,11 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 			if r.Namespace == "" {
 				r.Namespace = u.GetNamespace()
 			}
-			d.skip(ref(u), "chartRef %s is not a chart in Git: driftscan renders Git sources only", r)
+			if r.Kind != "OCIRepository" {
+				d.skip(ref(u), "chartRef %s: driftscan renders charts from GitRepositories, HelmRepositories and OCIRepositories only", r)
+				continue
+			}
+			out = append(out, fluxObject{u: u, hr: &hr, source: *r})
 			continue
 		}
 		if hr.Spec.Chart == nil {
@@ -162,7 +225,10 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 // enabled: that is when GitOps.SelfHeal is set. A Helm upgrade deletes what
 // left the chart, so Prune is always set.
 func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstructured, hr *helmRelease, src config.Source, cache map[string]cached) (config.App, []string) {
-	chart := hr.Spec.Chart.Spec
+	var chart chartSpec // empty for a chartRef
+	if hr.Spec.Chart != nil {
+		chart = hr.Spec.Chart.Spec
+	}
 	if src.Chart == "" {
 		src.Path = cleanPath(chart.Chart)
 	}
@@ -204,14 +270,6 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ns, Source: src,
 		Appliers: []string{helmApplier},
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
-	}
-	if src.Chart != "" && src.Revision != chart.Version {
-		// Live is the version released (status.history); what the spec
-		// allows beyond it is pending.
-		app.TargetRevision = chart.Version
-		if app.TargetRevision == "" {
-			app.TargetRevision = "*"
-		}
 	}
 	return app, problems
 }

@@ -198,6 +198,22 @@ metadata: {name: oci-chart}
 spec:
   interval: 5m
   chartRef: {kind: OCIRepository, name: podinfo}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: podinfo}
+spec:
+  interval: 1h
+  url: oci://ghcr.io/stefanprodan/charts/podinfo
+  ref: {semver: ">=6.0.0"}
+  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
+`, `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: by-chart}
+spec:
+  interval: 5m
+  chartRef: {kind: HelmChart, name: podinfo}
 `}
 
 func TestFluxObjects(t *testing.T) {
@@ -243,6 +259,15 @@ func TestFluxObjects(t *testing.T) {
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/ingress", Prune: true},
 		},
 		{
+			// A chartRef to an OCIRepository: its URL is the chart's
+			// repository in the registry, its ref the target.
+			Name: "oci-chart", Owner: "NS", Namespace: ns,
+			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: ">=6.0.0",
+				Helm: &config.HelmSource{ReleaseName: "oci-chart"}},
+			Appliers: []string{"helm-controller"},
+			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},
+		},
+		{
 			// From an OCI HelmRepository; insecure is plain HTTP.
 			Name: "podinfo", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", PlainHTTP: true,
@@ -282,7 +307,7 @@ func TestFluxObjects(t *testing.T) {
 	wantSkipped := []string{
 		"Kustomization/NS/oci: source OCIRepository/NS/manifests is not a GitRepository: driftscan renders Git sources only",
 		"Kustomization/NS/remote: spec.kubeConfig applies it to another cluster",
-		"HelmRelease/NS/oci-chart: chartRef OCIRepository/NS/podinfo is not a chart in Git: driftscan renders Git sources only",
+		"HelmRelease/NS/by-chart: chartRef HelmChart/NS/podinfo: driftscan renders charts from GitRepositories, HelmRepositories and OCIRepositories only",
 	}
 	if d := diff(wantSkipped, skippedTexts(res.Skipped, ns)); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)

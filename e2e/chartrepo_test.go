@@ -224,7 +224,9 @@ func TestFluxOCIHelmRepositoryChartScansClean(t *testing.T) {
 	for _, v := range []string{"1.0.0", "1.1.0"} {
 		chartrepo.RunHelm(t, dir, "push", chartrepo.Package(t, dir, repoChart(v)), "oci://"+reg.Host+"/charts", "--plain-http")
 	}
-	const name = "chart-from-oci"
+	// The older way, an OCI HelmRepository, and the way Flux now
+	// recommends, a chartRef to an OCIRepository naming the chart.
+	const name, ref = "chart-from-oci", "chart-from-ociref"
 	createFluxObject(t, reconcilers.HelmRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata: {name: %s, namespace: %s}
@@ -248,12 +250,34 @@ spec:
   install: {disableWait: true}
   upgrade: {disableWait: true}
 `, name, ns, fluxInterval, name))
-	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "1.1.0")
-	r := scan(t, "--from", "flux", "--app", name)
-	checkClean(t, r, 2)
-	if len(r.Apps) == 1 {
-		if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.1.0" || r.Apps[0].Pending != nil {
-			t.Errorf("the report's source %+v, pending %+v: want chart shop at 1.1.0, nothing pending", s, r.Apps[0].Pending)
+	createFluxObject(t, reconcilers.OCIRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: 1m
+  insecure: true
+  url: oci://%s/charts/shop
+  ref: {semver: "1.x"}
+  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
+`, ref, ns, reg.Host))
+	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  chartRef: {kind: OCIRepository, name: %s}
+  values: {greeting: ociref, image: "nginx:1.27.2"}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+`, ref, ns, fluxInterval, ref))
+	for _, app := range []string{name, ref} {
+		waitFluxReady(t, reconcilers.HelmRelease, ns, app, "1.1.0")
+		r := scan(t, "--from", "flux", "--app", app)
+		checkClean(t, r, 2)
+		if len(r.Apps) == 1 {
+			if s := r.Apps[0].Source; s.Chart != "shop" || s.Version != "1.1.0" || r.Apps[0].Pending != nil {
+				t.Errorf("%s: the report's source %+v, pending %+v: want chart shop at 1.1.0, nothing pending", app, s, r.Apps[0].Pending)
+			}
 		}
 	}
 }
