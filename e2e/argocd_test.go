@@ -76,7 +76,7 @@ func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
 
 // waitArgoSynced waits until Argo CD reports the Application Synced at
 // revision with its last sync operation Succeeded, and returns the time it
-// took.
+// took. Revision "" is any: a multi-source Application has no single one.
 func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 	t.Helper()
 	env.Need(t)
@@ -93,6 +93,10 @@ func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 		opRev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		last = fmt.Sprintf("sync %s at %s, operation %s at %s, conditions %v", status, rev, phase, opRev, conds)
+		if revision == "" {
+			history, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+			return status == "Synced" && phase == "Succeeded" && len(history) > 0, nil
+		}
 		return status == "Synced" && rev == revision && phase == "Succeeded" && opRev == revision, nil
 	})
 	if err != nil {

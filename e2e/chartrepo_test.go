@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/chartrepo"
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -17,60 +15,42 @@ import (
 	"github.com/calricon/driftscan/report"
 )
 
-// repoChart is a chart as a public Helm repository publishes it: a
-// ConfigMap and a Deployment from values, at version.
+// repoChart is the chart the tests publish, at version.
 func repoChart(version string) chartrepo.Chart {
-	return chartrepo.Chart{Files: map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: shop\nversion: " + version + "\nappVersion: \"" + version + "\"\n",
-		"values.yaml": "replicas: 1\ngreeting: hello\nimage: nginx:1.27\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-  labels:
-    app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-data:
-  greeting: {{ .Values.greeting | quote }}
-`,
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-web
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: web
-        image: {{ .Values.image }}
-`,
-	}}
+	return chartrepo.Shop(version, "replicas: 1\ngreeting: hello\nimage: nginx:1.27\n")
 }
 
-// waitArgoSyncedAny waits until Argo CD reports a (multi-source)
-// Application Synced with its last sync operation Succeeded.
-func waitArgoSyncedAny(t *testing.T, name string) {
+// createArgoManifest creates an Application from its manifest, as a person
+// does with kubectl, and deletes it when the test ends.
+func createArgoManifest(t *testing.T, manifest string) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		status, _, _ := unstructured.NestedString(u.Object, "status", "sync", "status")
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		history, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
-		last = fmt.Sprintf("sync %s, operation %s, conditions %v, history %v", status, phase, conds, history)
-		return status == "Synced" && phase == "Succeeded" && len(history) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("Application %s never synced: %s\n%s", name, last, argo.Logs(3000))
+	obj := cluster.Object(t, manifest)
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create Application %s: %v", obj.GetName(), err)
 	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+	})
+}
+
+// createChartRelease creates a HelmRelease named name in ns that installs
+// chart from the source sourceKind/name at version, with values (YAML flow).
+func createChartRelease(t *testing.T, ns, name, sourceKind, chart, version, values string) {
+	t.Helper()
+	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  chart:
+    spec:
+      chart: %s
+      version: %q
+      sourceRef: {kind: %s, name: %s}
+  values: %s
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+`, name, ns, fluxInterval, chart, version, sourceKind, name, values))
 }
 
 // The pattern most third-party components are installed with: the real
@@ -85,7 +65,7 @@ func TestArgoCDChartFromAHelmRepositoryScansClean(t *testing.T) {
 	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"))
 	values := gitServer.NewRepo(t, map[string]string{"envs/prod/shop.yaml": "greeting: prod\nreplicas: 2\n"})
 	const name = "chart-from-repo"
-	obj := cluster.Object(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: %s, namespace: %s}
 spec:
@@ -102,13 +82,7 @@ spec:
   syncPolicy:
     automated: {prune: true}
 `, name, argo.Namespace, ns, charts.URL, values.URL))
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
-		t.Fatalf("create Application: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	waitArgoSyncedAny(t, name)
+	waitArgoSynced(t, name, "")
 	cm := env.Get(t, cluster.ConfigMap, ns, name+"-config")
 	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "prod" {
 		t.Fatalf("Argo CD synced greeting %q, want prod from the values in Git", g)
@@ -145,20 +119,7 @@ spec:
   interval: 1m
   url: %s
 `, name, ns, charts.URL))
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: shop
-      version: "~1.0.0"
-      sourceRef: {kind: HelmRepository, name: %s}
-  values: {greeting: flux, replicas: 2}
-  install: {disableWait: true}
-  upgrade: {disableWait: true}
-`, name, ns, fluxInterval, name))
+	createChartRelease(t, ns, name, "HelmRepository", "shop", "~1.0.0", "{greeting: flux, replicas: 2}")
 	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "1.0.0")
 	r := scan(t, "--from", "flux", "--app", name)
 	checkClean(t, r, 2)
@@ -177,7 +138,7 @@ func TestArgoCDChartConstraintScansTheVersionArgoCDSynced(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"), repoChart("2.0.0"))
 	const name = "chart-constraint"
-	obj := cluster.Object(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: %s, namespace: %s}
 spec:
@@ -192,13 +153,7 @@ spec:
   syncPolicy:
     automated: {prune: true}
 `, name, argo.Namespace, ns, charts.URL))
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
-		t.Fatalf("create Application: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	waitArgoSyncedAny(t, name)
+	waitArgoSynced(t, name, "")
 	app := getArgoApp(t, name)
 	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
 	if rev, _, _ := unstructured.NestedString(history[len(history)-1].(map[string]any), "revision"); rev != "1.1.0" {
@@ -236,20 +191,7 @@ spec:
   interval: 1m
   url: oci://%s/charts
 `, name, ns, reg.Host))
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: shop
-      version: "1.x"
-      sourceRef: {kind: HelmRepository, name: %s}
-  values: {greeting: oci}
-  install: {disableWait: true}
-  upgrade: {disableWait: true}
-`, name, ns, fluxInterval, name))
+	createChartRelease(t, ns, name, "HelmRepository", "shop", "1.x", "{greeting: oci}")
 	createFluxObject(t, reconcilers.OCIRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata: {name: %s, namespace: %s}

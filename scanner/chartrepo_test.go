@@ -14,38 +14,9 @@ import (
 	"github.com/calricon/driftscan/report"
 )
 
-// shopChart is a chart as public repositories publish them: a Deployment
-// and a ConfigMap from values, at version.
+// shopChart is chartrepo.Shop with greeting as its default.
 func shopChart(version, greeting string) chartrepo.Chart {
-	return chartrepo.Chart{Files: map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: shop\nversion: " + version + "\nappVersion: \"" + version + "\"\n",
-		"values.yaml": "replicas: 2\ngreeting: " + greeting + "\nimage: nginx:1.27\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-  labels:
-    app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-data:
-  greeting: {{ .Values.greeting | quote }}
-`,
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-web
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: web
-        image: {{ .Values.image }}
-`,
-	}}
+	return chartrepo.Shop(version, "replicas: 2\ngreeting: "+greeting+"\nimage: nginx:1.27\n")
 }
 
 // A chart from a Helm chart repository, installed by the real helm from
