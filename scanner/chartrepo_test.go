@@ -79,3 +79,28 @@ func TestAChartFromARepositoryScansAsHelmInstalledIt(t *testing.T) {
 		t.Errorf("a values file outside the config's folder: app error %q", e)
 	}
 }
+
+// A reconciler that released 1.0.0 of a chart whose target allows 1.1.0:
+// live is compared with 1.0.0 (clean), and what 1.1.0 changes is pending
+// sync, named by version, not drift.
+func TestANewerChartVersionTheTargetAllowsIsPendingNotDrift(t *testing.T) {
+	env.Need(t)
+	ns := env.Namespace(t, nil)
+	repo := chartrepo.Serve(t, chartrepo.Options{}, shopChart("1.0.0", "hello"), shopChart("1.1.0", "bonjour"))
+	dir := t.TempDir()
+	chartrepo.RunHelm(t, dir, "install", "shop", "shop", "--repo", repo.URL, "--version", "1.0.0",
+		"--namespace", ns, "--kubeconfig", env.Kubeconfig, "--wait=false")
+	app := config.App{Name: "shop", Source: config.Source{Repo: repo.URL, Chart: "shop", Revision: "1.0.0",
+		Helm: &config.HelmSource{ReleaseName: "shop"}}, Appliers: []string{"helm"}, TargetRevision: "^1.0"}
+	r := runScan(t, scanConfig(ns, app))
+	if got := rows(r); len(got) != 0 || r.Summary.Errors != 0 {
+		t.Fatalf("live is 1.0.0 as released: findings %s, app error %q", dump(got), r.Apps[0].Error)
+	}
+	p := r.Apps[0].Pending
+	if p == nil || p.Synced != "1.0.0" || p.Target != "1.1.0" || p.Error != "" || len(p.Objects) != 1 || p.Objects[0].Name != "shop-config" {
+		t.Fatalf("pending %+v, want 1.0.0 -> 1.1.0 changing ConfigMap shop-config", p)
+	}
+	if s := p.Summary(); !strings.Contains(s, "applied 1.0.0, target 1.1.0") {
+		t.Errorf("pending summary %q", s)
+	}
+}
