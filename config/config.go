@@ -180,6 +180,10 @@ type HelmSource struct {
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`
+	// IgnoreMissingValuesFiles leaves out a values file that does not
+	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
+	// file per environment, not every environment having one).
+	IgnoreMissingValuesFiles bool `yaml:"ignoreMissingValuesFiles"`
 	// ChartValues, set by discovery for a chart from a Helm repository,
 	// are the reconciler's values files in its order: files of the chart
 	// itself (Repo empty), or of a Git repository at a revision (an Argo

@@ -106,8 +106,9 @@ type appHelm struct {
 		Value       string `json:"value"`
 		ForceString bool   `json:"forceString"`
 	} `json:"parameters"`
-	Values       string         `json:"values"`
-	ValuesObject map[string]any `json:"valuesObject"`
+	Values                  string         `json:"values"`
+	ValuesObject            map[string]any `json:"valuesObject"`
+	IgnoreMissingValueFiles bool           `json:"ignoreMissingValueFiles"`
 	// Settings that change the output and that driftscan does not apply.
 	FileParameters []any    `json:"fileParameters"`
 	SkipCrds       bool     `json:"skipCrds"`
@@ -361,7 +362,7 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	}
 	var problems []string
 	if h := s.Helm; h != nil {
-		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}}
+		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles}
 		if hs.ReleaseName == "" {
 			hs.ReleaseName = appName
 		}

@@ -85,6 +85,7 @@ spec:
     helm:
       releaseName: web-prod
       valueFiles: [values-prod.yaml]
+      ignoreMissingValueFiles: true
       parameters:
       - {name: image.tag, value: "1.25"}
       - {name: greeting, value: "hi, there"}
@@ -97,7 +98,7 @@ spec:
 		apps: []config.App{{
 			Name: "web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
-				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"},
+				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"}, IgnoreMissingValuesFiles: true,
 				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there"},
 				// Inline values as Argo CD writes them to a values file:
 				// JSON numbers keep their text.

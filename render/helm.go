@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -254,6 +255,9 @@ func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[s
 			return nil, fmt.Errorf("values file %w: refused", err)
 		}
 		data, err := root.root.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) && src.IgnoreMissingValuesFiles {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", f, err)
 		}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -199,5 +200,36 @@ func TestDiscoverAPIVersionsOnlyForCharts(t *testing.T) {
 		if asked != 0 {
 			t.Errorf("rendering %s asked for the API versions %d times, want never", dir, asked)
 		}
+	}
+}
+
+// Argo CD's helm.ignoreMissingValueFiles: a values file that does not exist
+// is left out (one values file per environment, not every environment
+// having one), and the render is the one without it, fresh and from the
+// render cache; a values file that exists is still read.
+func TestAMissingValuesFileIsLeftOutWhenAsked(t *testing.T) {
+	dir := renderFixture(t, "helm/web")
+	with := &config.HelmSource{ValuesFiles: []string{"values-prod.yaml"}}
+	missing := &config.HelmSource{ValuesFiles: []string{"values-prod.yaml", "values-staging.yaml"}, IgnoreMissingValuesFiles: true}
+	want, err := Manifests(context.Background(), Options{Dir: dir, Helm: with})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, run := range []string{"fresh", "from the render cache"} {
+		got, stats, err := chartScan(t, Options{Dir: dir, Helm: missing}, cache)
+		if err != nil {
+			t.Fatalf("%s: %v", run, err)
+		}
+		if d := cmp.Diff(renderSummary(want), renderSummary(got)); d != "" {
+			t.Errorf("%s: the render with a missing values file left out differs from the one without it (-want +got):\n%s", run, d)
+		}
+		if cached := stats.Charts == 1; cached != (run != "fresh") {
+			t.Errorf("%s: %d charts read from the render cache", run, stats.Charts)
+		}
+	}
+	missing.IgnoreMissingValuesFiles = false
+	if _, err := Manifests(context.Background(), Options{Dir: dir, Helm: missing}); err == nil || !strings.Contains(err.Error(), "values-staging.yaml") {
+		t.Errorf("without ignoreMissingValuesFiles: want the missing file named, got %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"io/fs"
 	"slices"
 
 	"github.com/calricon/driftscan/config"
@@ -84,6 +86,10 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 			return chartInput{}, false
 		}
 		data, err := src.root.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) && helm.IgnoreMissingValuesFiles {
+			part('m', []byte(f)) // missing, and left out
+			continue
+		}
 		if err != nil {
 			return chartInput{}, false
 		}

@@ -2,7 +2,9 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -152,6 +154,9 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 	}
 	for _, v := range h.ChartValues {
 		data, err := chartValues(ctx, c.Dir, v, opts, ca)
+		if errors.Is(err, fs.ErrNotExist) && h.IgnoreMissingValuesFiles {
+			continue
+		}
 		if err != nil {
 			return Location{}, err
 		}
