@@ -365,7 +365,7 @@ func pickVersion(index *chartIndex, chart, want string) (chartVersion, error) {
 	}
 	for _, v := range versions {
 		if want != "" && v.Version == want {
-			return v, nil
+			return checkedVersion(v)
 		}
 	}
 	constraint := want
@@ -397,14 +397,22 @@ func pickVersion(index *chartIndex, chart, want string) (chartVersion, error) {
 		}
 		return chartVersion{}, fmt.Errorf("no version meets %q (newest listed: %s)", constraint, strings.Join(names, ", "))
 	}
-	if !versionText.MatchString(best.Version) {
-		return chartVersion{}, fmt.Errorf("version %q: not a version driftscan can name a folder after", best.Version)
+	return checkedVersion(best)
+}
+
+// checkedVersion refuses what a repository may write that the report, the
+// cache and the archive check cannot take: a version that is no plain
+// version text (it is reported, and a cache key), a digest that is not a
+// SHA-256.
+func checkedVersion(v chartVersion) (chartVersion, error) {
+	if !versionText.MatchString(v.Version) {
+		return chartVersion{}, fmt.Errorf("version %q: not a version text (letters, digits, '.', '+', '-')", v.Version)
 	}
-	if best.Digest != "" && !digestText.MatchString(strings.ToLower(best.Digest)) {
-		return chartVersion{}, fmt.Errorf("version %s: digest %q is not a SHA-256", best.Version, best.Digest)
+	if v.Digest != "" && !digestText.MatchString(strings.ToLower(v.Digest)) {
+		return chartVersion{}, fmt.Errorf("version %s: digest %q is not a SHA-256", v.Version, v.Digest)
 	}
-	best.Digest = strings.ToLower(best.Digest)
-	return best, nil
+	v.Digest = strings.ToLower(v.Digest)
+	return v, nil
 }
 
 // chartFetch is one FetchChart's HTTP client and credentials.

@@ -22,8 +22,9 @@ const (
 	chartLayerType       = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 	legacyChartLayerType = "application/tar+gzip"
 	// maxTagPages bounds a tag listing (a page is up to the registry's
-	// page size, often 100 or 1,000 tags).
-	maxTagPages = 100
+	// page size, often 100 or 1,000 tags, and at most oras-go's 4 MiB of
+	// metadata).
+	maxTagPages = 20
 )
 
 // ociRemote is a chart in an OCI registry, as `helm push` stores it: one

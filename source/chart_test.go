@@ -289,17 +289,19 @@ func TestFetchChartRefusesHostileRepositories(t *testing.T) {
 		archive []byte
 		index   string
 		want    string
+		version string // asked for; "" the newest
 	}{
-		{"a name that climbs out", tgz(t, chartYAML, &tar.Header{Name: "web/../../../escape", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1}), "", "unpack"},
-		{"past Helm's size limit", tgz(t, chartYAML, &tar.Header{Name: "web/big", Typeflag: tar.TypeReg, Mode: 0o644, Size: 200 << 20}), "", "unpack"},
-		{"no Chart.yaml", tgz(t, &tar.Header{Name: "web/values.yaml", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1}), "", "Chart.yaml"},
-		{"an endless archive", nil, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.0.0\n    urls: [endless]\n", "more than"},
-		{"a YAML bomb of an index", nil, bomb, "index"},
-		{"a version that is a path", nil, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: ../../x\n    urls: [web-1.0.0.tgz]\n", "version"},
+		{"a name that climbs out", tgz(t, chartYAML, &tar.Header{Name: "web/../../../escape", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1}), "", "unpack", ""},
+		{"past Helm's size limit", tgz(t, chartYAML, &tar.Header{Name: "web/big", Typeflag: tar.TypeReg, Mode: 0o644, Size: 200 << 20}), "", "unpack", ""},
+		{"no Chart.yaml", tgz(t, &tar.Header{Name: "web/values.yaml", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1}), "", "Chart.yaml", ""},
+		{"an endless archive", nil, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.0.0\n    urls: [endless]\n", "more than", ""},
+		{"a YAML bomb of an index", nil, bomb, "index", ""},
+		{"a version that is a path", nil, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: ../../x\n    urls: [web-1.0.0.tgz]\n", "version", ""},
+		{"a version asked for exactly that is no version text", nil, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: \"1.0.0\\e[31m\"\n    urls: [web-1.0.0.tgz]\n", "not a version text", "1.0.0\x1b[31m"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cache := NewCache(t.TempDir())
-			_, err := FetchChart(context.Background(), ChartOptions{Repo: hostileRepo(t, c.archive, c.index), Chart: "web", Cache: cache})
+			_, err := FetchChart(context.Background(), ChartOptions{Repo: hostileRepo(t, c.archive, c.index), Chart: "web", Version: c.version, Cache: cache})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want an error about %q, got %v", c.want, err)
 			}
