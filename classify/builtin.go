@@ -117,24 +117,141 @@ var podTemplates = map[string]string{
 // as sent (requests are copied from limits for Pods, not for templates,
 // and LimitRanger defaults Pods only, which is why Pods are not listed).
 func neverDefaulted(o Object, path string) bool {
-	spec, ok := podTemplates[o.Group+"/"+o.Kind]
-	if !ok {
-		return false
-	}
-	rest, ok := strings.CutPrefix(path, spec+".")
-	if !ok {
+	rest, pod, ok := podSpecOf(o, path)
+	if !ok || pod {
 		return false
 	}
 	if within(rest, "securityContext") || within(rest, "affinity") {
 		return true
 	}
+	field := containerField(rest)
+	return field != "" && (within(field, "securityContext") || within(field, "resources"))
+}
+
+// podSpecOf is the path of o's pod spec (a workload's pod template, or a
+// Pod's own spec) and what of path lies below it; ok false elsewhere.
+func podSpecOf(o Object, path string) (rest string, pod bool, ok bool) {
+	spec, ok := podTemplates[o.Group+"/"+o.Kind]
+	if !ok {
+		if o.Group != "" || o.Kind != "Pod" {
+			return "", false, false
+		}
+		spec, pod = ".spec", true
+	}
+	rest, ok = strings.CutPrefix(path, spec+".")
+	return rest, pod, ok
+}
+
+// containerField is the field path below a container of a pod spec (rest
+// relative to the spec), "" when rest is in no container.
+func containerField(rest string) string {
 	for _, list := range []string{"containers[", "initContainers[", "ephemeralContainers["} {
 		if c, ok := strings.CutPrefix(rest, list); ok {
-			_, field, ok := strings.Cut(c, "].")
-			return ok && (within(field, "securityContext") || within(field, "resources"))
+			_, field, _ := strings.Cut(c, "].")
+			return field
 		}
 	}
-	return false
+	return ""
+}
+
+// neverAddedWhole are fields of a workload's pod template, and of its
+// containers, that the API server never fills in as a whole: added where
+// Git has none and owned by nobody, something set them at admission. Below
+// them it may fill in defaults (a probe's periodSeconds), so only the
+// field itself counts. Checked on kube-apiserver v1.37.2
+// (scanner TestTheServerDefaultsClassifyReliesOn). Pods are left out: the
+// API server's admission plugins fill some of these in for Pods
+// (tolerations, serviceAccountName, priority).
+var neverAddedWhole = map[string]bool{
+	"nodeSelector": true, "tolerations": true, "topologySpreadConstraints": true, "imagePullSecrets": true,
+	"dnsConfig": true, "hostAliases": true, "priorityClassName": true, "runtimeClassName": true,
+	"serviceAccountName": true, "automountServiceAccountToken": true, "readinessGates": true,
+}
+
+// neverAddedToContainer are the same for a container.
+var neverAddedToContainer = map[string]bool{
+	"livenessProbe": true, "readinessProbe": true, "startupProbe": true, "lifecycle": true,
+	"env": true, "envFrom": true, "command": true, "args": true, "workingDir": true, "volumeMounts": true,
+}
+
+// serverDefault is the value the API server fills in at path of a pod
+// spec when nothing sets it, as text, for the fields whose default is
+// known (checked on kube-apiserver v1.37.2, scanner
+// TestTheServerDefaultsClassifyReliesOn); ok false for any other field.
+// image is the live image of the container path is in: imagePullPolicy's
+// default is Always for an image with no tag or the tag latest (and no
+// digest), else IfNotPresent.
+func serverDefault(o Object, path, image string) (string, bool) {
+	rest, _, ok := podSpecOf(o, path)
+	if !ok {
+		return "", false
+	}
+	if field := containerField(rest); field != "" {
+		switch field {
+		case "terminationMessagePath":
+			return "/dev/termination-log", true
+		case "terminationMessagePolicy":
+			return "File", true
+		case "imagePullPolicy":
+			if image == "" {
+				return "", false
+			}
+			return pullPolicyDefault(image), true
+		}
+		return "", false
+	}
+	switch rest {
+	case "terminationGracePeriodSeconds":
+		return "30", true
+	case "dnsPolicy":
+		return "ClusterFirst", true
+	case "schedulerName":
+		return "default-scheduler", true
+	case "restartPolicy":
+		if o.Group == "batch" {
+			return "", false // a Job's pods name theirs: there is no default
+		}
+		return "Always", true
+	}
+	return "", false
+}
+
+// pullPolicyDefault is the imagePullPolicy the API server gives a
+// container of image: Always for the tag latest or no tag, unless the
+// image is named by digest; IfNotPresent otherwise.
+func pullPolicyDefault(image string) string {
+	if strings.Contains(image, "@") {
+		return "IfNotPresent"
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if _, tag, ok := strings.Cut(name, ":"); !ok || tag == "latest" {
+		return "Always"
+	}
+	return "IfNotPresent"
+}
+
+// notADefault reports whether an Added field nobody owns under a parent Git
+// declares cannot be a server default: it is in a structure the API server
+// never fills in (neverDefaulted), a field it never adds whole
+// (neverAddedWhole, neverAddedToContainer), or a field whose default is
+// known and live holds another value (serverDefault).
+func notADefault(o Object, ch Change) bool {
+	if neverDefaulted(o, ch.Path) {
+		return true
+	}
+	rest, pod, ok := podSpecOf(o, ch.Path)
+	if !ok {
+		return false
+	}
+	if field := containerField(rest); field != "" {
+		if neverAddedToContainer[field] {
+			return true
+		}
+	} else if !pod && neverAddedWhole[rest] {
+		return true
+	}
+	def, ok := serverDefault(o, ch.Path, ch.ContainerImage)
+	return ok && ch.Live != def
 }
 
 // within reports whether path is the field named or one below it. (The API

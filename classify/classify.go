@@ -76,6 +76,10 @@ type Change struct {
 	Contained        bool
 	Filled           string
 	InLastApplied    bool
+	// ContainerImage is the live image of the pod spec's container the
+	// path is in, "" for a path in none (imagePullPolicy's default
+	// depends on it).
+	ContainerImage string
 }
 
 // Result is the verdict on one change.
@@ -211,12 +215,13 @@ func entryOf(a *report.Attribution) *Entry {
 
 func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) Result {
 	if owner == nil {
-		if !ch.NewKey && !neverDefaulted(o, ch.Path) {
+		if !ch.NewKey && !notADefault(o, ch) {
 			// A scalar or struct filled in under a parent Git declares:
 			// a server default. A webhook's field there reads the same
 			// in managedFields (both are owned by nobody); when one
 			// matches the object, the explanation says so. Where the
-			// server fills nothing in (neverDefaulted), it is a mutation.
+			// server fills nothing in, or would fill in another value
+			// (notADefault), it is a mutation.
 			detail := "no manager owns it, under a parent Git declares: a default the API server filled in"
 			if len(o.Webhooks) > 0 {
 				detail += fmt.Sprintf(", or a field MutatingWebhookConfiguration %s set at admission (managedFields do not tell the two apart)", strings.Join(o.Webhooks, ", "))

@@ -253,3 +253,85 @@ func TestARolloutRestartIsNoDrift(t *testing.T) {
 		t.Errorf("stats count %d restarts, want 1", n)
 	}
 }
+
+// What the classifier takes for a server default, pinned on the real API
+// server: a Deployment applied with a minimal pod template comes back with
+// exactly these defaults (imagePullPolicy by the image's tag), and none of
+// the fields classify's neverAddedWhole and neverAddedToContainer name.
+func TestTheServerDefaultsClassifyReliesOn(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bare"},
+		"spec":{"selector":{"matchLabels":{"app":"bare"}},"template":{"metadata":{"labels":{"app":"bare"}},"spec":{
+		"initContainers":[{"name":"init","image":"busybox"}],
+		"containers":[{"name":"latest","image":"nginx:latest"},{"name":"untagged","image":"registry.example.com:5000/nginx"},
+		{"name":"tagged","image":"nginx:1.27"},{"name":"digest","image":"nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000"}]}}}}`))
+	spec, _, _ := unstructured.NestedMap(env.Get(t, cluster.Deployment, ns, "bare").Object, "spec", "template", "spec")
+	for field, want := range map[string]any{"terminationGracePeriodSeconds": int64(30), "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "restartPolicy": "Always"} {
+		if spec[field] != want {
+			t.Errorf("pod template %s = %v, want the default %v", field, spec[field], want)
+		}
+	}
+	for _, field := range []string{"nodeSelector", "tolerations", "topologySpreadConstraints", "imagePullSecrets", "dnsConfig", "hostAliases",
+		"priorityClassName", "runtimeClassName", "serviceAccountName", "automountServiceAccountToken", "readinessGates", "affinity"} {
+		if v, ok := spec[field]; ok {
+			t.Errorf("the API server filled in the pod template's %s: %v", field, v)
+		}
+	}
+	pull := map[string]string{"init": "Always", "latest": "Always", "untagged": "Always", "tagged": "IfNotPresent", "digest": "IfNotPresent"}
+	for _, list := range []string{"initContainers", "containers"} {
+		items, _ := spec[list].([]any)
+		for _, c := range items {
+			c := c.(map[string]any)
+			name := c["name"].(string)
+			if c["imagePullPolicy"] != pull[name] || c["terminationMessagePath"] != "/dev/termination-log" || c["terminationMessagePolicy"] != "File" {
+				t.Errorf("container %s: imagePullPolicy %v (want %s), terminationMessagePath %v, terminationMessagePolicy %v",
+					name, c["imagePullPolicy"], pull[name], c["terminationMessagePath"], c["terminationMessagePolicy"])
+			}
+			for _, field := range []string{"livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "env", "envFrom", "command", "args", "workingDir", "volumeMounts", "resources", "securityContext"} {
+				if v, ok := c[field]; ok && fmt.Sprint(v) != "map[]" {
+					t.Errorf("the API server filled in container %s's %s: %v", name, field, v)
+				}
+			}
+		}
+	}
+}
+
+// A policy webhook that sets a field the API server also defaults
+// (Kyverno's always-pull-images: imagePullPolicy Always) or adds a probe:
+// where live holds another value than the server's default, or a field the
+// server never adds, the finding is the webhook's; where the webhook's value
+// is the default itself (an image tagged latest), nothing tells it from the
+// server's, and it stays a dismissed default naming the webhook.
+func TestAWebhookSettingAFieldTheServerDefaultsIsTheWebhooks(t *testing.T) {
+	name := "always-pull-" + strings.ToLower(t.Name()[len(t.Name())-8:])
+	env.ServeWebhook(t, cluster.Webhook{
+		Name:              name,
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"policy": "always-pull"}},
+		Container: map[string]any{"imagePullPolicy": "Always",
+			"readinessProbe": map[string]any{"tcpSocket": map[string]any{"port": int64(8080)}}},
+	})
+	ns := env.Namespace(t, map[string]string{"policy": "always-pull"})
+	dir := t.TempDir()
+	writeManifest(t, filepath.Join(dir, "deployment.yaml"), cluster.Object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api"},
+		"spec":{"selector":{"matchLabels":{"app":"api"}},"template":{"metadata":{"labels":{"app":"api"}},"spec":{"containers":[
+		{"name":"api","image":"nginx:1.27"},{"name":"edge","image":"nginx:latest"}]}}}}`))
+	applyDir(t, dir, ns)
+	r := runScan(t, scanConfig(ns, config.App{Name: "api", Source: config.Source{Path: dir}}), func(o *Options) { o.ExplainDismissed = true })
+	want := []row{
+		{Object: "Deployment/api", Path: `.spec.template.spec.containers[name="api"].imagePullPolicy`, Type: report.TypeAdded, Class: report.ClassWebhook, Live: "Always"},
+		{Object: "Deployment/api", Path: `.spec.template.spec.containers[name="api"].readinessProbe`, Type: report.TypeAdded, Class: report.ClassWebhook, Live: `{"failureThreshold":3,"periodSeconds":10,"successThreshold":1,"tcpSocket":{"port":8080},"timeoutSeconds":1}`},
+		{Object: "Deployment/api", Path: `.spec.template.spec.containers[name="edge"].readinessProbe`, Type: report.TypeAdded, Class: report.ClassWebhook, Live: `{"failureThreshold":3,"periodSeconds":10,"successThreshold":1,"tcpSocket":{"port":8080},"timeoutSeconds":1}`},
+	}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	var edge string
+	for _, d := range r.Apps[0].Objects[0].Dismissed {
+		if d.Path == `.spec.template.spec.containers[name="edge"].imagePullPolicy` {
+			edge = string(d.Reason) + ": " + d.Detail
+		}
+	}
+	if !strings.HasPrefix(edge, "defaulted: ") || !strings.Contains(edge, name) {
+		t.Errorf("imagePullPolicy Always on an image tagged latest dismissed as %q; want defaulted, naming the webhook", edge)
+	}
+}

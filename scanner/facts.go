@@ -2,6 +2,8 @@ package scanner
 
 import (
 	"encoding/json"
+	"regexp"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,7 +55,31 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 		if last := of.lastAppliedConfig(); last != nil {
 			_, cc.InLastApplied = lookup(last, ch.Path)
 		}
+		cc.ContainerImage = of.containerImage(cc.Path)
 	}
+}
+
+// inContainer matches the text path of a field in a pod spec's container:
+// the spec's path, the list and the container's name.
+var inContainer = regexp.MustCompile(`^((?:\.[A-Za-z]+)*)\.(containers|initContainers|ephemeralContainers)\[name="([^"\\]*)"\]\.`)
+
+// containerImage is the live image of the container the text path is in,
+// "" when it is in none or the container has no image.
+func (of *objectFacts) containerImage(path string) string {
+	m := inContainer.FindStringSubmatch(path)
+	if m == nil {
+		return ""
+	}
+	fields := append(strings.Split(strings.TrimPrefix(m[1], "."), "."), m[2])
+	list, _, _ := unstructured.NestedFieldNoCopy(of.live.Object, fields...)
+	items, _ := list.([]any)
+	for _, c := range items {
+		if c, ok := c.(map[string]any); ok && c["name"] == m[3] {
+			image, _ := c["image"].(string)
+			return image
+		}
+	}
+	return ""
 }
 
 // lastAppliedConfig is kubectl's last-applied-configuration of the live
