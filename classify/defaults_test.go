@@ -37,7 +37,7 @@ func TestNotADefault(t *testing.T) {
 		{deploy, Change{Path: ".spec.template.spec.dnsPolicy", Live: "Default"}, true},
 		{deploy, Change{Path: ".spec.template.spec.restartPolicy", Live: "Always"}, false},
 		{job, Change{Path: ".spec.template.spec.restartPolicy", Live: "OnFailure"}, false}, // a Job's has no default
-		{pod, Change{Path: ".spec.tolerations", Live: "[]"}, false},                         // admission plugins fill a Pod's in
+		{pod, Change{Path: ".spec.tolerations", Live: "[]"}, false},                        // admission plugins fill a Pod's in
 		{pod, Change{Path: `.spec.containers[name="app"].imagePullPolicy`, Live: "Always", ContainerImage: "nginx:1.27"}, true},
 		{deploy, Change{Path: ".spec.revisionHistoryLimit", Live: "10"}, false},
 	} {
