@@ -243,8 +243,10 @@ func notADefault(o Object, ch Change) bool {
 	if !ok {
 		return false
 	}
+	// Pods are left out: admission plugins add to them (the ServiceAccount
+	// plugin a token's volumeMounts, DefaultTolerationSeconds tolerations).
 	if field := containerField(rest); field != "" {
-		if neverAddedToContainer[field] {
+		if !pod && neverAddedToContainer[field] {
 			return true
 		}
 	} else if !pod && neverAddedWhole[rest] {

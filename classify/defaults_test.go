@@ -39,6 +39,7 @@ func TestNotADefault(t *testing.T) {
 		{job, Change{Path: ".spec.template.spec.restartPolicy", Live: "OnFailure"}, false}, // a Job's has no default
 		{pod, Change{Path: ".spec.tolerations", Live: "[]"}, false},                        // admission plugins fill a Pod's in
 		{pod, Change{Path: `.spec.containers[name="app"].imagePullPolicy`, Live: "Always", ContainerImage: "nginx:1.27"}, true},
+		{pod, Change{Path: `.spec.containers[name="app"].volumeMounts`, Live: "[]"}, false}, // the ServiceAccount plugin's token
 		{deploy, Change{Path: ".spec.revisionHistoryLimit", Live: "10"}, false},
 	} {
 		if got := notADefault(tt.o, tt.ch); got != tt.want {
