@@ -180,6 +180,16 @@ type HelmSource struct {
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`
+	// SkipCRDs leaves out the chart's crds/ folder (Argo CD's
+	// helm.skipCrds, `helm template --skip-crds`).
+	SkipCRDs bool `yaml:"skipCrds"`
+	// Namespace is the release's namespace when it is not the app's
+	// (Argo CD's helm.namespace): what .Release.Namespace renders as.
+	Namespace string `yaml:"namespace"`
+	// KubeVersion and APIVersions replace the cluster's in the chart's
+	// .Capabilities (Argo CD's helm.kubeVersion and helm.apiVersions).
+	KubeVersion string   `yaml:"kubeVersion"`
+	APIVersions []string `yaml:"apiVersions"`
 	// IgnoreMissingValuesFiles leaves out a values file that does not
 	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
 	// file per environment, not every environment having one).

@@ -109,7 +109,7 @@ type appHelm struct {
 	Values                  string         `json:"values"`
 	ValuesObject            map[string]any `json:"valuesObject"`
 	IgnoreMissingValueFiles bool           `json:"ignoreMissingValueFiles"`
-	// Settings that change the output and that driftscan does not apply.
+	// fileParameters change the output and driftscan does not apply them.
 	FileParameters []any    `json:"fileParameters"`
 	SkipCrds       bool     `json:"skipCrds"`
 	Namespace      string   `json:"namespace"`
@@ -362,7 +362,8 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	}
 	var problems []string
 	if h := s.Helm; h != nil {
-		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles}
+		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles,
+			SkipCRDs: h.SkipCrds, Namespace: h.Namespace, KubeVersion: h.KubeVersion, APIVersions: h.APIVersions}
 		if hs.ReleaseName == "" {
 			hs.ReleaseName = appName
 		}
@@ -409,10 +410,6 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 			set  bool
 		}{
 			{"fileParameters", len(h.FileParameters) > 0},
-			{"skipCrds", h.SkipCrds},
-			{"namespace", h.Namespace != ""},
-			{"kubeVersion", h.KubeVersion != ""},
-			{"apiVersions", len(h.APIVersions) > 0},
 		} {
 			if o.set {
 				unsupported = append(unsupported, o.name)

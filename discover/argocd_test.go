@@ -231,7 +231,7 @@ spec:
 			{
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
 				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
-					ReleaseName: "web-helm", Set: map[string]string{"count": "3"},
+					ReleaseName: "web-helm", Set: map[string]string{"count": "3"}, SkipCRDs: true, Namespace: "other",
 					// Lists and strings --set would retype are kept.
 					Values: map[string]any{"featureFlag": "true", "nested": map[string]any{"list": []any{}, "ok": "fine"}, "replicas": json.Number("3"),
 						"tolerations": []any{map[string]any{"key": "dedicated"}}},
@@ -248,7 +248,6 @@ spec:
 		},
 		errors: []string{
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
-			"Application/NS/web-helm: Helm settings in the Application are not applied by driftscan yet: skipCrds, namespace",
 			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: namePrefix, images, commonLabels",
 		},
 	},

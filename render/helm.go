@@ -49,6 +49,16 @@ import (
 // an object without kind or name in the output is an error of its own. No
 // error shows a value of opts.Helm.Secret.
 func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
+	if h := opts.Helm; h != nil {
+		// The source's own capabilities replace the cluster's, as Argo
+		// CD's helm.kubeVersion and helm.apiVersions do.
+		if h.KubeVersion != "" {
+			opts.KubeVersion = h.KubeVersion
+		}
+		if len(h.APIVersions) > 0 {
+			opts.APIVersions = h.APIVersions
+		}
+	}
 	if opts.APIVersions == nil && opts.DiscoverAPIVersions != nil {
 		opts.APIVersions = opts.DiscoverAPIVersions()
 	}
@@ -138,8 +148,12 @@ func releaseName(opts Options) string {
 	return filepath.Base(opts.Dir)
 }
 
-// releaseNamespace is the namespace a chart renders in.
+// releaseNamespace is the namespace a chart renders in: the source's, else
+// the app's, else default.
 func releaseNamespace(opts Options) string {
+	if opts.Helm != nil && opts.Helm.Namespace != "" {
+		return opts.Helm.Namespace
+	}
 	if opts.Namespace == "" {
 		return "default"
 	}
@@ -215,6 +229,9 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	}
 	var b strings.Builder
 	for _, crd := range ch.CRDObjects() {
+		if src.SkipCRDs {
+			break
+		}
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
 	}
 	for _, m := range manifests {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,15 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 		opts: Options{Namespace: "pay", KubeVersion: "v1.36.0", Helm: &config.HelmSource{ReleaseName: "checkout", Values: inlineValuesOf(inlineDoc), Set: map[string]string{"flag": "on"}}},
 		args: []string{"checkout", "-n", "pay", "--kube-version", "v1.36.0", "-f", "inline.yaml", "--set", "flag=on"},
 	}, {
+		// Argo CD's helm.skipCrds, helm.namespace, helm.kubeVersion and
+		// helm.apiVersions: the source's capabilities replace the
+		// cluster's.
+		name:  "a source's own release namespace, capabilities and skipped CRDs",
+		chart: agreeChart,
+		opts: Options{Namespace: "pay", KubeVersion: "v1.36.0", APIVersions: []string{"other.example.com/v1"},
+			Helm: &config.HelmSource{ReleaseName: "checkout", SkipCRDs: true, Namespace: "payments", KubeVersion: "v1.35.1", APIVersions: []string{"example.com/v1"}}},
+		args: []string{"checkout", "-n", "payments", "--kube-version", "v1.35.1", "--api-versions", "example.com/v1", "--skip-crds"},
+	}, {
 		name:  "subcharts, conditions, tags, aliases, imported values, hooks and notes",
 		chart: agreeChart,
 		opts:  Options{Namespace: "pay", Helm: &config.HelmSource{ReleaseName: "checkout"}, KubeVersion: "v1.36.0", APIVersions: []string{"example.com/v1"}},
@@ -252,6 +262,11 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			got, renderErr := Manifests(context.Background(), opts)
 
 			args := append([]string{"template", "--include-crds", "--no-hooks", tt.args[0], "."}, tt.args[1:]...)
+			if slices.Contains(args, "--skip-crds") {
+				// As Argo CD runs helm for skipCrds: --include-crds
+				// would print them all the same.
+				args = slices.DeleteFunc(args, func(a string) bool { return a == "--include-crds" })
+			}
 			out, stderr, helmErr := runHelm(t, helm, dir, args...)
 			if tt.fails {
 				if helmErr == nil {

@@ -119,6 +119,9 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('t', []byte(helm.Set[k]))
 		in.values = append(in.values, []byte(helm.Set[k]))
 	}
+	if helm.SkipCRDs {
+		part('c', nil)
+	}
 	part('r', []byte(releaseName(opts)))
 	part('n', []byte(releaseNamespace(opts)))
 	part('K', []byte(opts.KubeVersion))
