@@ -190,6 +190,10 @@ type HelmSource struct {
 	// .Capabilities (Argo CD's helm.kubeVersion and helm.apiVersions).
 	KubeVersion string   `yaml:"kubeVersion"`
 	APIVersions []string `yaml:"apiVersions"`
+	// ChartVersion, set by discovery, is the version the chart renders as
+	// (.Chart.Version) when the reconciler changes it: helm-controller
+	// appends the digest of an OCIRepository's artifact ("1.1.0+f57c38d97ca9").
+	ChartVersion string `yaml:"-"`
 	// IgnoreMissingValuesFiles leaves out a values file that does not
 	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
 	// file per environment, not every environment having one).

@@ -149,6 +149,13 @@ func (r *ociRepository) chartSource(hr *helmRelease) (src config.Source, target 
 	if src.Revision = hr.released(src.Chart, target); src.Revision == "" {
 		return config.Source{}, "", fmt.Errorf("ref.digest %s: the chart is pinned by digest and helm-controller has released no version of it yet", r.Spec.Ref.Digest)
 	}
+	if version, digest, ok := strings.Cut(src.Revision, "+"); ok && src.Revision != target {
+		// helm-controller renders a chart from an OCIRepository with the
+		// artifact's digest as the version's build metadata, and releases
+		// it so: the registry's tag is the version without it.
+		src.Revision = version
+		src.Helm = &config.HelmSource{ChartVersion: version + "+" + digest}
+	}
 	return src, target, nil
 }
 
@@ -233,6 +240,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		src.Path = cleanPath(chart.Chart)
 	}
 	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName}
+	if src.Helm != nil {
+		hs.ChartVersion = src.Helm.ChartVersion
+	}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()
 		if hr.Spec.TargetNamespace != "" {

@@ -225,6 +225,10 @@ func TestFluxObjects(t *testing.T) {
 	}
 	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "deploy", types.MergePatchType,
 		`{"status":{"artifact":{"revision":"main@sha1:`+commit+`","path":"gitrepository/deploy.tar.gz"}}}`, "status")
+	// helm-controller released 1.2.0 of the OCIRepository's chart, its
+	// version carrying the artifact's digest.
+	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "oci-chart", types.MergePatchType,
+		`{"status":{"history":[{"chartName":"podinfo","chartVersion":"6.5.4+cdd538a0167e","name":"oci-chart","namespace":"NS","version":1,"status":"deployed"}]}}`, "status")
 	// helm-controller released 4.11.3; the spec allows any 4.x.
 	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "ingress", types.MergePatchType,
 		`{"status":{"history":[{"chartName":"ingress-nginx","chartVersion":"4.11.3","name":"ingress","namespace":"NS","version":2,"status":"deployed"}]}}`, "status")
@@ -260,12 +264,14 @@ func TestFluxObjects(t *testing.T) {
 		},
 		{
 			// A chartRef to an OCIRepository: its URL is the chart's
-			// repository in the registry, its ref the target.
+			// repository in the registry, its ref the target; the version
+			// released renders with the artifact's digest.
 			Name: "oci-chart", Owner: "NS", Namespace: ns,
-			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: ">=6.0.0",
-				Helm: &config.HelmSource{ReleaseName: "oci-chart"}},
-			Appliers: []string{"helm-controller"},
-			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},
+			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: "6.5.4",
+				Helm: &config.HelmSource{ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e"}},
+			TargetRevision: ">=6.0.0",
+			Appliers:       []string{"helm-controller"},
+			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},
 		},
 		{
 			// From an OCI HelmRepository; insecure is plain HTTP.

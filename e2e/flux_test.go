@@ -105,7 +105,9 @@ func waitFluxReady(t *testing.T, gvr schema.GroupVersionResource, ns, name, revi
 		}
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		last = fmt.Sprintf("lastAppliedRevision %q, conditions %v", rev, conds)
-		if rev == "" || !strings.HasSuffix(rev, revision) {
+		// helm-controller releases a chart from an OCIRepository with the
+		// artifact's digest as build metadata: 1.1.0+f57c38d97ca9.
+		if rev == "" || !strings.HasSuffix(rev, revision) && !strings.HasPrefix(rev, revision+"+") {
 			return false, nil
 		}
 		for _, c := range conds {

@@ -115,6 +115,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
+	if h := opts.Helm; h != nil && h.ChartVersion != "" {
+		ch.Metadata.Version = h.ChartVersion // as the reconciler released it
+	}
 	s := mayDiffer
 	if keyed {
 		s = in.settlement(ch)

@@ -233,3 +233,29 @@ func TestAMissingValuesFileIsLeftOutWhenAsked(t *testing.T) {
 		t.Errorf("without ignoreMissingValuesFiles: want the missing file named, got %v", err)
 	}
 }
+
+// A chart helm-controller released from an OCIRepository renders with the
+// artifact's digest in its version (HelmSource.ChartVersion), as the
+// reconciler rendered it; the render cache tells the two apart.
+func TestAChartRendersAsTheVersionTheReconcilerGaveIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shop")
+	writeTree(t, dir, agreeChart)
+	cache := filepath.Join(t.TempDir(), "cache")
+	label := func(ms []Manifest) string {
+		for _, m := range ms {
+			if l := m.Object.GetLabels()["helm.sh/chart"]; l != "" {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct{ version, want string }{{"", "shop-1.4.0"}, {"1.4.0+f57c38d97ca9", "shop-1.4.0+f57c38d97ca9"}, {"", "shop-1.4.0"}} {
+		ms, _, err := chartScan(t, Options{Dir: dir, Namespace: "pay", KubeVersion: "v1.36.0", Helm: &config.HelmSource{ChartVersion: tt.version}}, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := label(ms); got != tt.want {
+			t.Errorf("ChartVersion %q: helm.sh/chart %q, want %q", tt.version, got, tt.want)
+		}
+	}
+}

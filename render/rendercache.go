@@ -122,6 +122,7 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 	if helm.SkipCRDs {
 		part('c', nil)
 	}
+	part('V', []byte(helm.ChartVersion))
 	part('r', []byte(releaseName(opts)))
 	part('n', []byte(releaseNamespace(opts)))
 	part('K', []byte(opts.KubeVersion))

@@ -62,6 +62,7 @@ func TestAChartFromARepositoryScansAsHelmInstalledIt(t *testing.T) {
 	want := []row{
 		{Object: "ConfigMap/shop-config", Path: ".data.greeting", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit", Git: "bonjour", Live: "hotfix"},
 		{Object: "ConfigMap/shop-config", Path: ".metadata.labels.app.kubernetes.io/version", Type: report.TypeChanged, Class: report.ClassUnknown, Manager: "helm", Git: "1.1.0", Live: "1.0.0"},
+		{Object: "ConfigMap/shop-config", Path: ".metadata.labels.helm.sh/chart", Type: report.TypeChanged, Class: report.ClassUnknown, Manager: "helm", Git: "shop-1.1.0", Live: "shop-1.0.0"},
 	}
 	if diff := cmp.Diff(want, rows(r)); diff != "" {
 		t.Errorf("findings at ^1.0 after a person's edit (-want +got):\n%s", diff)
