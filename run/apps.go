@@ -115,13 +115,24 @@ func parseShard(spec string) (shard.Spec, error) {
 
 // attachDiscoveryErrors puts what discovery could not reproduce on the app
 // it concerns, or on the scan, so it shows in the report and its exit code.
-func attachDiscoveryErrors(r *report.Report, errs []*discover.Error) {
+// With only some apps asked for (--app), what concerns neither those apps
+// nor their reconciler objects is left out: another team's broken
+// HelmRelease (or one whose namespace is being deleted, its source gone
+// first) is no error of this scan.
+func attachDiscoveryErrors(r *report.Report, errs []*discover.Error, onlyAsked bool) {
 	apps := map[string]*report.App{}
+	objects := map[string]bool{}
 	for i := range r.Apps {
 		apps[r.Apps[i].Name] = &r.Apps[i]
+		if g := r.Apps[i].GitOps; g != nil {
+			objects[g.Object] = true
+		}
 	}
 	for _, e := range errs {
 		a, ok := apps[e.App]
+		if onlyAsked && !ok && !objects[e.Object] {
+			continue
+		}
 		if !ok || e.App == "" {
 			r.Errors = append(r.Errors, e.Error())
 			continue

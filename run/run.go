@@ -174,7 +174,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	if opts.CacheDir != "" {
 		pruneCacheDirs(opts.CacheDir, opts.Scan.CacheDir, opts.Now(), opts.Logger)
 	}
-	attachDiscoveryErrors(r, found.Errors)
+	attachDiscoveryErrors(r, found.Errors, len(opts.Apps) > 0)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}

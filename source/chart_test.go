@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	sigsyaml "sigs.k8s.io/yaml"
+
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/chartrepo"
@@ -321,4 +323,34 @@ func TestFetchChartRefusesHostileRepositories(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(got.Dir, "etc", "escape")); err != nil {
 		t.Errorf("an absolute name in the archive: %v", err)
 	}
+}
+
+// Whatever an index lists and whatever a source asks for, the version
+// chosen is one the index lists, a plain version text, and its digest a
+// SHA-256 or nothing: it is reported, a cache key, and checked against the
+// archive.
+func FuzzPickVersion(f *testing.F) {
+	f.Add("apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.0.0, urls: [a.tgz]}\n  - {name: web, version: 1.2.0-rc.1}\n", "^1.0")
+	f.Add("apiVersion: v1\nentries:\n  web:\n  - {version: \"../../x\", digest: ZZ}\n", "../../x")
+	f.Add("apiVersion: v1\nentries: {web: [{version: latest}]}\n", "latest")
+	f.Fuzz(func(t *testing.T, index, want string) {
+		var idx chartIndex
+		if err := sigsyaml.Unmarshal([]byte(index), &idx); err != nil {
+			return
+		}
+		v, err := pickVersion(&idx, "web", want)
+		if err != nil {
+			return
+		}
+		if !versionText.MatchString(v.Version) || v.Digest != "" && !digestText.MatchString(v.Digest) {
+			t.Fatalf("picked %q (digest %q) from %q for %q", v.Version, v.Digest, index, want)
+		}
+		listed := false
+		for _, e := range idx.Entries["web"] {
+			listed = listed || e.Version == v.Version
+		}
+		if !listed {
+			t.Fatalf("picked %q, which the index does not list", v.Version)
+		}
+	})
 }
