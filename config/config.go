@@ -177,6 +177,10 @@ type HelmSource struct {
 	// HelmRelease's values are: lists and typed values kept as written.
 	Values map[string]any    `yaml:"values"`
 	Set    map[string]string `yaml:"set"`
+	// SetFiles sets each key to the text of a file, relative to the chart
+	// folder and inside the repository, after Set (`helm --set-file`,
+	// Argo CD's helm.fileParameters).
+	SetFiles map[string]string `yaml:"setFiles"`
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`

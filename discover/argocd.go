@@ -109,8 +109,10 @@ type appHelm struct {
 	Values                  string         `json:"values"`
 	ValuesObject            map[string]any `json:"valuesObject"`
 	IgnoreMissingValueFiles bool           `json:"ignoreMissingValueFiles"`
-	// fileParameters change the output and driftscan does not apply them.
-	FileParameters []any    `json:"fileParameters"`
+	FileParameters []struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	} `json:"fileParameters"`
 	SkipCrds       bool     `json:"skipCrds"`
 	Namespace      string   `json:"namespace"`
 	KubeVersion    string   `json:"kubeVersion"`
@@ -404,19 +406,20 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		if len(hs.Set) == 0 {
 			hs.Set = nil
 		}
-		var unsupported []string
-		for _, o := range []struct {
-			name string
-			set  bool
-		}{
-			{"fileParameters", len(h.FileParameters) > 0},
-		} {
-			if o.set {
-				unsupported = append(unsupported, o.name)
+		for _, fp := range h.FileParameters {
+			// --set-file, the path relative to the source's path, as
+			// Argo CD's repo-server reads it.
+			switch {
+			case s.Chart != "":
+				problems = append(problems, fmt.Sprintf("fileParameters %s: a chart from a Helm repository has no files of the Application's; left out", fp.Name))
+			case !config.InRepoFrom(cleanPath(s.Path), fp.Path):
+				problems = append(problems, fmt.Sprintf("fileParameters %s: %s leaves the repository; left out", fp.Name, fp.Path))
+			default:
+				if hs.SetFiles == nil {
+					hs.SetFiles = map[string]string{}
+				}
+				hs.SetFiles[fp.Name] = fp.Path
 			}
-		}
-		if len(unsupported) > 0 {
-			problems = append(problems, "Helm settings in the Application are not applied by driftscan yet: "+strings.Join(unsupported, ", "))
 		}
 		src.Helm = hs
 	}

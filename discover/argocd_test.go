@@ -218,6 +218,9 @@ spec:
     helm:
       skipCrds: true
       namespace: other
+      fileParameters:
+      - {name: dashboards.shop, path: files/shop.json}
+      - {name: secret, path: ../../../etc/passwd}
       values: |
         replicas: 3
         featureFlag: "true"
@@ -232,6 +235,7 @@ spec:
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
 				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
 					ReleaseName: "web-helm", Set: map[string]string{"count": "3"}, SkipCRDs: true, Namespace: "other",
+					SetFiles: map[string]string{"dashboards.shop": "files/shop.json"},
 					// Lists and strings --set would retype are kept.
 					Values: map[string]any{"featureFlag": "true", "nested": map[string]any{"list": []any{}, "ok": "fine"}, "replicas": json.Number("3"),
 						"tolerations": []any{map[string]any{"key": "dedicated"}}},
@@ -248,6 +252,7 @@ spec:
 		},
 		errors: []string{
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
+			"Application/NS/web-helm: fileParameters secret: ../../../etc/passwd leaves the repository; left out",
 			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: namePrefix, images, commonLabels",
 		},
 	},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -314,7 +315,27 @@ func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[s
 			return nil, fmt.Errorf("set %s: %w", k, err)
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(src.SetFiles)) {
+		data, err := setFile(root, src.SetFiles[k])
+		if err != nil {
+			return nil, fmt.Errorf("set file %s: %w", k, err)
+		}
+		read := func([]rune) (any, error) { return string(data), nil }
+		if err := strvals.ParseIntoFile(k+"="+src.SetFiles[k], vals, read); err != nil {
+			return nil, fmt.Errorf("set file %s: %w", k, err)
+		}
+	}
 	return vals, nil
+}
+
+// setFile reads a --set-file file, relative to the chart folder, through
+// the root: one that leaves the repository is refused.
+func setFile(root *sourceRoot, f string) ([]byte, error) {
+	p, err := root.inside(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: refused", err)
+	}
+	return root.root.ReadFile(p)
 }
 
 // inlineValues is src.Values as the values document Argo CD and

@@ -210,6 +210,15 @@ func TestHelmRenderAgreesWithHelmTemplate(t *testing.T) {
 			Helm: &config.HelmSource{ReleaseName: "checkout", SkipCRDs: true, Namespace: "payments", KubeVersion: "v1.35.1", APIVersions: []string{"example.com/v1"}}},
 		args: []string{"checkout", "-n", "payments", "--kube-version", "v1.35.1", "--api-versions", "example.com/v1", "--skip-crds"},
 	}, {
+		// Argo CD's helm.fileParameters: --set-file, after --set.
+		name: "a value set from a file",
+		chart: with(agreeChart, map[string]string{
+			"files/dash.json":        "{\"title\": \"shop, \\\"prod\\\"\"}\n",
+			"templates/setfile.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dash\ndata:\n  dash.json: {{ .Values.dashboard | quote }}\n",
+		}),
+		opts: Options{Namespace: "pay", KubeVersion: "v1.36.0", Helm: &config.HelmSource{ReleaseName: "checkout", Set: map[string]string{"dashboard": "overwritten"}, SetFiles: map[string]string{"dashboard": "files/dash.json"}}},
+		args: []string{"checkout", "-n", "pay", "--kube-version", "v1.36.0", "--set", "dashboard=overwritten", "--set-file", "dashboard=files/dash.json"},
+	}, {
 		name:  "subcharts, conditions, tags, aliases, imported values, hooks and notes",
 		chart: agreeChart,
 		opts:  Options{Namespace: "pay", Helm: &config.HelmSource{ReleaseName: "checkout"}, KubeVersion: "v1.36.0", APIVersions: []string{"example.com/v1"}},

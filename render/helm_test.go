@@ -142,6 +142,11 @@ func TestRenderHelmErrors(t *testing.T) {
 		src:  &config.HelmSource{ValuesFiles: []string{"values-nope.yaml"}},
 		want: []string{"values file values-nope.yaml: openat values-nope.yaml: no such file", "no such file or directory"},
 	}, {
+		name: "a set file outside the repository",
+		dir:  "helm/web",
+		src:  &config.HelmSource{SetFiles: map[string]string{"cert": "../../../../../../etc/passwd"}},
+		want: []string{"set file cert: ", "leaves the repository: refused"},
+	}, {
 		name: "a set value with a bad path",
 		dir:  "helm/web",
 		src:  &config.HelmSource{Set: map[string]string{"env[-1]": "x"}},

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"maps"
 	"slices"
 
 	"github.com/calricon/driftscan/config"
@@ -118,6 +119,15 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('s', []byte(k))
 		part('t', []byte(helm.Set[k]))
 		in.values = append(in.values, []byte(helm.Set[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(helm.SetFiles)) {
+		data, err := setFile(src, helm.SetFiles[k])
+		if err != nil {
+			return chartInput{}, false
+		}
+		part('F', []byte(k))
+		part('G', data)
+		in.values = append(in.values, data)
 	}
 	if helm.SkipCRDs {
 		part('c', nil)
