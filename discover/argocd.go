@@ -109,14 +109,14 @@ type appHelm struct {
 	Values                  string         `json:"values"`
 	ValuesObject            map[string]any `json:"valuesObject"`
 	IgnoreMissingValueFiles bool           `json:"ignoreMissingValueFiles"`
-	FileParameters []struct {
+	FileParameters          []struct {
 		Name string `json:"name"`
 		Path string `json:"path"`
 	} `json:"fileParameters"`
-	SkipCrds       bool     `json:"skipCrds"`
-	Namespace      string   `json:"namespace"`
-	KubeVersion    string   `json:"kubeVersion"`
-	APIVersions    []string `json:"apiVersions"`
+	SkipCrds    bool     `json:"skipCrds"`
+	Namespace   string   `json:"namespace"`
+	KubeVersion string   `json:"kubeVersion"`
+	APIVersions []string `json:"apiVersions"`
 }
 
 type appDirectory struct {
