@@ -107,8 +107,8 @@ var podTemplates = map[string]string{
 	"batch/Job": ".spec.template.spec", "batch/CronJob": ".spec.jobTemplate.spec.template.spec",
 }
 
-// neverDefaulted reports whether path is a field of a workload's pod
-// template that the API server never fills in: a security context's
+// neverDefaulted reports whether rest, a path below a workload's pod
+// template spec (podSpecOf), is a field the API server never fills in: a security context's
 // fields, a container's resource limits and requests, the affinity. A
 // field there that nobody owns was not a default; something set it at
 // admission, a webhook most likely (Kyverno's add-default-securitycontext,
@@ -116,11 +116,7 @@ var podTemplates = map[string]string{
 // empty security contexts, affinity and limits-only resources are stored
 // as sent (requests are copied from limits for Pods, not for templates,
 // and LimitRanger defaults Pods only, which is why Pods are not listed).
-func neverDefaulted(o Object, path string) bool {
-	rest, pod, ok := podSpecOf(o, path)
-	if !ok || pod {
-		return false
-	}
+func neverDefaulted(rest string) bool {
 	if within(rest, "securityContext") || within(rest, "affinity") {
 		return true
 	}
@@ -181,11 +177,8 @@ var neverAddedToContainer = map[string]bool{
 // image is the live image of the container path is in: imagePullPolicy's
 // default is Always for an image with no tag or the tag latest (and no
 // digest), else IfNotPresent.
-func serverDefault(o Object, path, image string) (string, bool) {
-	rest, _, ok := podSpecOf(o, path)
-	if !ok {
-		return "", false
-	}
+// rest is the path below the pod spec (podSpecOf).
+func serverDefault(o Object, rest, image string) (string, bool) {
 	if field := containerField(rest); field != "" {
 		switch field {
 		case "terminationMessagePath":
@@ -236,23 +229,22 @@ func pullPolicyDefault(image string) string {
 // (neverAddedWhole, neverAddedToContainer), or a field whose default is
 // known and live holds another value (serverDefault).
 func notADefault(o Object, ch Change) bool {
-	if neverDefaulted(o, ch.Path) {
-		return true
-	}
 	rest, pod, ok := podSpecOf(o, ch.Path)
 	if !ok {
 		return false
 	}
-	// Pods are left out: admission plugins add to them (the ServiceAccount
-	// plugin a token's volumeMounts, DefaultTolerationSeconds tolerations).
-	if field := containerField(rest); field != "" {
-		if !pod && neverAddedToContainer[field] {
+	// Pods are left out of what is never filled in: admission plugins add
+	// to them (LimitRanger resources, the ServiceAccount plugin a token's
+	// volumeMounts, DefaultTolerationSeconds tolerations).
+	if !pod {
+		if neverDefaulted(rest) {
 			return true
 		}
-	} else if !pod && neverAddedWhole[rest] {
-		return true
+		if field := containerField(rest); field != "" && neverAddedToContainer[field] || field == "" && neverAddedWhole[rest] {
+			return true
+		}
 	}
-	def, ok := serverDefault(o, ch.Path, ch.ContainerImage)
+	def, ok := serverDefault(o, rest, ch.ContainerImage)
 	return ok && ch.Live != def
 }
 

@@ -76,9 +76,8 @@ type Change struct {
 	Contained        bool
 	Filled           string
 	InLastApplied    bool
-	// ContainerImage is the live image of the pod spec's container the
-	// path is in, "" for a path in none (imagePullPolicy's default
-	// depends on it).
+	// ContainerImage, for an Added imagePullPolicy, is the live image of
+	// its container (the default depends on it); "" for any other path.
 	ContainerImage string
 }
 

@@ -3,10 +3,7 @@ package forge
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/calricon/driftscan/internal/httpca"
 )
 
 // httpAPI sends JSON requests to one forge's API with its token.
@@ -27,21 +26,14 @@ type httpAPI struct {
 
 // httpClient trusts ca besides the system's certificates.
 func httpClient(ca []byte) (*http.Client, error) {
-	c := &http.Client{Timeout: 30 * time.Second}
 	if len(ca) == 0 {
-		return c, nil
+		return &http.Client{Timeout: 30 * time.Second}, nil
 	}
-	pool, err := x509.SystemCertPool()
+	t, err := httpca.Transport(ca)
 	if err != nil {
-		pool = x509.NewCertPool()
+		return nil, fmt.Errorf("forge: the CA bundle %w", err)
 	}
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("forge: the CA bundle holds no PEM certificate")
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	c.Transport = t
-	return c, nil
+	return &http.Client{Timeout: 30 * time.Second, Transport: t}, nil
 }
 
 // maxBody bounds what is read of an answer.

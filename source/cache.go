@@ -40,6 +40,26 @@ type Cache struct {
 	// and 200 apps asked six parents each (1,200 stats of a 5,000-object
 	// scan, at 18 µs a stat on these machines).
 	gitDirs sync.Map // absolute folder -> bool
+	// indexes are the chart repositories' index.yaml read in this run,
+	// parsed: apps with charts from one repository (and an app's pending
+	// sync) read it once, not once each (it can be tens of MiB).
+	indexes sync.Map // repository URL and credential -> *indexRead
+}
+
+// indexRead is one repository's index, read once.
+type indexRead struct {
+	once  sync.Once
+	index *chartIndex
+	err   error
+}
+
+// index returns the index read under key in this run, reading it with read
+// the first time.
+func (c *Cache) index(key string, read func() (*chartIndex, error)) (*chartIndex, error) {
+	v, _ := c.indexes.LoadOrStore(key, &indexRead{})
+	r := v.(*indexRead)
+	r.once.Do(func() { r.index, r.err = read() })
+	return r.index, r.err
 }
 
 // NewCache is the cache of Git clones in dir.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -27,6 +25,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/internal/httpca"
 	"github.com/calricon/driftscan/redact"
 )
 
@@ -239,7 +238,8 @@ type indexRemote struct {
 }
 
 func (r *indexRemote) resolve(ctx context.Context, want string) (string, string, error) {
-	index, err := r.f.index(ctx, r.repo)
+	key := r.repo + "\n" + r.f.opts.Auth.Username + "\n" + r.f.opts.Auth.TokenEnv
+	index, err := r.f.opts.Cache.index(key, func() (*chartIndex, error) { return r.f.index(ctx, r.repo) })
 	if err != nil {
 		return "", "", err
 	}
@@ -444,12 +444,9 @@ func (f *chartFetch) get(ctx context.Context, u string, limit int64) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	user, pass, secrets, err := f.credential(u)
+	sent, secrets, err := f.authorize(req)
 	if err != nil {
 		return nil, err
-	}
-	if pass != "" {
-		req.SetBasicAuth(user, pass)
 	}
 	req.Header.Set("User-Agent", "driftscan")
 	resp, err := f.client.Do(req)
@@ -460,7 +457,7 @@ func (f *chartFetch) get(ctx context.Context, u string, limit int64) ([]byte, er
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "give one in git.credentials for this URL (a user and tokenEnv)"
-		if pass != "" {
+		if sent {
 			hint = "the credential sent was refused"
 		}
 		return nil, fmt.Errorf("GET %s: %s: %s", redact.URL(u), resp.Status, hint)
@@ -487,14 +484,19 @@ func (f *chartFetch) redirect(req *http.Request, via []*http.Request) error {
 		return errors.New("stopped after 10 redirects")
 	}
 	req.Header.Del("Authorization")
-	user, pass, _, err := f.credential(req.URL.String())
-	if err != nil {
-		return err
+	_, _, err := f.authorize(req)
+	return err
+}
+
+// authorize sets req's basic auth to the credential bound to its URL
+// (credential), and says whether it set one.
+func (f *chartFetch) authorize(req *http.Request) (sent bool, secrets []string, err error) {
+	user, pass, secrets, err := f.credential(req.URL.String())
+	if err != nil || pass == "" {
+		return false, secrets, err
 	}
-	if pass != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	return nil
+	req.SetBasicAuth(user, pass)
+	return true, secrets, nil
 }
 
 // credential is the user and token to send to u: the source's own auth,
@@ -521,16 +523,9 @@ func (f *chartFetch) credential(u string) (user, pass string, secrets []string, 
 // chartClient is an HTTP client that trusts the system's certificates and
 // ca, and takes the proxy from the environment.
 func chartClient(ca []byte) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if len(ca) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("git.caFile holds no PEM certificate")
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t, err := httpca.Transport(ca)
+	if err != nil {
+		return nil, fmt.Errorf("git.caFile %w", err)
 	}
-	return &http.Client{Transport: tr}, nil
+	return &http.Client{Transport: t}, nil
 }

@@ -334,6 +334,11 @@ func FuzzPickVersion(f *testing.F) {
 	f.Add("apiVersion: v1\nentries:\n  web:\n  - {version: \"../../x\", digest: ZZ}\n", "../../x")
 	f.Add("apiVersion: v1\nentries: {web: [{version: latest}]}\n", "latest")
 	f.Fuzz(func(t *testing.T, index, want string) {
+		// make fuzz runs this under ulimit -v; the size keeps an alias
+		// bomb within it, as index()'s limit does for a repository's.
+		if len(index) > 64<<10 || len(want) > 1<<10 {
+			return
+		}
 		var idx chartIndex
 		if err := sigsyaml.Unmarshal([]byte(index), &idx); err != nil {
 			return
@@ -353,4 +358,34 @@ func FuzzPickVersion(f *testing.F) {
 			t.Fatalf("picked %q, which the index does not list", v.Version)
 		}
 	})
+}
+
+// Charts of one repository in one run (apps sharing a repository, an app
+// and its pending sync) read its index once: it can be tens of MiB.
+func TestARepositorysIndexIsReadOnceARun(t *testing.T) {
+	other := webChart("2.0.0")
+	other.Files["Chart.yaml"] = "apiVersion: v2\nname: api\nversion: 2.0.0\n"
+	repo := chartrepo.Serve(t, chartrepo.Options{}, webChart("1.0.0"), webChart("1.1.0"), other)
+	cache := NewCache(t.TempDir())
+	for _, c := range []struct{ chart, want string }{{"web", "^1.0"}, {"api", "*"}, {"web", "~1.0.0"}} {
+		if _, err := FetchChart(t.Context(), ChartOptions{Repo: repo.URL, Chart: c.chart, Version: c.want, Cache: cache}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexes := 0
+	for _, r := range repo.Requests() {
+		if r.Path == "/charts/index.yaml" {
+			indexes++
+		}
+	}
+	if indexes != 1 {
+		t.Errorf("index.yaml read %d times in one run, want once", indexes)
+	}
+	// The next run reads it again: a repository moves on.
+	if _, err := FetchChart(t.Context(), ChartOptions{Repo: repo.URL, Chart: "web", Version: "^1.0", Cache: NewCache(cache.Dir)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(repo.Requests()); repo.Requests()[n-1].Path != "/charts/index.yaml" {
+		t.Errorf("the next run's last request was %s, want the index", repo.Requests()[n-1].Path)
+	}
 }

@@ -72,6 +72,19 @@ type Location struct {
 	Values [][]byte
 }
 
+// fetchGit fetches repo at rev with FetchGit, with the options' cache,
+// credentials (auth first) and bound, and ca.
+func (o Options) fetchGit(ctx context.Context, repo, rev string, auth config.GitAuth, ca []byte) (Checkout, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return FetchGit(ctx, GitOptions{
+		Repo: repo, Revision: rev, Auth: auth, Credentials: o.Git.Credentials, CABundle: ca,
+		Cache: o.Cache, Getenv: getenv, MaxBytes: o.MaxBytes,
+	})
+}
+
 // Revision is what was fetched: the commit of a Git source, the version of
 // a chart from a Helm repository, "" for a local folder.
 func (l Location) Revision() string {
@@ -105,18 +118,11 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		loc.Dir = filepath.Join(opts.WorkTree, filepath.FromSlash(src.Path))
 		loc.Root = opts.WorkTree
 	default:
-		getenv := opts.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
 		ca, err := CABundle(configDir, opts.Git)
 		if err != nil {
 			return Location{}, err
 		}
-		co, err := FetchGit(ctx, GitOptions{
-			Repo: src.Repo, Revision: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca,
-			Cache: opts.Cache, Getenv: getenv, MaxBytes: opts.MaxBytes,
-		})
+		co, err := opts.fetchGit(ctx, src.Repo, src.Revision, src.Auth, ca)
 		if err != nil {
 			return Location{}, err
 		}
@@ -181,14 +187,7 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 func chartValues(ctx context.Context, chartDir string, v config.ValuesFile, opts Options, ca []byte) ([]byte, error) {
 	dir, where := chartDir, "the chart"
 	if v.Repo != "" {
-		getenv := opts.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		co, err := FetchGit(ctx, GitOptions{
-			Repo: v.Repo, Revision: v.Revision, Credentials: opts.Git.Credentials, CABundle: ca,
-			Cache: opts.Cache, Getenv: getenv, MaxBytes: opts.MaxBytes,
-		})
+		co, err := opts.fetchGit(ctx, v.Repo, v.Revision, config.GitAuth{}, ca)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", v.Path, err)
 		}
@@ -224,16 +223,19 @@ func configValues(configDir string, files []string, cache *Cache) ([][]byte, err
 		return nil, fmt.Errorf("values files: %w", err)
 	}
 	defer root.Close()
+	absTop, err := filepath.Abs(top)
+	if err != nil {
+		return nil, fmt.Errorf("values files: %w", err)
+	}
 	out := make([][]byte, 0, len(files))
 	for _, f := range files {
 		p := filepath.FromSlash(f)
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		absTop, err1 := filepath.Abs(top)
-		absP, err2 := filepath.Abs(p)
+		absP, err1 := filepath.Abs(p)
 		rel, err := filepath.Rel(absTop, absP)
-		if err1 != nil || err2 != nil || err != nil || !filepath.IsLocal(rel) {
+		if err1 != nil || err != nil || !filepath.IsLocal(rel) {
 			return nil, fmt.Errorf("values file %s leaves %s: refused", f, top)
 		}
 		data, err := root.ReadFile(rel)
