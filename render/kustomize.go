@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
 	kyamlrnode "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -59,20 +60,39 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		bounded.resolved = map[string]resolvedPath{}
 		defer func() { bounded.resolved = nil }()
 	}
+	kopts := krusty.MakeDefaultOptions()
+	var helm *buildHelm
+	if !opts.KustomizeWithoutHelm {
+		if helm = newBuildHelm(ctx, opts, bounded.root); helm != nil {
+			defer helm.close()
+			bounded.helm = helm
+			kopts.PluginConfig.HelmConfig = types.HelmConfig{Enabled: true, Command: helm.command()}
+		}
+	}
 	select {
 	case kustomizeLock <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("kustomize %s: waiting for another build: %w", opts.Dir, ctx.Err())
 	}
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, opts.Dir)
+	resMap, err := krusty.MakeKustomizer(kopts).Run(fsys, opts.Dir)
 	<-kustomizeLock
 	if refused := fsys.Refused(); err != nil && refused != nil {
 		// krusty words a refused read as a missing file: say why.
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, refused)
 	}
+	if err != nil && helm != nil {
+		if failed := helm.failure(); failed != nil {
+			// kustomize words it as the command line and its environment.
+			return nil, fmt.Errorf("kustomize %s: helmCharts: %w", opts.Dir, failed)
+		}
+	}
 	if err != nil && strings.Contains(err.Error(), "must specify --enable-helm") {
 		// krusty's words are for its own CLI, whose flag driftscan does not have.
-		return nil, fmt.Errorf("kustomize %s: a kustomization's helmCharts are not rendered (kustomize runs the helm binary for them, as Argo CD's --enable-helm lets it; driftscan renders charts in process): scan the chart as an app of its own (its folder as source.path, its values under source.helm) or vendor its output: %w", opts.Dir, err)
+		why := "Flux's kustomize-controller does not inflate them either (it builds without --enable-helm), so this app fails there too"
+		if !opts.KustomizeWithoutHelm {
+			why = "this process cannot run as kustomize's helm (render.RunAsHelm was not called)"
+		}
+		return nil, fmt.Errorf("kustomize %s: a kustomization's helmCharts are not rendered: %s: %w", opts.Dir, why, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
@@ -84,6 +104,10 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 			return nil, fmt.Errorf("kustomize %s: %s: %w", opts.Dir, r.CurId(), err)
 		}
 		out = append(out, Manifest{Object: &unstructured.Unstructured{Object: obj}, File: "."})
+	}
+	if helm != nil && helm.used {
+		// The charts' files are read by the helm child, not recorded.
+		return out, nil
 	}
 	opts.Parsed.storeBuild(key, fsys, out)
 	return out, nil

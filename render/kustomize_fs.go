@@ -47,6 +47,9 @@ type boundedFS struct {
 	// each path (evalSymlinks): a replay of a build's reads (buildcache.go)
 	// resolves one folder for each of its files.
 	resolved map[string]resolvedPath
+	// helm, when set, is told of every kustomization read, for the charts
+	// its helmCharts name (kustomize_helm.go).
+	helm *buildHelm
 }
 
 // resolvedPath is what filepath.EvalSymlinks gave for a path.
@@ -124,6 +127,11 @@ func (b *boundedFS) resolve(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", err
+	}
+	if b.helm != nil {
+		if in, ok := b.helm.fetched(abs); ok {
+			return in, nil
+		}
 	}
 	rest := ""
 	at := abs
@@ -223,6 +231,15 @@ func (b *boundedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("abs path error on '%s' : %v", p, err)
 	}
+	if b.helm != nil {
+		if in, ok := b.helm.fetched(abs); ok {
+			// Where kustomize expects it, as if pulled there.
+			if fi, err := os.Stat(in); err == nil && fi.IsDir() {
+				return filesys.ConfirmedDir(abs), "", nil
+			}
+			return filesys.ConfirmedDir(filepath.Dir(abs)), filepath.Base(abs), nil
+		}
+	}
 	deLinked, err := b.evalSymlinks(abs)
 	if err != nil {
 		return "", "", fmt.Errorf("evalsymlink failure on '%s' : %w", p, err)
@@ -302,6 +319,11 @@ func (b *boundedFS) check(p, r string, data []byte) error {
 	}
 	if isKustomizationFile(r) && !b.remote {
 		if err := offline(data); err != nil {
+			return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
+		}
+	}
+	if b.helm != nil && isKustomizationFile(r) {
+		if err := b.helm.kustomization(p, r, data); err != nil {
 			return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 		}
 	}

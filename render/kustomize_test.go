@@ -80,19 +80,3 @@ func TestRenderKustomizeErrorNamesTheFolder(t *testing.T) {
 		t.Errorf("Manifests() returned %d manifests with the error, want none", len(ms))
 	}
 }
-
-// A kustomization's helmCharts need kustomize to run the helm binary (Argo
-// CD's --enable-helm); the render refuses them with what to do instead,
-// not with kustomize's own advice about a flag driftscan does not have.
-func TestRenderKustomizeHelmChartsSayWhatToDo(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
-		"kustomization.yaml":           "helmCharts:\n- name: web\n  releaseName: web\n  version: 0.1.0\nhelmGlobals:\n  chartHome: charts\n",
-		"charts/web/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"charts/web/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
-	})
-	_, err := Manifests(context.Background(), Options{Dir: dir})
-	if err == nil || !strings.Contains(err.Error(), "helmCharts are not rendered") || !strings.Contains(err.Error(), "scan the chart as an app of its own") {
-		t.Errorf("err = %v", err)
-	}
-}

@@ -120,6 +120,14 @@ type Options struct {
 	// (URLs, Git repositories), which krusty then fetches within Timeout;
 	// by default a kustomization renders offline and naming one is an error.
 	KustomizeRemote bool
+	// KustomizeWithoutHelm refuses a kustomization's helmCharts, as Flux's
+	// kustomize-controller does; by default they are inflated as
+	// `kustomize build --enable-helm` does (kustomize_helm.go).
+	KustomizeWithoutHelm bool
+	// FetchChart fetches a chart a kustomization's helmCharts names from a
+	// chart repository and is not in the repository, and returns its
+	// unpacked folder; nil refuses such charts.
+	FetchChart func(context.Context, ChartRef) (string, error)
 	// Timeout bounds the render; zero is no bound but ctx's. See Manifests.
 	Timeout time.Duration
 	// ExtraValues are Helm values documents merged after Helm.ValuesFiles,

@@ -366,7 +366,12 @@ func (s *scan) render(ctx context.Context) error {
 				// pending sync compares them all.
 				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
-					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy}
+					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy,
+					// Flux's kustomize-controller builds without --enable-helm.
+					KustomizeWithoutHelm: app.GitOps != nil && app.GitOps.Tool == "flux",
+					FetchChart: func(ctx context.Context, c render.ChartRef) (string, error) {
+						return source.KustomizeChart(ctx, s.cfg.Dir, c.Repo, c.Name, c.Version, src)
+					}}
 				res.manifests, err = render.Manifests(ctx, ropts)
 				for _, mf := range res.manifests {
 					id := mf.Ident()

@@ -146,10 +146,7 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 	if err != nil {
 		return Location{}, err
 	}
-	c, err := FetchChart(ctx, ChartOptions{
-		Repo: src.Repo, Chart: src.Chart, Version: src.Revision, Auth: src.Auth, Credentials: opts.Git.Credentials,
-		CABundle: ca, Cache: opts.Cache, Getenv: opts.Getenv, PlainHTTP: src.PlainHTTP,
-	})
+	c, err := FetchChart(ctx, opts.chartOptions(src.Repo, src.Chart, src.Revision, src.Auth, ca, src.PlainHTTP))
 	if err != nil {
 		return Location{}, err
 	}
@@ -321,4 +318,28 @@ func CABundle(configDir string, git config.Git) ([]byte, error) {
 		return nil, fmt.Errorf("git.caFile: %w", err)
 	}
 	return ca, nil
+}
+
+// chartOptions are the ChartOptions of the scan's fetches for chart name
+// at version from repo.
+func (o Options) chartOptions(repo, name, version string, auth config.GitAuth, ca []byte, plainHTTP bool) ChartOptions {
+	return ChartOptions{Repo: repo, Chart: name, Version: version, Auth: auth, Credentials: o.Git.Credentials,
+		CABundle: ca, Cache: o.Cache, Getenv: o.Getenv, PlainHTTP: plainHTTP}
+}
+
+// KustomizeChart fetches a chart a kustomization's helmCharts names from a
+// chart repository (or an oci:// registry), as kustomize's `helm pull`
+// would, with the scan's credentials (git.credentials, by URL), CA bundle
+// and cache, and returns its unpacked folder. configDir is the config
+// file's folder, for a relative CA bundle.
+func KustomizeChart(ctx context.Context, configDir, repo, name, version string, opts Options) (string, error) {
+	ca, err := CABundle(configDir, opts.Git)
+	if err != nil {
+		return "", err
+	}
+	c, err := FetchChart(ctx, opts.chartOptions(repo, name, version, config.GitAuth{}, ca, false))
+	if err != nil {
+		return "", err
+	}
+	return c.Dir, nil
 }

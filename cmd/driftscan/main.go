@@ -11,10 +11,13 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
+	"github.com/calricon/driftscan/run"
+
 	_ "github.com/calricon/driftscan/cmd/driftscan/internal/startheap" // before the other packages' init
 )
 
 func main() {
+	run.RunAsHelm() // when started as kustomize's helm: answers and exits
 	paceGC()
 	limitToContainer(memlimit.FromCgroup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

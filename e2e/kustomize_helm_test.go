@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/fixtures/chartrepo"
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/report"
+)
+
+// A kustomization that inflates charts, as repositories do with Argo CD's
+// `kustomize.buildOptions: --enable-helm`: one chart from a chart
+// repository at a version, one vendored under charts/, both with
+// valuesInline, and a name prefix and labels over their output. The real
+// Argo CD runs the real kustomize, which runs the real helm; driftscan runs
+// kustomize's own generator with its in-process Helm, fetches the chart
+// itself, and must see the sync clean. A person's edit of an object a chart
+// made is theirs.
+func TestArgoCDKustomizeHelmChartsScanClean(t *testing.T) {
+	needArgo(t)
+	if err := argo.Set(t.Context(), "kustomize.buildOptions", "--enable-helm"); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t, nil)
+	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"))
+	repo := gitServer.NewRepo(t, map[string]string{
+		"app/kustomization.yaml": fmt.Sprintf(`namePrefix: k-
+labels:
+  - pairs: {team: payments}
+helmCharts:
+  - name: shop
+    repo: %s
+    version: 1.1.0
+    releaseName: web
+    valuesInline:
+      greeting: from-kustomize
+      replicas: 2
+  - name: local
+    releaseName: loc
+    valuesInline: {size: large}
+`, charts.URL),
+		"app/charts/local/Chart.yaml":  "apiVersion: v2\nname: local\nversion: 0.3.0\n",
+		"app/charts/local/values.yaml": "size: small\n",
+		"app/charts/local/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-size
+  labels:
+    helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+data:
+  size: {{ .Values.size | quote }}
+  kube: {{ .Capabilities.KubeVersion.Minor | quote }}
+`,
+	})
+	const name = "kustomize-helm"
+	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source: {repoURL: %s, targetRevision: main, path: app}
+  syncPolicy:
+    automated: {prune: true}
+`, name, argo.Namespace, ns, repo.URL))
+	waitArgoSynced(t, name, "")
+	cm := env.Get(t, cluster.ConfigMap, ns, "k-web-config")
+	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "from-kustomize" {
+		t.Fatalf("Argo CD synced greeting %q, want the kustomization's valuesInline", g)
+	}
+
+	r := scan(t, "--from", "argocd", "--app", name)
+	checkClean(t, r, 3)
+
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "k-loc-size", types.MergePatchType, `{"data":{"size":"huge"}}`)
+	r = scan(t, "--from", "argocd", "--app", name)
+	got := activeFindings(r)
+	if len(got) != 1 || got[0].Object != "ConfigMap/k-loc-size" || got[0].Path != ".data.size" || got[0].Type != report.TypeChanged ||
+		got[0].Class != report.ClassHuman || got[0].Manager != "kubectl-edit" || got[0].Git != "large" || got[0].Live != "huge" {
+		t.Errorf("after a person's edit, want exactly size large -> huge by kubectl-edit, a person; got:\n%s", describe(got))
+	}
+}
