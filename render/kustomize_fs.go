@@ -317,13 +317,20 @@ func (b *boundedFS) check(p, r string, data []byte) error {
 	if err := yamlBomb(data); err != nil {
 		return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 	}
-	if isKustomizationFile(r) && !b.remote {
-		if err := offline(data); err != nil {
+	if !isKustomizationFile(r) || b.remote && b.helm == nil {
+		return nil
+	}
+	var k types.Kustomization
+	if err := sigsyaml.Unmarshal(data, &k); err != nil {
+		return nil // krusty reports it
+	}
+	if !b.remote {
+		if err := offline(&k); err != nil {
 			return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 		}
 	}
-	if b.helm != nil && isKustomizationFile(r) {
-		if err := b.helm.kustomization(p, r, data); err != nil {
+	if b.helm != nil {
+		if err := b.helm.kustomization(p, r, &k); err != nil {
 			return b.refuse(fmt.Errorf("%s: %w", b.rel(p), err))
 		}
 	}
@@ -410,11 +417,7 @@ func isKustomizationFile(p string) bool {
 }
 
 // offline says which remote reference a kustomization makes, if any.
-func offline(data []byte) error {
-	var k types.Kustomization
-	if err := sigsyaml.Unmarshal(data, &k); err != nil {
-		return nil // krusty reports it
-	}
+func offline(k *types.Kustomization) error {
 	var refs []string
 	// krusty still reads the deprecated fields, so they are checked too.
 	//lint:ignore SA1019 krusty reads bases

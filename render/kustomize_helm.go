@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/api/types"
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // A kustomization's helmCharts are inflated by kustomize's own generator
@@ -145,15 +144,11 @@ func newBuildHelm(ctx context.Context, opts Options, root string) *buildHelm {
 // command is what kustomize runs as helm.
 func (h *buildHelm) command() string { return filepath.Join(h.dir, helmLinkName) }
 
-// kustomization reads the kustomization file p (resolved: r) for its
+// kustomization reads the kustomization k of file p (resolved: r) for its
 // helmCharts, fetches each that is not in the repository where kustomize
 // looks for it, and writes the job.
-func (h *buildHelm) kustomization(p, r string, data []byte) error {
-	var k types.Kustomization
-	if err := sigsyaml.Unmarshal(data, &k); err != nil {
-		return nil // krusty reports it
-	}
-	k.FixKustomization() // the deprecated helmChartInflationGenerator
+func (h *buildHelm) kustomization(p, r string, k *types.Kustomization) error {
+	k.FixKustomization() // the deprecated helmChartInflationGenerator (k is the caller's to drop)
 	if len(k.HelmCharts) == 0 {
 		return nil
 	}
