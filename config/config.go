@@ -216,7 +216,48 @@ type ValuesFile struct {
 }
 
 // KustomizeSource renders a kustomization with krusty.
-type KustomizeSource struct{}
+type KustomizeSource struct {
+	// Flux, set by discovery for a Flux Kustomization with post-build
+	// substitutions or overrides, builds the folder as kustomize-controller
+	// does (render's flux.go).
+	Flux *FluxBuild `yaml:"-"`
+}
+
+// FluxBuild is what kustomize-controller adds to a build: the overrides of
+// a Kustomization's spec, which it writes into the folder's kustomization
+// (one it generates for a folder without), and its post-build variables.
+type FluxBuild struct {
+	TargetNamespace, NamePrefix, NameSuffix string
+	Patches                                 []FluxPatch
+	Images                                  []FluxImage
+	Components                              []string
+	IgnoreMissingComponents                 bool
+	// Labels and Annotations are spec.commonMetadata, set on every object.
+	Labels, Annotations map[string]string
+	// PostBuild says spec.postBuild is set: the variables below are
+	// substituted only then, and only when there are some or
+	// SubstituteAlways.
+	PostBuild        bool
+	SubstituteAlways bool
+	// Vars are the variables: those of substituteFrom's ConfigMaps and
+	// Secrets in order, then spec.postBuild.substitute over them.
+	Vars map[string]string
+	// Secret are the values that came from Secrets: masked wherever a
+	// finding, an error or a log would show them.
+	Secret []string
+}
+
+// FluxPatch is a patch of a Kustomization's spec.patches: its text and
+// target (kustomize's selector fields).
+type FluxPatch struct {
+	Patch  string
+	Target map[string]any
+}
+
+// FluxImage is an image override of a Kustomization's spec.images.
+type FluxImage struct {
+	Name, NewName, NewTag, Digest string
+}
 
 // Load reads a ScanConfig file. Unknown fields are an error that names
 // the field and its line.

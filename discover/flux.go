@@ -125,7 +125,7 @@ func (d *discovery) flux(ctx context.Context) error {
 		var app config.App
 		var problems []string
 		if o.ks != nil {
-			app, problems = d.kustomizationApp(o.u, o.ks, src)
+			app, problems = d.kustomizationApp(ctx, o.u, o.ks, src, cache)
 		} else {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/calricon/driftscan/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -22,20 +24,29 @@ type kustomization struct {
 		Suspend         bool           `json:"suspend"`
 		KubeConfig      map[string]any `json:"kubeConfig"`
 		PostBuild       *struct {
-			Substitute     map[string]string `json:"substitute"`
-			SubstituteFrom []struct {
-				Kind string `json:"kind"`
-				Name string `json:"name"`
+			Substitute         map[string]string `json:"substitute"`
+			SubstituteStrategy string            `json:"substituteStrategy"`
+			SubstituteFrom     []struct {
+				Kind     string `json:"kind"`
+				Name     string `json:"name"`
+				Optional bool   `json:"optional"`
 			} `json:"substituteFrom"`
 		} `json:"postBuild"`
 		// Overrides that change the rendered objects.
-		NamePrefix     string         `json:"namePrefix"`
-		NameSuffix     string         `json:"nameSuffix"`
-		Patches        []any          `json:"patches"`
-		Images         []any          `json:"images"`
-		Components     []any          `json:"components"`
-		CommonMetadata map[string]any `json:"commonMetadata"`
-		Decryption     map[string]any `json:"decryption"`
+		NamePrefix string `json:"namePrefix"`
+		NameSuffix string `json:"nameSuffix"`
+		Patches    []struct {
+			Patch  string         `json:"patch"`
+			Target map[string]any `json:"target"`
+		} `json:"patches"`
+		Images                  []config.FluxImage `json:"images"`
+		Components              []string           `json:"components"`
+		IgnoreMissingComponents bool               `json:"ignoreMissingComponents"`
+		CommonMetadata          *struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"commonMetadata"`
+		Decryption map[string]any `json:"decryption"`
 	} `json:"spec"`
 	Status struct {
 		// LastAppliedRevision is the artifact revision last applied:
@@ -77,18 +88,20 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 }
 
 // kustomizationApp is the app of a Kustomization: its path in the
-// GitRepository, rendered as the scanner detects (a kustomization.yaml, else
-// every YAML file, as Flux generates one), with targetNamespace given to
-// objects that name no namespace. Flux's targetNamespace also replaces the
-// namespace objects name, and post-build substitutions replace ${var}s:
-// the scanner does neither yet, so a Kustomization with postBuild gets an
-// error that lists the substitutions, and the objects are still scanned.
+// GitRepository, with targetNamespace given to objects that name no
+// namespace. A Kustomization with a targetNamespace, post-build
+// substitutions or overrides (namePrefix, nameSuffix, patches, images,
+// components, commonMetadata) is built as kustomize-controller builds it
+// (config.FluxBuild, render's flux.go); its substituteFrom ConfigMaps and
+// Secrets are read from its namespace, in order, then spec.postBuild.substitute
+// over them. A variable source that is missing and not optional, or SOPS
+// decryption, is an error on the app, which is still scanned.
 //
 // When the Kustomization last applied another commit than its source is at
 // (suspended, failing, or between two intervals), the app is that commit,
 // and TargetRevision is the source's: what Flux has not applied yet is
 // pending sync, not drift.
-func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomization, src config.Source) (config.App, []string) {
+func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstructured, ks *kustomization, src config.Source, cache map[string]cached) (config.App, []string) {
 	src.Path = cleanPath(ks.Spec.Path)
 	var target string
 	if applied := artifactCommit(ks.Status.LastAppliedRevision); applied != "" && applied != src.Revision {
@@ -101,36 +114,67 @@ func (d *discovery) kustomizationApp(u *unstructured.Unstructured, ks *kustomiza
 		// are reverted unless the Kustomization is suspended.
 		GitOps: fluxGitOps(u, true, ks.Spec.Prune, ks.Spec.Suspend),
 	}
-	var problems []string
-	if pb := ks.Spec.PostBuild; pb != nil && (len(pb.Substitute) > 0 || len(pb.SubstituteFrom) > 0) {
-		var what []string
-		if len(pb.Substitute) > 0 {
-			what = append(what, "substitute "+strings.Join(slices.Sorted(maps.Keys(pb.Substitute)), ", "))
-		}
-		for _, f := range pb.SubstituteFrom {
-			what = append(what, fmt.Sprintf("substituteFrom %s/%s", f.Kind, f.Name))
-		}
-		problems = append(problems, "postBuild substitutions are not applied by driftscan yet, so ${var} references stay as Git writes them and may show as drift: "+strings.Join(what, "; "))
+	fb, problems := d.fluxBuild(ctx, u, ks, cache)
+	if fb != nil {
+		app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	}
-	var overrides []string
-	for _, o := range []struct {
-		name string
-		set  bool
-	}{
-		{"namePrefix", ks.Spec.NamePrefix != ""},
-		{"nameSuffix", ks.Spec.NameSuffix != ""},
-		{"images", len(ks.Spec.Images) > 0},
-		{"patches", len(ks.Spec.Patches) > 0},
-		{"components", len(ks.Spec.Components) > 0},
-		{"commonMetadata", len(ks.Spec.CommonMetadata) > 0},
-		{"decryption", len(ks.Spec.Decryption) > 0},
-	} {
-		if o.set {
-			overrides = append(overrides, o.name)
-		}
-	}
-	if len(overrides) > 0 {
-		problems = append(problems, "Kustomization overrides are not applied by driftscan yet: "+strings.Join(overrides, ", "))
+	if len(ks.Spec.Decryption) > 0 {
+		problems = append(problems, "SOPS decryption is not applied by driftscan: encrypted values stay as Git holds them and may show as drift")
 	}
 	return app, problems
+}
+
+// fluxBuild is what kustomize-controller adds to the build of ks, or nil
+// when it adds nothing.
+func (d *discovery) fluxBuild(ctx context.Context, u *unstructured.Unstructured, ks *kustomization, cache map[string]cached) (*config.FluxBuild, []string) {
+	s := ks.Spec
+	fb := &config.FluxBuild{TargetNamespace: s.TargetNamespace, NamePrefix: s.NamePrefix, NameSuffix: s.NameSuffix,
+		Images: s.Images, Components: s.Components, IgnoreMissingComponents: s.IgnoreMissingComponents}
+	for _, p := range s.Patches {
+		fb.Patches = append(fb.Patches, config.FluxPatch{Patch: p.Patch, Target: p.Target})
+	}
+	if m := s.CommonMetadata; m != nil {
+		fb.Labels, fb.Annotations = m.Labels, m.Annotations
+	}
+	var problems []string
+	if pb := s.PostBuild; pb != nil {
+		fb.PostBuild = true
+		fb.SubstituteAlways = pb.SubstituteStrategy == "Always"
+		vars := map[string]string{}
+		ns := u.GetNamespace()
+		for _, from := range pb.SubstituteFrom {
+			what := fmt.Sprintf("substituteFrom %s %s/%s", from.Kind, ns, from.Name)
+			obj, err := d.getValuesSource(ctx, cache, from.Kind, ns, from.Name)
+			if apierrors.IsNotFound(err) && from.Optional {
+				continue
+			}
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v: Flux cannot build the Kustomization either", what, err))
+				continue
+			}
+			data, _, _ := unstructured.NestedMap(obj.Object, "data")
+			for _, k := range slices.Sorted(maps.Keys(data)) {
+				v, ok, err := valuesData(obj, from.Kind, k)
+				if err != nil || !ok {
+					problems = append(problems, fmt.Sprintf("%s key %s is not text", what, k))
+					continue
+				}
+				v = strings.ReplaceAll(v, "\n", "")
+				vars[k] = v
+				if from.Kind == "Secret" {
+					fb.Secret = append(fb.Secret, v)
+				}
+			}
+		}
+		for k, v := range pb.Substitute {
+			vars[k] = strings.ReplaceAll(v, "\n", "")
+		}
+		if len(vars) > 0 {
+			fb.Vars = vars
+		}
+	}
+	if !fb.PostBuild && fb.TargetNamespace == "" && fb.NamePrefix == "" && fb.NameSuffix == "" && len(fb.Patches)+len(fb.Images)+len(fb.Components)+len(fb.Labels)+len(fb.Annotations) == 0 {
+		return nil, problems
+	}
+	return fb, problems
 }

@@ -50,7 +50,21 @@ spec:
   prune: true
   postBuild:
     substitute: {region: eu, cluster: prod}
-    substituteFrom: [{kind: ConfigMap, name: cluster-vars}]
+    substituteFrom:
+    - {kind: ConfigMap, name: cluster-vars}
+    - {kind: Secret, name: cluster-secrets}
+    - {kind: ConfigMap, name: absent, optional: true}
+    - {kind: ConfigMap, name: needed}
+`, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cluster-vars}
+data: {cluster: dev, zone: "b\nc"}
+`, `
+apiVersion: v1
+kind: Secret
+metadata: {name: cluster-secrets}
+stringData: {dbpass: s3cr3t-subst-do-not-leak}
 `, `
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -239,7 +253,12 @@ func TestFluxObjects(t *testing.T) {
 	wantApps := []config.App{
 		{
 			Name: "shop", Owner: "team-shop", Namespace: "shop",
-			Source:   config.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize"},
+			Source: config.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{
+				TargetNamespace: "shop", PostBuild: true,
+				// substituteFrom in order, newlines dropped, then substitute over them.
+				Vars:   map[string]string{"cluster": "prod", "region": "eu", "zone": "bc", "dbpass": "s3cr3t-subst-do-not-leak"},
+				Secret: []string{"s3cr3t-subst-do-not-leak"},
+			}}},
 			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
 			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
 		},
@@ -321,7 +340,7 @@ func TestFluxObjects(t *testing.T) {
 	wantErrors := []string{
 		"Kustomization/NS/lost: source GitRepository/NS/gone not found",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
-		"Kustomization/NS/shop: postBuild substitutions are not applied by driftscan yet, so ${var} references stay as Git writes them and may show as drift: substitute cluster, region; substituteFrom ConfigMap/cluster-vars",
+		"Kustomization/NS/shop: substituteFrom ConfigMap NS/needed: configmaps \"needed\" not found: Flux cannot build the Kustomization either",
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
 		"HelmRelease/NS/web: driftDetection.ignore[1] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule",

@@ -3,7 +3,11 @@ package render
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 
 	kyaml "go.yaml.in/yaml/v3"
 	"gopkg.in/yaml.v3"
@@ -35,6 +39,15 @@ var kustomizeLock = make(chan struct{}, 1)
 // returns no manifests. With opts.Parsed, a build whose reads all read as
 // they did for the last build is taken from it (buildcache.go).
 func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
+	ms, err := buildKustomize(ctx, opts)
+	if k := opts.Kustomize; err != nil && k != nil && k.Flux != nil && len(k.Flux.Secret) > 0 {
+		// A variable from a Secret may be quoted by an error.
+		err = redact.Error(err, secretTexts(k.Flux.Secret)...)
+	}
+	return ms, err
+}
+
+func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -46,8 +59,12 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 	}
+	var fb *config.FluxBuild
+	if opts.Kustomize != nil {
+		fb = opts.Kustomize.Flux
+	}
 	key := buildKey(opts.Dir, bounded.root)
-	if !opts.KustomizeRemote {
+	if !opts.KustomizeRemote && fb == nil {
 		if ms, ok := opts.Parsed.built(key, bounded, opts.Lazy); ok {
 			return ms, nil
 		}
@@ -61,6 +78,18 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		defer func() { bounded.resolved = nil }()
 	}
 	kopts := krusty.MakeDefaultOptions()
+	if fb != nil {
+		kfile, data, err := fluxKustomization(bounded, opts.Dir, fb)
+		if err != nil {
+			return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
+		}
+		bounded.virtual = map[string][]byte{kfile: data}
+		if r, err := bounded.resolve(filepath.Dir(kfile)); err == nil {
+			bounded.virtual[filepath.Join(r, filepath.Base(kfile))] = data
+		}
+		kopts.LoadRestrictions = types.LoadRestrictionsNone // inside the repository all the same
+		fsys.unrecorded()                                   // the kustomization read is none on disk
+	}
 	var helm *buildHelm
 	if !opts.KustomizeWithoutHelm {
 		if helm = newBuildHelm(ctx, opts, bounded.root); helm != nil {
@@ -99,10 +128,14 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	var out []Manifest
 	for _, r := range resMap.Resources() {
-		obj, err := kyamlObject(r.YNode())
+		obj, err := fluxObject(r, fb)
+		if obj == nil && err == nil {
+			obj, err = kyamlObject(r.YNode())
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kustomize %s: %s: %w", opts.Dir, r.CurId(), err)
 		}
+		setCommonMetadata(obj, fb)
 		out = append(out, Manifest{Object: &unstructured.Unstructured{Object: obj}, File: "."})
 	}
 	if helm != nil && helm.used {

@@ -50,6 +50,22 @@ type boundedFS struct {
 	// helm, when set, is told of every kustomization read, for the charts
 	// its helmCharts name (kustomize_helm.go).
 	helm *buildHelm
+	// virtual are files read from here in place of the disk, by absolute
+	// path: the kustomization Flux builds with (flux.go).
+	virtual map[string][]byte
+}
+
+// virtualFile is the content of the virtual file p, if it is one.
+func (b *boundedFS) virtualFile(p string) ([]byte, bool) {
+	if b.virtual == nil {
+		return nil, false
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return nil, false
+	}
+	data, ok := b.virtual[abs]
+	return data, ok
 }
 
 // resolvedPath is what filepath.EvalSymlinks gave for a path.
@@ -203,11 +219,17 @@ func (b *boundedFS) Open(p string) (filesys.File, error) {
 }
 
 func (b *boundedFS) IsDir(p string) bool {
+	if _, ok := b.virtualFile(p); ok {
+		return false
+	}
 	r, err := b.resolve(p)
 	return err == nil && b.disk.IsDir(r)
 }
 
 func (b *boundedFS) Exists(p string) bool {
+	if _, ok := b.virtualFile(p); ok {
+		return true
+	}
 	r, err := b.resolve(p)
 	return err == nil && b.disk.Exists(r)
 }
@@ -224,6 +246,10 @@ func (b *boundedFS) ReadDir(p string) ([]string, error) {
 // name when p is a file; symlinks resolved), written out here so that its
 // symlinks resolve through evalSymlinks, inside the root.
 func (b *boundedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if _, ok := b.virtualFile(p); ok {
+		d, err := b.resolve(filepath.Dir(p))
+		return filesys.ConfirmedDir(d), filepath.Base(p), err
+	}
 	if _, err := b.resolve(p); err != nil {
 		return "", "", err
 	}
@@ -292,6 +318,9 @@ func (b *boundedFS) ReadFile(p string) ([]byte, error) {
 // readRaw reads the file p inside the root within MaxManifestBytes and
 // returns its resolved path and its bytes, unchecked.
 func (b *boundedFS) readRaw(p string) (string, []byte, error) {
+	if data, ok := b.virtualFile(p); ok {
+		return p, data, nil
+	}
 	r, err := b.resolve(p)
 	if err != nil {
 		return "", nil, err

@@ -432,7 +432,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
 		if touches(d.unstable, ch.Path) {
-			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
+			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
 			dismissed[report.UnstableRender]++
 			continue
 		}
@@ -448,7 +448,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		facts.fill(&cch, ch)
 		res := cl.Classify(obj, cch)
 		if !res.Drift {
-			s.dismiss(ro, gvk.Group, gvk.Kind, ch, owner, res)
+			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, res)
 			dismissed[res.Reason]++
 			continue
 		}
@@ -457,7 +457,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
-		s.masker.mask(gvk.Group, gvk.Kind, &f)
+		s.masker.mask(d.app, gvk.Group, gvk.Kind, &f)
 		ignores.Apply(f.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)
 	}

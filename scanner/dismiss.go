@@ -40,7 +40,7 @@ func (d *dismissals) snapshot() report.Dismissed {
 // dismiss lists a change that is no drift on its object, with its values
 // masked like a finding's, when the scan explains what it dismissed. The
 // caller counts it.
-func (s *scan) dismiss(ro *report.Object, group, kind string, ch change, owner *classify.Entry, res classify.Result) {
+func (s *scan) dismiss(ro *report.Object, app int, group, kind string, ch change, owner *classify.Entry, res classify.Result) {
 	if !s.opts.ExplainDismissed {
 		return
 	}
@@ -49,7 +49,7 @@ func (s *scan) dismiss(ro *report.Object, group, kind string, ch change, owner *
 	// elements and the values).
 	f := report.Finding{Path: pathText(ch.Path), Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent)}
 	ch.record(&f)
-	s.masker.mask(group, kind, &f)
+	s.masker.mask(app, group, kind, &f)
 	d := report.Dismissal{Path: f.Path, Type: ch.Type, Reason: res.Reason, Detail: res.Detail, Git: f.Git, Live: f.Live}
 	if owner != nil {
 		d.Manager = owner.Manager

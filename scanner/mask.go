@@ -22,6 +22,44 @@ type masker struct {
 	sensitive *sensitive
 	// reveal leaves Sensitive values unmasked (they are still marked).
 	reveal bool
+	// secrets are, by app, the values its render took from Secrets (a
+	// HelmRelease's valuesFrom, a Flux Kustomization's substituteFrom): a
+	// value that holds one is masked wherever it is.
+	secrets [][]string
+}
+
+// appSecrets are the texts of each app's values from Secrets worth
+// masking (three bytes or more: masking "1" would hide nothing).
+func appSecrets(apps []config.App) [][]string {
+	out := make([][]string, len(apps))
+	for i, a := range apps {
+		var all []string
+		if h := a.Source.Helm; h != nil {
+			all = append(all, h.Secret...)
+		}
+		if k := a.Source.Kustomize; k != nil && k.Flux != nil {
+			all = append(all, k.Flux.Secret...)
+		}
+		for _, v := range all {
+			if len(v) >= 3 {
+				out[i] = append(out[i], v)
+			}
+		}
+	}
+	return out
+}
+
+// holdsSecret says whether the finding's values hold one of app's secrets.
+func (m *masker) holdsSecret(app int, f *report.Finding) bool {
+	if app < 0 || app >= len(m.secrets) {
+		return false
+	}
+	for _, v := range m.secrets[app] {
+		if strings.Contains(f.Git, v) || strings.Contains(f.Live, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactRule is a compiled config.RedactRule.
@@ -59,8 +97,8 @@ func secretPath(path string) bool {
 // mask replaces the finding's values when they must not leave: the texts
 // show only whether they differ, the typed values are dropped and the
 // finding is marked Masked.
-func (m *masker) mask(group, kind string, f *report.Finding) {
-	hide := group == "" && kind == "Secret" && secretPath(f.Path)
+func (m *masker) mask(app int, group, kind string, f *report.Finding) {
+	hide := group == "" && kind == "Secret" && secretPath(f.Path) || m.holdsSecret(app, f)
 	for _, r := range m.redact {
 		if (r.kind == "" || (r.kind == kind && r.group == group)) && r.path.MatchString(f.Path) {
 			hide = true

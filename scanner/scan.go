@@ -202,6 +202,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
+	m.secrets = appSecrets(cfg.Apps)
 	openParsed, openSchemas := openCacheFiles(opts.CacheDir, opts.Logger) // while the scan connects
 	c, err := connect(ctx, opts.RESTConfig, opts.PageSize, opts.Logger)
 	if err != nil {

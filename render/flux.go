@@ -1,0 +1,260 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/pkg/envsubst"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/calricon/driftscan/config"
+)
+
+// A Flux Kustomization is built as kustomize-controller builds it
+// (fluxcd/pkg/kustomize's Generator, SecureBuild and SubstituteVariables,
+// kustomize-controller's build and apply), when discovery gives its
+// overrides and variables (config.FluxBuild):
+//   - the folder's kustomization (kustomization.yaml, .yml or
+//     Kustomization), or one generated for a folder without (every .yaml
+//     and .yml file below it that decodes as Kubernetes objects, and each
+//     subfolder holding a kustomization, not descended), gets the
+//     Kustomization's targetNamespace as its namespace, namePrefix,
+//     nameSuffix, patches, components (a missing one left out with
+//     ignoreMissingComponents) and images (an image the kustomization
+//     already names gets the override's fields, a tag and a digest
+//     together); krusty reads that in its place, and builds with no load
+//     restriction inside the repository, as Flux does;
+//   - with spec.postBuild set and variables given (or substituteStrategy
+//     Always), each object but those labelled or annotated
+//     kustomize.toolkit.fluxcd.io/substitute: disabled is written as YAML
+//     (from its JSON, as kustomize's Resource.AsYAML does: a quoted
+//     "${port}" is plain ${port} then, and a number once substituted) and
+//     has its ${var}s replaced by Flux's envsubst; a variable that is not
+//     set is an error unless it has a default (kustomize-controller's
+//     StrictPostBuildSubstitutions, on by default since v1.5);
+//   - spec.commonMetadata's labels and annotations are set on every object.
+//
+// Files source-controller leaves out of every artifact (.git/, CI files,
+// .sops.yaml, ...: fluxcd/pkg/sourceignore's defaults) are not in a
+// generated kustomization; a GitRepository's spec.ignore and .sourceignore
+// files are not read.
+
+// substituteKey disables substitution on an object that carries it as a
+// label or annotation with the value "disabled".
+const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
+
+// fluxVarName is what a variable's name must match (fluxcd/pkg/kustomize).
+var fluxVarName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
+// fluxKustomization is the kustomization kustomize-controller builds dir
+// with, and the path it reads it at.
+func fluxKustomization(b *boundedFS, dir string, fb *config.FluxBuild) (string, []byte, error) {
+	var k types.Kustomization
+	kfile := ""
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, name)
+		if b.Exists(p) && !b.IsDir(p) {
+			data, err := b.ReadFile(p)
+			if err != nil {
+				return "", nil, err
+			}
+			if err := sigsyaml.Unmarshal(data, &k); err != nil {
+				return "", nil, fmt.Errorf("%s: %w", b.rel(p), err)
+			}
+			kfile = p
+			break
+		}
+	}
+	if kfile == "" {
+		kfile = filepath.Join(dir, konfig.DefaultKustomizationFileName())
+		resources, err := fluxManifests(b, dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(resources) == 0 {
+			k.Namespace = "_placeholder" // as Flux: an empty kustomization is an error
+		}
+		k.Resources = resources
+	}
+	if k.APIVersion == "" {
+		k.APIVersion, k.Kind = types.KustomizationVersion, types.KustomizationKind
+	}
+	if fb.TargetNamespace != "" {
+		k.Namespace = fb.TargetNamespace
+	}
+	if fb.NamePrefix != "" {
+		k.NamePrefix = fb.NamePrefix
+	}
+	if fb.NameSuffix != "" {
+		k.NameSuffix = fb.NameSuffix
+	}
+	for i, p := range fb.Patches {
+		patch := types.Patch{Patch: p.Patch}
+		if p.Target != nil {
+			data, err := json.Marshal(p.Target)
+			if err == nil {
+				patch.Target = &types.Selector{}
+				err = json.Unmarshal(data, patch.Target)
+			}
+			if err != nil {
+				return "", nil, fmt.Errorf("patches[%d].target: %w", i, err)
+			}
+		}
+		k.Patches = append(k.Patches, patch)
+	}
+	for _, c := range fb.Components {
+		if isRemoteRef(c) || filepath.IsAbs(c) || filepath.IsAbs(strings.TrimPrefix(strings.ToLower(c), "file://")) {
+			return "", nil, fmt.Errorf("component path '%s' must be local and relative", c)
+		}
+		if fb.IgnoreMissingComponents && !b.Exists(filepath.Join(dir, c)) {
+			continue
+		}
+		k.Components = append(k.Components, c)
+	}
+	for _, img := range fb.Images {
+		i := slices.IndexFunc(k.Images, func(have types.Image) bool { return have.Name == img.Name })
+		if i < 0 {
+			k.Images = append(k.Images, types.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
+			continue
+		}
+		if img.NewName != "" {
+			k.Images[i].NewName = img.NewName
+		}
+		if img.NewTag != "" || img.Digest != "" {
+			k.Images[i].NewTag, k.Images[i].Digest = img.NewTag, img.Digest
+		}
+	}
+	data, err := sigsyaml.Marshal(k)
+	return kfile, data, err
+}
+
+// fluxIgnored are the names source-controller leaves out of an artifact
+// (sourceignore's ExcludeVCS, ExcludeCI and ExcludeExtra; its extensions
+// name no YAML), for a file, or a folder when they end in "/".
+var fluxIgnored = map[string]bool{
+	".git/": true, ".gitignore": true, ".gitmodules": true, ".gitattributes": true,
+	".github/": true, ".circleci/": true, ".travis.yml": true, ".gitlab-ci.yml": true, "appveyor.yml": true,
+	".drone.yml": true, "cloudbuild.yaml": true, "codeship-services.yml": true, "codeship-steps.yml": true,
+	".goreleaser.yml": true, ".sops.yaml": true, ".flux.yaml": true,
+}
+
+// fluxManifests are the resources of the kustomization Flux generates for
+// dir (fluxcd/pkg/kustomize scanManifests): paths relative to dir.
+func fluxManifests(b *boundedFS, dir string) ([]string, error) {
+	r, err := b.resolve(dir)
+	if err != nil {
+		return nil, err
+	}
+	rf := provider.NewDefaultDepProvider().GetResourceFactory()
+	var out []string
+	err = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == r {
+			return nil
+		}
+		rel, _ := filepath.Rel(r, p)
+		if d.IsDir() {
+			if fluxIgnored[d.Name()+"/"] {
+				return filepath.SkipDir
+			}
+			for _, name := range konfig.RecognizedKustomizationFileNames() {
+				if fi, err := os.Stat(filepath.Join(p, name)); err == nil && !fi.IsDir() {
+					out = append(out, "./"+filepath.ToSlash(rel))
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" || fluxIgnored[d.Name()] {
+			return nil
+		}
+		data, err := b.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if _, err := rf.SliceFromBytes(data); err != nil {
+			return fmt.Errorf("failed to decode Kubernetes YAML from %s: %w", filepath.ToSlash(rel), err)
+		}
+		out = append(out, "./"+filepath.ToSlash(rel))
+		return nil
+	})
+	return out, err
+}
+
+// fluxSubstitutes says whether fb's variables are substituted at all.
+func fluxSubstitutes(fb *config.FluxBuild) bool {
+	return fb != nil && fb.PostBuild && (len(fb.Vars) > 0 || fb.SubstituteAlways)
+}
+
+// fluxObject is the object of res after kustomize-controller's post-build
+// substitution (SubstituteVariables), or nil when it substitutes nothing
+// in res.
+func fluxObject(res *resource.Resource, fb *config.FluxBuild) (map[string]any, error) {
+	if !fluxSubstitutes(fb) || res.GetLabels()[substituteKey] == "disabled" || res.GetAnnotations()[substituteKey] == "disabled" {
+		return nil, nil
+	}
+	for name := range fb.Vars {
+		if !fluxVarName.MatchString(name) {
+			return nil, fmt.Errorf("'%s' var name is invalid, must match '%s'", name, fluxVarName)
+		}
+	}
+	data, err := res.AsYAML()
+	if err != nil {
+		return nil, err
+	}
+	out, err := envsubst.Eval(string(data), func(name string) (string, bool) {
+		v, ok := fb.Vars[name]
+		return strings.ReplaceAll(v, "\n", ""), ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("post build failed for '%s': envsubst error: variable substitution failed: %w", res.CurId(), err)
+	}
+	js, err := sigsyaml.YAMLToJSON([]byte(out))
+	if err != nil {
+		return nil, fmt.Errorf("post build failed for '%s': YAMLToJSON: %w", res.CurId(), err)
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// setCommonMetadata sets fb's labels and annotations on obj, as
+// kustomize-controller does before it applies (ssa/utils.SetCommonMetadata).
+func setCommonMetadata(obj map[string]any, fb *config.FluxBuild) {
+	if fb == nil || len(fb.Labels)+len(fb.Annotations) == 0 {
+		return
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	for field, set := range map[string]map[string]string{"labels": fb.Labels, "annotations": fb.Annotations} {
+		if len(set) == 0 {
+			continue
+		}
+		m, _ := meta[field].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			meta[field] = m
+		}
+		for k, v := range set {
+			m[k] = v
+		}
+	}
+}
