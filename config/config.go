@@ -221,6 +221,31 @@ type KustomizeSource struct {
 	// substitutions or overrides, builds the folder as kustomize-controller
 	// does (render's flux.go).
 	Flux *FluxBuild `yaml:"-"`
+	// Argo, set by discovery for an Application's spec.source.kustomize,
+	// is applied to the folder's kustomization as Argo CD applies it, with
+	// `kustomize edit` before it builds (render's kustomize_argo.go).
+	Argo *ArgoKustomize `yaml:"-"`
+}
+
+// ArgoKustomize are the overrides of an Application's spec.source.kustomize.
+type ArgoKustomize struct {
+	NamePrefix, NameSuffix, Namespace string
+	// Images are `kustomize edit set image` arguments: [name=]newName[:tag][@digest].
+	Images                                      []string
+	Replicas                                    []KustomizeReplica
+	CommonLabels, CommonAnnotations             map[string]string
+	ForceCommonLabels, ForceCommonAnnotations   bool
+	LabelWithoutSelector, LabelIncludeTemplates bool
+	// Patches are kustomize patches (path or patch, target, options).
+	Patches                 []map[string]any
+	Components              []string
+	IgnoreMissingComponents bool
+}
+
+// KustomizeReplica is a replica count override.
+type KustomizeReplica struct {
+	Name  string
+	Count int64
 }
 
 // FluxBuild is what kustomize-controller adds to a build: the overrides of

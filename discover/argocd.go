@@ -2,13 +2,18 @@ package discover
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
@@ -425,8 +430,15 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	}
 	if s.Kustomize != nil {
 		src.Kustomize = &config.KustomizeSource{}
-		if set := setKeys(s.Kustomize, kustomizeOverrides, "version"); len(set) > 0 {
-			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(set, ", "))
+		ak, notApplied, err := argoKustomize(s.Kustomize)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("spec.source.kustomize: %v", err))
+		case ak != nil:
+			src.Kustomize.Argo = ak
+		}
+		if len(notApplied) > 0 {
+			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(notApplied, ", "))
 		}
 	}
 	if dir := s.Directory; dir != nil {
@@ -447,14 +459,71 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	return src, problems
 }
 
-// kustomizeOverrides are the fields of an Application's spec.source.kustomize
-// that change the rendered objects, in the order errors list them. See
-// https://argo-cd.readthedocs.io/en/stable/user-guide/kustomize/
-var kustomizeOverrides = []string{
-	"namePrefix", "nameSuffix", "images", "replicas", "namespace",
-	"commonLabels", "commonAnnotations", "commonAnnotationsEnvsubst", "forceCommonLabels", "forceCommonAnnotations",
-	"labelWithoutSelector", "labelIncludeTemplates", "patches", "components", "ignoreMissingComponents",
-	"kubeVersion", "apiVersions",
+// argoKustomize reads an Application's spec.source.kustomize into the
+// overrides render applies as Argo CD does, or nil when it sets none, and
+// names the settings it cannot apply: kubeVersion and apiVersions (for a
+// kustomization's charts), and a value that uses Argo CD's build
+// environment ($ARGOCD_APP_NAME, ...), which Argo CD substitutes in images
+// and labels.
+func argoKustomize(m map[string]any) (*config.ArgoKustomize, []string, error) {
+	var k struct {
+		NamePrefix                                  string            `json:"namePrefix"`
+		NameSuffix                                  string            `json:"nameSuffix"`
+		Namespace                                   string            `json:"namespace"`
+		Images                                      []string          `json:"images"`
+		CommonLabels                                map[string]string `json:"commonLabels"`
+		CommonAnnotations                           map[string]string `json:"commonAnnotations"`
+		CommonAnnotationsEnvsubst                   bool              `json:"commonAnnotationsEnvsubst"`
+		ForceCommonLabels, ForceCommonAnnotations   bool
+		LabelWithoutSelector, LabelIncludeTemplates bool
+		Replicas                                    []struct {
+			Name  string             `json:"name"`
+			Count intstr.IntOrString `json:"count"`
+		} `json:"replicas"`
+		Patches                 []map[string]any `json:"patches"`
+		Components              []string         `json:"components"`
+		IgnoreMissingComponents bool             `json:"ignoreMissingComponents"`
+	}
+	data, err := json.Marshal(m)
+	if err == nil {
+		err = json.Unmarshal(data, &k)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var notApplied []string
+	for _, f := range []string{"kubeVersion", "apiVersions"} {
+		if isSet(m[f]) {
+			notApplied = append(notApplied, f)
+		}
+	}
+	envs := slices.Concat(k.Images, slices.Collect(maps.Values(k.CommonLabels)))
+	if k.CommonAnnotationsEnvsubst {
+		envs = append(envs, slices.Collect(maps.Values(k.CommonAnnotations))...)
+	}
+	if slices.ContainsFunc(envs, func(v string) bool { return strings.Contains(v, "$") }) {
+		notApplied = append(notApplied, "Argo CD's build environment ($ARGOCD_APP_NAME, ...) in images or labels")
+	}
+	ak := &config.ArgoKustomize{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace, Images: k.Images,
+		CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations,
+		ForceCommonLabels: k.ForceCommonLabels, ForceCommonAnnotations: k.ForceCommonAnnotations,
+		LabelWithoutSelector: k.LabelWithoutSelector, LabelIncludeTemplates: k.LabelIncludeTemplates,
+		Patches: k.Patches, Components: k.Components, IgnoreMissingComponents: k.IgnoreMissingComponents}
+	for _, r := range k.Replicas {
+		n := int64(r.Count.IntValue())
+		if r.Count.Type == intstr.String {
+			v, err := strconv.ParseInt(r.Count.StrVal, 10, 64)
+			if err != nil {
+				return nil, notApplied, fmt.Errorf("replicas %s: count %q is not a number", r.Name, r.Count.StrVal)
+			}
+			n = v
+		}
+		ak.Replicas = append(ak.Replicas, config.KustomizeReplica{Name: r.Name, Count: n})
+	}
+	if ak.NamePrefix == "" && ak.NameSuffix == "" && ak.Namespace == "" && len(ak.Images)+len(ak.Replicas)+len(ak.CommonLabels)+len(ak.CommonAnnotations)+len(ak.Patches)+len(ak.Components) == 0 {
+		return nil, notApplied, nil
+	}
+	return ak, notApplied, nil
 }
 
 // setKeys lists the keys of m whose values are set (not empty, not false),

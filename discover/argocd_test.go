@@ -189,7 +189,7 @@ spec:
 		},
 	},
 	{
-		name: "Kustomize overrides and Helm settings driftscan does not apply are errors; the app is still scanned",
+		name: "Kustomize overrides are applied, those driftscan cannot apply and Helm settings it does not are errors; the app is still scanned",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -203,8 +203,13 @@ spec:
     kustomize:
       version: v5.4.0
       namePrefix: prod-
-      images: [nginx:1.26]
+      images: [nginx:1.26, "web=registry/web:${ARGOCD_APP_REVISION}"]
       commonLabels: {env: prod}
+      replicas: [{name: web, count: "3"}, {name: worker, count: 2}]
+      patches: [{target: {kind: Deployment}, patch: "- op: remove\n  path: /spec/replicas"}]
+      components: [../components/audit]
+      ignoreMissingComponents: true
+      kubeVersion: "1.30"
 `, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -245,7 +250,12 @@ spec:
 			},
 			{
 				Name: "web-kustomize", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{ReleaseName: "web-kustomize", Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{}},
+				Source: config.Source{ReleaseName: "web-kustomize", Repo: deployRepo, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{Argo: &config.ArgoKustomize{
+					NamePrefix: "prod-", Images: []string{"nginx:1.26", "web=registry/web:${ARGOCD_APP_REVISION}"}, CommonLabels: map[string]string{"env": "prod"},
+					Replicas:   []config.KustomizeReplica{{Name: "web", Count: 3}, {Name: "worker", Count: 2}},
+					Patches:    []map[string]any{{"target": map[string]any{"kind": "Deployment"}, "patch": "- op: remove\n  path: /spec/replicas"}},
+					Components: []string{"../components/audit"}, IgnoreMissingComponents: true,
+				}}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-kustomize", Suspended: true},
 			},
@@ -253,7 +263,7 @@ spec:
 		errors: []string{
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
 			"Application/NS/web-helm: fileParameters secret: ../../../etc/passwd leaves the repository; left out",
-			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: namePrefix, images, commonLabels",
+			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: kubeVersion, Argo CD's build environment ($ARGOCD_APP_NAME, ...) in images or labels",
 		},
 	},
 	{

@@ -60,11 +60,12 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 	}
 	var fb *config.FluxBuild
+	var argo *config.ArgoKustomize
 	if opts.Kustomize != nil {
-		fb = opts.Kustomize.Flux
+		fb, argo = opts.Kustomize.Flux, opts.Kustomize.Argo
 	}
 	key := buildKey(opts.Dir, bounded.root)
-	if !opts.KustomizeRemote && fb == nil {
+	if !opts.KustomizeRemote && fb == nil && argo == nil {
 		if ms, ok := opts.Parsed.built(key, bounded, opts.Lazy); ok {
 			return ms, nil
 		}
@@ -78,8 +79,18 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		defer func() { bounded.resolved = nil }()
 	}
 	kopts := krusty.MakeDefaultOptions()
-	if fb != nil {
-		kfile, data, err := fluxKustomization(bounded, opts.Dir, fb)
+	if fb != nil || argo != nil {
+		// The reconciler's overrides, written into the kustomization
+		// krusty reads in its place.
+		var kfile string
+		var data []byte
+		var err error
+		if fb != nil {
+			kfile, data, err = fluxKustomization(bounded, opts.Dir, fb)
+			kopts.LoadRestrictions = types.LoadRestrictionsNone // inside the repository all the same
+		} else {
+			kfile, data, err = argoKustomization(bounded, opts.Dir, argo)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 		}
@@ -87,8 +98,7 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		if r, err := bounded.resolve(filepath.Dir(kfile)); err == nil {
 			bounded.virtual[filepath.Join(r, filepath.Base(kfile))] = data
 		}
-		kopts.LoadRestrictions = types.LoadRestrictionsNone // inside the repository all the same
-		fsys.unrecorded()                                   // the kustomization read is none on disk
+		fsys.unrecorded() // the kustomization read is none on disk
 	}
 	var helm *buildHelm
 	if !opts.KustomizeWithoutHelm {

@@ -185,6 +185,21 @@ func kustomizeBuild(t *testing.T, kustomize, helm, dir string, args ...string) [
 		t.Fatalf("kustomize %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	var objs []map[string]any
+	for _, m := range yamlObjects(t, out) {
+		u := unstructured.Unstructured{Object: m}
+		if _, hook := u.GetAnnotations()["helm.sh/hook"]; hook {
+			continue
+		}
+		objs = append(objs, m)
+	}
+	return objs
+}
+
+// yamlObjects are the objects of a YAML stream, as the API machinery reads
+// them (integers int64).
+func yamlObjects(t *testing.T, out []byte) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		data, err := sigsyaml.YAMLToJSON([]byte(doc))
 		var m map[string]any
@@ -194,14 +209,9 @@ func kustomizeBuild(t *testing.T, kustomize, helm, dir string, args ...string) [
 		if err != nil {
 			t.Fatalf("kustomize output: %v\n%s", err, doc)
 		}
-		if m == nil {
-			continue
+		if m != nil {
+			objs = append(objs, m)
 		}
-		u := unstructured.Unstructured{Object: m}
-		if _, hook := u.GetAnnotations()["helm.sh/hook"]; hook {
-			continue
-		}
-		objs = append(objs, m)
 	}
 	return objs
 }
