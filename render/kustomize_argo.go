@@ -169,10 +169,15 @@ func addLabels(k *types.Kustomization, ak *config.ArgoKustomize) error {
 		return errors.New("--without-selector flag must be specified for --include-templates to work")
 	}
 	if !ak.LabelWithoutSelector {
-		if k.CommonLabels == nil {
-			k.CommonLabels = map[string]string{}
+		// As kustomize edit add label writes them, deprecated or not.
+		//lint:ignore SA1019 kustomize edit writes commonLabels
+		labels := k.CommonLabels
+		if labels == nil {
+			labels = map[string]string{}
 		}
-		return addMetadata(k.CommonLabels, ak.CommonLabels, ak.ForceCommonLabels, "label")
+		//lint:ignore SA1019 kustomize edit writes commonLabels
+		k.CommonLabels = labels
+		return addMetadata(labels, ak.CommonLabels, ak.ForceCommonLabels, "label")
 	}
 	i := slices.IndexFunc(k.Labels, func(l types.Label) bool {
 		return !l.IncludeSelectors && l.IncludeTemplates == ak.LabelIncludeTemplates
@@ -196,7 +201,7 @@ func addMetadata(m, set map[string]string, force bool, kind string) error {
 	sort.Strings(keys)
 	for _, key := range keys {
 		if _, ok := m[key]; ok && !force {
-			return fmt.Errorf("%s %s already in kustomization file. Use --force to override.", kind, key)
+			return fmt.Errorf("%s %s already in kustomization file: use --force to override", kind, key)
 		}
 		m[key] = set[key]
 	}
