@@ -148,6 +148,9 @@ type Source struct {
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`
 	Kustomize *KustomizeSource `yaml:"kustomize"`
+	// Directory narrows a folder of plain manifests as an Argo CD
+	// directory source does; nil reads every file in every subfolder.
+	Directory *DirectorySource `yaml:"directory"`
 	// ReleaseName names the Helm release when Helm is not set and Path
 	// turns out to be a chart (it holds a Chart.yaml); default the folder's
 	// name. Not read from config files: discovery from Argo CD sets it to
@@ -213,6 +216,17 @@ type HelmSource struct {
 // repository at Revision.
 type ValuesFile struct {
 	Repo, Revision, Path string
+}
+
+// DirectorySource is an Argo CD directory source's settings: only the
+// folder's own files unless Recurse, those whose path (relative to the
+// folder) matches Include and not Exclude, as Argo CD's glob matches them
+// ('*' crosses folders, {a,b} is either), none holding the text
+// +argocd:skip-file-rendering.
+type DirectorySource struct {
+	Recurse bool   `yaml:"recurse"`
+	Include string `yaml:"include"`
+	Exclude string `yaml:"exclude"`
 }
 
 // KustomizeSource renders a kustomization with krusty.

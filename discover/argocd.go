@@ -153,7 +153,9 @@ type appDirectory struct {
 //     helm.releaseName says otherwise, with or without spec.source.helm: the
 //     real Argo CD v3.5.7 does so for every Chart.yaml folder it renders
 //     (e2e TestArgoCDCleanSyncsScanClean);
-//   - directory.recurse is not read: the scanner always reads subfolders.
+//   - a folder of plain manifests is read as Argo CD reads a directory
+//     source: its own files only unless directory.recurse, narrowed by
+//     directory.include and exclude (config.DirectorySource);
 //
 // Only Applications whose destination is the scanned cluster are kept.
 // spec.ignoreDifferences are imported for every app of the Application.
@@ -442,16 +444,9 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		}
 	}
 	if dir := s.Directory; dir != nil {
-		var patterns []string
-		if dir.Include != "" && dir.Include != "*" {
-			patterns = append(patterns, "include "+dir.Include)
-		}
-		if dir.Exclude != "" {
-			patterns = append(patterns, "exclude "+dir.Exclude)
-		}
-		if len(patterns) > 0 {
-			problems = append(problems, "directory patterns in the Application are not applied by driftscan yet (it reads every YAML and JSON file): "+strings.Join(patterns, ", "))
-		}
+		// Without it, the scanner reads the folder as Argo CD's default
+		// directory source: its own files only.
+		src.Directory = &config.DirectorySource{Recurse: dir.Recurse, Include: dir.Include, Exclude: dir.Exclude}
 		if set := setKeys(dir.Jsonnet, nil); len(set) > 0 {
 			problems = append(problems, "jsonnet is not rendered by driftscan: directory.jsonnet "+strings.Join(set, ", ")+" not applied")
 		}

@@ -267,7 +267,7 @@ spec:
 		},
 	},
 	{
-		name: "directory include and exclude patterns and jsonnet are errors; recurse and include * are not",
+		name: "directory recurse, include and exclude are the app's; jsonnet is an error",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -299,19 +299,18 @@ spec:
 		apps: []config.App{
 			{
 				Name: "filtered", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{ReleaseName: "filtered", Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{ReleaseName: "filtered", Repo: deployRepo, Path: "apps/web", Directory: &config.DirectorySource{Recurse: true, Include: "*.yaml", Exclude: "test/*"}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/filtered", Suspended: true},
 			},
 			{
 				Name: "plain", Owner: "shop", Namespace: "shop",
-				Source:   config.Source{ReleaseName: "plain", Repo: deployRepo, Path: "apps/web"},
+				Source:   config.Source{ReleaseName: "plain", Repo: deployRepo, Path: "apps/web", Directory: &config.DirectorySource{Recurse: true, Include: "*"}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/plain", Suspended: true},
 			},
 		},
 		errors: []string{
-			"Application/NS/filtered: directory patterns in the Application are not applied by driftscan yet (it reads every YAML and JSON file): include *.yaml, exclude test/*",
 			"Application/NS/filtered: jsonnet is not rendered by driftscan: directory.jsonnet tlas not applied",
 		},
 	},

@@ -113,6 +113,9 @@ type Options struct {
 	// every YAML/JSON file under Dir.
 	Helm      *config.HelmSource
 	Kustomize *config.KustomizeSource
+	// Directory, when set, narrows the plain manifests read (renderYAML)
+	// as an Argo CD directory source does (config.DirectorySource).
+	Directory *config.DirectorySource
 	// ReleaseName is the release of a chart that was detected (Helm nil,
 	// a Chart.yaml in Dir); default the folder's name.
 	ReleaseName string

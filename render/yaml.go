@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/gobwas/glob"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -107,6 +108,11 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Directory != nil {
+		if files, err = directoryFiles(files, opts.Directory); err != nil {
+			return nil, fmt.Errorf("read %s: %w", opts.Dir, err)
+		}
+	}
 	switch other {
 	case "":
 	case "Chart.yaml":
@@ -150,6 +156,9 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		if err != nil {
 			results[i].errs = []*FileError{{File: file, Err: err}}
 			return
+		}
+		if opts.Directory != nil && bytes.Contains(data, skipFileRendering) {
+			return // Argo CD leaves it out
 		}
 		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
 		if len(docErrs) == 0 && stamped && at != "" {
@@ -607,4 +616,39 @@ func itemLines(root *yaml.Node, offset int) []int {
 		return lines
 	}
 	return nil
+}
+
+// skipFileRendering marks a file an Argo CD directory source leaves out.
+var skipFileRendering = []byte("+argocd:skip-file-rendering")
+
+// directoryFiles are the files (slash paths relative to the folder) an
+// Argo CD directory source reads (argo-cd reposerver
+// getPotentiallyValidManifests): the folder's own unless d.Recurse, then
+// not matching d.Exclude and matching d.Include, with Argo CD's glob
+// (gobwas/glob, no separators: '*' crosses folders).
+func directoryFiles(files []string, d *config.DirectorySource) ([]string, error) {
+	var include, exclude glob.Glob
+	var err error
+	if d.Include != "" {
+		if include, err = glob.Compile(d.Include); err != nil {
+			return nil, fmt.Errorf("directory.include %q: %w", d.Include, err)
+		}
+	}
+	if d.Exclude != "" {
+		if exclude, err = glob.Compile(d.Exclude); err != nil {
+			return nil, fmt.Errorf("directory.exclude %q: %w", d.Exclude, err)
+		}
+	}
+	var out []string
+	for _, f := range files {
+		rel := filepath.FromSlash(f)
+		switch {
+		case !d.Recurse && strings.Contains(f, "/"):
+		case exclude != nil && exclude.Match(rel):
+		case include != nil && !include.Match(rel):
+		default:
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
