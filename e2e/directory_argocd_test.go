@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Argo CD reads a directory source's own files only, unless recurse, and
@@ -50,6 +52,19 @@ spec:
     automated: {prune: true}
 `, tt.name, argo.Namespace, ns, repo.URL, tt.directory))
 			waitArgoSynced(t, tt.name, "")
+			cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied := 0
+			for _, cm := range cms.Items {
+				if cm.Name != "kube-root-ca.crt" {
+					applied++
+				}
+			}
+			if applied != tt.objects {
+				t.Fatalf("Argo CD applied %d ConfigMaps, the case expects %d", applied, tt.objects)
+			}
 			checkClean(t, scan(t, "--from", "argocd", "--app", tt.name), tt.objects)
 		})
 	}
