@@ -187,6 +187,10 @@ type HelmSource struct {
 	// Secret are values that came from Secrets (a Flux HelmRelease's
 	// valuesFrom): a render error never shows them.
 	Secret []string `yaml:"-"`
+	// PostRenderers, set by discovery for a Flux HelmRelease, run over the
+	// chart's output in order, as helm-controller's kustomize post-renderer
+	// does: a kustomization of the output with these patches and images.
+	PostRenderers []PostRenderer `yaml:"-"`
 	// SkipCRDs leaves out the chart's crds/ folder (Argo CD's
 	// helm.skipCrds, `helm template --skip-crds`).
 	SkipCRDs bool `yaml:"skipCrds"`
@@ -291,6 +295,12 @@ type FluxBuild struct {
 type FluxPatch struct {
 	Patch  string
 	Target map[string]any
+}
+
+// PostRenderer is a HelmRelease's spec.postRenderers[].kustomize.
+type PostRenderer struct {
+	Patches []FluxPatch
+	Images  []FluxImage
 }
 
 // FluxImage is an image override of a Kustomization's spec.images.

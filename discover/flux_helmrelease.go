@@ -32,8 +32,16 @@ type helmRelease struct {
 		KubeConfig      map[string]any    `json:"kubeConfig"`
 		Values          map[string]any    `json:"values"`
 		ValuesFrom      []valuesReference `json:"valuesFrom"`
-		PostRenderers   []any             `json:"postRenderers"`
-		DriftDetection  *struct {
+		PostRenderers   []struct {
+			Kustomize *struct {
+				Patches []struct {
+					Patch  string         `json:"patch"`
+					Target map[string]any `json:"target"`
+				} `json:"patches"`
+				Images []config.FluxImage `json:"images"`
+			} `json:"kustomize"`
+		} `json:"postRenderers"`
+		DriftDetection *struct {
 			Mode   string `json:"mode"`
 			Ignore []struct {
 				Paths  []string `json:"paths"`
@@ -267,8 +275,15 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		// As helm-controller hands them to Helm: one map.
 		hs.Values = values
 	}
-	if len(hr.Spec.PostRenderers) > 0 {
-		problems = append(problems, "postRenderers are not applied by driftscan yet")
+	for _, pr := range hr.Spec.PostRenderers {
+		if pr.Kustomize == nil {
+			continue
+		}
+		r := config.PostRenderer{Images: pr.Kustomize.Images}
+		for _, p := range pr.Kustomize.Patches {
+			r.Patches = append(r.Patches, config.FluxPatch{Patch: p.Patch, Target: p.Target})
+		}
+		hs.PostRenderers = append(hs.PostRenderers, r)
 	}
 	src.Helm = hs
 	ns := hr.Spec.TargetNamespace

@@ -157,6 +157,12 @@ spec:
   values:
     greeting: hi
     db: {host: db.prod}
+  postRenderers:
+  - kustomize:
+      patches:
+      - target: {kind: Deployment, name: web}
+        patch: '[{"op": "add", "path": "/metadata/annotations/x", "value": "y"}]'
+      images: [{name: nginx, newTag: "1.27"}]
   driftDetection:
     mode: enabled
     ignore:
@@ -310,6 +316,10 @@ func TestFluxObjects(t *testing.T) {
 				// What came from Secrets, whole documents and their values:
 				// render errors mask them.
 				Secret: []string{"s3cr3t-token-do-not-leak", "s3cr3t-broken-do-not-leak: [", "hosts: [s3cr3t-list-do-not-leak]", "s3cr3t-list-do-not-leak"},
+				PostRenderers: []config.PostRenderer{{
+					Patches: []config.FluxPatch{{Patch: `[{"op": "add", "path": "/metadata/annotations/x", "value": "y"}]`, Target: map[string]any{"kind": "Deployment", "name": "web"}}},
+					Images:  []config.FluxImage{{Name: "nginx", NewTag: "1.27"}},
+				}},
 			}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/web", SelfHeal: true, Prune: true},

@@ -103,6 +103,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
+	if opts.Helm != nil && len(opts.Helm.PostRenderers) > 0 {
+		cache = nil // its key is the chart's inputs, not the post-renderers'
+	}
 	// Its inputs are read for the text check even without a cache: a
 	// chart whose text settles is rendered once (Manifest.Settled).
 	in, keyed := chartInputs(src, files, opts)
@@ -124,6 +127,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		s = in.settlement(ch)
 	}
 	manifest, err := helmTemplate(ctx, ch, src, opts)
+	if err == nil && opts.Helm != nil {
+		manifest, err = postRender(ctx, manifest, opts.Helm.PostRenderers)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
