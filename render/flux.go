@@ -60,21 +60,9 @@ var fluxVarName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // fluxKustomization is the kustomization kustomize-controller builds dir
 // with, and the path it reads it at.
 func fluxKustomization(b *boundedFS, dir string, fb *config.FluxBuild) (string, []byte, error) {
-	var k types.Kustomization
-	kfile := ""
-	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		p := filepath.Join(dir, name)
-		if b.Exists(p) && !b.IsDir(p) {
-			data, err := b.ReadFile(p)
-			if err != nil {
-				return "", nil, err
-			}
-			if err := sigsyaml.Unmarshal(data, &k); err != nil {
-				return "", nil, fmt.Errorf("%s: %w", b.rel(p), err)
-			}
-			kfile = p
-			break
-		}
+	kfile, k, err := readKustomization(b, dir)
+	if err != nil {
+		return "", nil, err
 	}
 	if kfile == "" {
 		kfile = filepath.Join(dir, konfig.DefaultKustomizationFileName())
@@ -100,16 +88,9 @@ func fluxKustomization(b *boundedFS, dir string, fb *config.FluxBuild) (string, 
 		k.NameSuffix = fb.NameSuffix
 	}
 	for i, p := range fb.Patches {
-		patch := types.Patch{Patch: p.Patch}
-		if p.Target != nil {
-			data, err := json.Marshal(p.Target)
-			if err == nil {
-				patch.Target = &types.Selector{}
-				err = json.Unmarshal(data, patch.Target)
-			}
-			if err != nil {
-				return "", nil, fmt.Errorf("patches[%d].target: %w", i, err)
-			}
+		patch, err := kustomizePatch(p)
+		if err != nil {
+			return "", nil, fmt.Errorf("patches[%d]: %w", i, err)
 		}
 		k.Patches = append(k.Patches, patch)
 	}
@@ -137,6 +118,46 @@ func fluxKustomization(b *boundedFS, dir string, fb *config.FluxBuild) (string, 
 	}
 	data, err := sigsyaml.Marshal(k)
 	return kfile, data, err
+}
+
+// readKustomization reads the kustomization file of dir, if it has one:
+// its path and what it says ("" and nothing when there is none).
+func readKustomization(b *boundedFS, dir string) (string, types.Kustomization, error) {
+	var k types.Kustomization
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, name)
+		if !b.Exists(p) || b.IsDir(p) {
+			continue
+		}
+		data, err := b.ReadFile(p)
+		if err != nil {
+			return "", k, err
+		}
+		if err := sigsyaml.Unmarshal(data, &k); err != nil {
+			return "", k, fmt.Errorf("%s: %w", b.rel(p), err)
+		}
+		return p, k, nil
+	}
+	return "", k, nil
+}
+
+// kustomizePatch is p as kustomize's Patch: its target's fields are
+// kustomize's selector's (group, version, kind, name, namespace,
+// labelSelector, annotationSelector), as Flux's Selector has them.
+func kustomizePatch(p config.FluxPatch) (types.Patch, error) {
+	patch := types.Patch{Patch: p.Patch}
+	if p.Target == nil {
+		return patch, nil
+	}
+	data, err := json.Marshal(p.Target)
+	if err == nil {
+		patch.Target = &types.Selector{}
+		err = json.Unmarshal(data, patch.Target)
+	}
+	if err != nil {
+		return patch, fmt.Errorf("target: %w", err)
+	}
+	return patch, nil
 }
 
 // fluxIgnored are the names source-controller leaves out of an artifact

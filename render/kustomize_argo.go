@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/pkg/util"
 	"sigs.k8s.io/kustomize/api/types"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -30,21 +29,9 @@ import (
 // unless ignoreMissingComponents. It returns the kustomization file's path
 // and the new text, which krusty reads in its place.
 func argoKustomization(b *boundedFS, dir string, ak *config.ArgoKustomize) (string, []byte, error) {
-	kfile := ""
-	var k types.Kustomization
-	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		p := filepath.Join(dir, name)
-		if b.Exists(p) && !b.IsDir(p) {
-			data, err := b.ReadFile(p)
-			if err != nil {
-				return "", nil, err
-			}
-			if err := sigsyaml.Unmarshal(data, &k); err != nil {
-				return "", nil, fmt.Errorf("%s: %w", b.rel(p), err)
-			}
-			kfile = p
-			break
-		}
+	kfile, k, err := readKustomization(b, dir)
+	if err != nil {
+		return "", nil, err
 	}
 	if kfile == "" {
 		return "", nil, errors.New("the Application's kustomize overrides need a kustomization file in the folder (kustomize edit: Missing kustomization file)")

@@ -27,16 +27,9 @@ func postRender(ctx context.Context, manifest string, prs []config.PostRenderer)
 			k.Images = append(k.Images, types.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
 		}
 		for _, p := range pr.Patches {
-			patch := types.Patch{Patch: p.Patch}
-			if p.Target != nil {
-				data, err := json.Marshal(p.Target)
-				if err == nil {
-					patch.Target = &types.Selector{}
-					err = json.Unmarshal(data, patch.Target)
-				}
-				if err != nil {
-					return "", fmt.Errorf("postRenderers[%d]: patch target: %w", i, err)
-				}
+			patch, err := kustomizePatch(p)
+			if err != nil {
+				return "", fmt.Errorf("postRenderers[%d]: patch %w", i, err)
 			}
 			k.Patches = append(k.Patches, patch)
 		}
