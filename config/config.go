@@ -90,6 +90,11 @@ type App struct {
 	TargetRevision string `yaml:"-"`
 	// GitOps is set for apps discovered from Argo CD or Flux.
 	GitOps *report.GitOps `yaml:"-"`
+	// KustomizeBuild, set by discovery from Argo CD's argocd-cm
+	// kustomize.buildOptions, is how the reconciler runs `kustomize build`;
+	// nil builds as driftscan does (helmCharts inflated, files only inside
+	// each kustomization's folder).
+	KustomizeBuild *KustomizeBuild `yaml:"-"`
 	// Error, set by discovery, says why the app's source must not be
 	// fetched (a repository its AppProject does not allow, a path that
 	// leaves the repository): the app is reported with this error and its
@@ -231,6 +236,17 @@ type DirectorySource struct {
 	Recurse bool   `yaml:"recurse"`
 	Include string `yaml:"include"`
 	Exclude string `yaml:"exclude"`
+}
+
+// KustomizeBuild are the `kustomize build` flags a reconciler passes that
+// change what a build makes.
+type KustomizeBuild struct {
+	// EnableHelm is --enable-helm: helmCharts are inflated.
+	EnableHelm bool
+	// LoadRestrictionsNone is --load-restrictor LoadRestrictionsNone: a
+	// kustomization may read files outside its folder (still inside the
+	// repository here).
+	LoadRestrictionsNone bool
 }
 
 // KustomizeSource renders a kustomization with krusty.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -198,12 +200,54 @@ func (d *discovery) argocd(ctx context.Context) error {
 		apps[ref(u)] = &a
 	}
 	names := appNames(kept)
+	build := d.kustomizeBuild(ctx, projectNS)
 	for _, u := range kept {
+		first := len(d.res.Apps)
 		d.application(u, apps[ref(u)], names[ref(u)], func(repo string) string {
 			return sourcePermitted(projects, projectNS, apps[ref(u)].Spec.Project, repo)
 		})
+		for i := first; i < len(d.res.Apps); i++ {
+			d.res.Apps[i].KustomizeBuild = build
+		}
 	}
 	return nil
+}
+
+// kustomizeBuild is how Argo CD runs `kustomize build`: argocd-cm's
+// kustomize.buildOptions in its namespace (--enable-helm, --load-restrictor
+// LoadRestrictionsNone); Argo CD's defaults without argocd-cm; nil, the
+// scan's own defaults, when argocd-cm cannot be read (the scan's identity
+// may not get it).
+func (d *discovery) kustomizeBuild(ctx context.Context, ns string) *config.KustomizeBuild {
+	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &config.KustomizeBuild{}
+	}
+	if err != nil {
+		return nil
+	}
+	opts, _, _ := unstructured.NestedString(cm.Object, "data", "kustomize.buildOptions")
+	return kustomizeBuildOptions(opts)
+}
+
+// kustomizeBuildOptions reads the `kustomize build` flags that change a
+// build from Argo CD's kustomize.buildOptions.
+func kustomizeBuildOptions(opts string) *config.KustomizeBuild {
+	b := &config.KustomizeBuild{}
+	fields := strings.Fields(opts)
+	for i, f := range fields {
+		name, value, _ := strings.Cut(f, "=")
+		switch name {
+		case "--enable-helm":
+			b.EnableHelm = value == "" || value == "true"
+		case "--load-restrictor":
+			if value == "" && i+1 < len(fields) {
+				value = fields[i+1]
+			}
+			b.LoadRestrictionsNone = strings.EqualFold(value, "LoadRestrictionsNone")
+		}
+	}
+	return b
 }
 
 // otherCluster says why an Application deploys to another cluster, or "".

@@ -20,6 +20,7 @@ var argoAppliers = []string{"argocd-controller"}
 type argoCase struct {
 	name         string
 	projects     []string // AppProjects; nil means default, shop and infra allowing every repository
+	argocdCM     string   // argocd-cm's data, as YAML; "" creates none
 	applications []string
 	apps         []config.App
 	rules        []classify.IgnoreRule
@@ -39,10 +40,20 @@ func TestApplications(t *testing.T) {
 			for _, m := range tt.projects {
 				applyAll(t, "argocd-server", ns, m)
 			}
+			if tt.argocdCM != "" {
+				applyAll(t, "argocd-server", ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm}\ndata:\n"+tt.argocdCM)
+			}
 			for _, m := range tt.applications {
 				applyAll(t, "argocd-server", ns, strings.ReplaceAll(m, "SERVER_URL", env.Config.Host))
 			}
 			res := discover(t, options(FromArgoCD, ns))
+			for i := range tt.apps {
+				if tt.apps[i].KustomizeBuild == nil && tt.argocdCM == "" {
+					// Without argocd-cm, Argo CD's defaults: no --enable-helm,
+					// no --load-restrictor.
+					tt.apps[i].KustomizeBuild = &config.KustomizeBuild{}
+				}
+			}
 			for i := range res.Apps {
 				res.Apps[i].Error = strings.ReplaceAll(res.Apps[i].Error, ns, "NS")
 				if g := res.Apps[i].GitOps; g != nil {
@@ -67,6 +78,26 @@ func TestApplications(t *testing.T) {
 }
 
 var argoCases = []argoCase{
+	{
+		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization",
+		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: built}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web-kustomize}
+`},
+		apps: []config.App{{
+			Name: "built", Owner: "shop", Namespace: "shop",
+			Source:         config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
+			Appliers:       argoAppliers,
+			GitOps:         &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
+			KustomizeBuild: &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
+		}},
+	},
 	{
 		name: "a Helm source keeps its release name, values files, parameters and inline values",
 		applications: []string{`
@@ -685,5 +716,20 @@ spec:
 	want := []string{a + "/web from Application/" + a + "/web", b + "/web from Application/" + b + "/web"}
 	if d := diff(want, got); d != "" {
 		t.Errorf("apps (-want +got):\n%s", d)
+	}
+}
+
+func TestKustomizeBuildOptionsAreReadAsKustomizeReadsItsFlags(t *testing.T) {
+	for opts, want := range map[string]config.KustomizeBuild{
+		"":                                       {},
+		"--enable-helm":                          {EnableHelm: true},
+		"--enable-helm=false":                    {},
+		"--load-restrictor LoadRestrictionsNone": {LoadRestrictionsNone: true},
+		"--load-restrictor=LoadRestrictionsNone --enable-helm=true": {EnableHelm: true, LoadRestrictionsNone: true},
+		"--load-restrictor LoadRestrictionsRootOnly":                {},
+	} {
+		if got := kustomizeBuildOptions(opts); *got != want {
+			t.Errorf("%q: %+v, want %+v", opts, *got, want)
+		}
 	}
 }

@@ -16,19 +16,25 @@ import (
 // `kustomize.buildOptions: --enable-helm`: one chart from a chart
 // repository at a version, one vendored under charts/, both with
 // valuesInline, and a name prefix and labels over their output. The real
-// Argo CD runs the real kustomize, which runs the real helm; driftscan runs
+// Argo CD runs the real kustomize, which runs the real helm (and reads a
+// file outside the kustomization's folder, as argocd-cm's
+// --load-restrictor LoadRestrictionsNone lets it); driftscan runs
 // kustomize's own generator with its in-process Helm, fetches the chart
 // itself, and must see the sync clean. A person's edit of an object a chart
 // made is theirs.
 func TestArgoCDKustomizeHelmChartsScanClean(t *testing.T) {
 	needArgo(t)
-	if err := argo.Set(t.Context(), "kustomize.buildOptions", "--enable-helm"); err != nil {
+	// As many installs have it: charts, and files outside a
+	// kustomization's folder. driftscan reads argocd-cm for both.
+	if err := argo.Set(t.Context(), "kustomize.buildOptions", "--enable-helm --load-restrictor LoadRestrictionsNone"); err != nil {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t, nil)
 	charts := chartrepo.Serve(t, chartrepo.Options{}, repoChart("1.0.0"), repoChart("1.1.0"))
 	repo := gitServer.NewRepo(t, map[string]string{
+		"shared/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\ndata: {from: outside}\n",
 		"app/kustomization.yaml": fmt.Sprintf(`namePrefix: k-
+resources: [../shared/extra.yaml]
 labels:
   - pairs: {team: payments}
 helmCharts:
@@ -74,7 +80,7 @@ spec:
 	}
 
 	r := scan(t, "--from", "argocd", "--app", name)
-	checkClean(t, r, 3)
+	checkClean(t, r, 4)
 
 	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "k-loc-size", types.MergePatchType, `{"data":{"size":"huge"}}`)
 	r = scan(t, "--from", "argocd", "--app", name)

@@ -79,6 +79,9 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		defer func() { bounded.resolved = nil }()
 	}
 	kopts := krusty.MakeDefaultOptions()
+	if opts.KustomizeLoadAnywhere {
+		kopts.LoadRestrictions = types.LoadRestrictionsNone // inside the repository all the same
+	}
 	if fb != nil || argo != nil {
 		// The reconciler's overrides, written into the kustomization
 		// krusty reads in its place.
@@ -127,7 +130,7 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	if err != nil && strings.Contains(err.Error(), "must specify --enable-helm") {
 		// krusty's words are for its own CLI, whose flag driftscan does not have.
-		why := "Flux's kustomize-controller does not inflate them either (it builds without --enable-helm), so this app fails there too"
+		why := "its reconciler builds without --enable-helm (Flux's kustomize-controller always, Argo CD unless argocd-cm kustomize.buildOptions has it), so this app fails there too"
 		if !opts.KustomizeWithoutHelm {
 			why = "this process cannot run as kustomize's helm (render.RunAsHelm was not called)"
 		}

@@ -272,7 +272,7 @@ func TestKustomizeHelmChartsRefused(t *testing.T) {
 		{"a chart without values.yaml", "novalues", Options{}, "charts/web/values.yaml"},
 		{"a chart the repository does not serve", "remote", Options{FetchChart: fetchFails}, "404 Not Found"},
 		{"a chart from a repository with no fetcher", "remote", Options{}, "fetches none"},
-		{"a Flux app", "noname", Options{KustomizeWithoutHelm: true}, "Flux's kustomize-controller does not inflate them either"},
+		{"a Flux app", "noname", Options{KustomizeWithoutHelm: true}, "Flux's kustomize-controller always"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -127,6 +127,10 @@ type Options struct {
 	// kustomize-controller does; by default they are inflated as
 	// `kustomize build --enable-helm` does (kustomize_helm.go).
 	KustomizeWithoutHelm bool
+	// KustomizeLoadAnywhere builds with kustomize's LoadRestrictionsNone
+	// (Argo CD's --load-restrictor LoadRestrictionsNone): files outside a
+	// kustomization's folder, inside the repository (Root), may be read.
+	KustomizeLoadAnywhere bool
 	// FetchChart fetches a chart a kustomization's helmCharts names from a
 	// chart repository and is not in the repository, and returns its
 	// unpacked folder; nil refuses such charts.

@@ -368,8 +368,10 @@ func (s *scan) render(ctx context.Context) error {
 				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, Directory: directoryOf(app), ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy,
-					// Flux's kustomize-controller builds without --enable-helm.
-					KustomizeWithoutHelm: app.GitOps != nil && app.GitOps.Tool == "flux",
+					// Flux's kustomize-controller builds without --enable-helm;
+					// Argo CD as its argocd-cm says.
+					KustomizeWithoutHelm:  app.GitOps != nil && app.GitOps.Tool == "flux" || app.KustomizeBuild != nil && !app.KustomizeBuild.EnableHelm,
+					KustomizeLoadAnywhere: app.KustomizeBuild != nil && app.KustomizeBuild.LoadRestrictionsNone,
 					FetchChart: func(ctx context.Context, c render.ChartRef) (string, error) {
 						return source.KustomizeChart(ctx, s.cfg.Dir, c.Repo, c.Name, c.Version, src)
 					}}
