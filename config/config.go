@@ -299,7 +299,8 @@ type FluxBuild struct {
 	PostBuild        bool
 	SubstituteAlways bool
 	// Vars are the variables: those of substituteFrom's ConfigMaps and
-	// Secrets in order, then spec.postBuild.substitute over them.
+	// Secrets in order, then spec.postBuild.substitute over them, each
+	// with its newlines removed, as Flux loads them.
 	Vars map[string]string
 	// Secret are the values that came from Secrets: masked wherever a
 	// finding, an error or a log would show them.

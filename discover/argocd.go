@@ -2,7 +2,6 @@ package discover
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -100,7 +99,7 @@ type appSource struct {
 	Chart          string         `json:"chart"`
 	Ref            string         `json:"ref"`
 	Helm           *appHelm       `json:"helm"`
-	Kustomize      map[string]any `json:"kustomize"`
+	Kustomize      *appKustomize  `json:"kustomize"`
 	Directory      *appDirectory  `json:"directory"`
 	Plugin         map[string]any `json:"plugin"`
 }
@@ -124,6 +123,31 @@ type appHelm struct {
 	Namespace   string   `json:"namespace"`
 	KubeVersion string   `json:"kubeVersion"`
 	APIVersions []string `json:"apiVersions"`
+}
+
+// appKustomize is an Application source's kustomize: the overrides Argo CD
+// applies with kustomize edit (argoKustomize).
+type appKustomize struct {
+	NamePrefix                string            `json:"namePrefix"`
+	NameSuffix                string            `json:"nameSuffix"`
+	Namespace                 string            `json:"namespace"`
+	Images                    []string          `json:"images"`
+	CommonLabels              map[string]string `json:"commonLabels"`
+	CommonAnnotations         map[string]string `json:"commonAnnotations"`
+	CommonAnnotationsEnvsubst bool              `json:"commonAnnotationsEnvsubst"`
+	ForceCommonLabels         bool              `json:"forceCommonLabels"`
+	ForceCommonAnnotations    bool              `json:"forceCommonAnnotations"`
+	LabelWithoutSelector      bool              `json:"labelWithoutSelector"`
+	LabelIncludeTemplates     bool              `json:"labelIncludeTemplates"`
+	Replicas                  []struct {
+		Name  string             `json:"name"`
+		Count intstr.IntOrString `json:"count"`
+	} `json:"replicas"`
+	Patches                 []map[string]any `json:"patches"`
+	Components              []string         `json:"components"`
+	IgnoreMissingComponents bool             `json:"ignoreMissingComponents"`
+	KubeVersion             string           `json:"kubeVersion"`
+	APIVersions             []string         `json:"apiVersions"`
 }
 
 type appDirectory struct {
@@ -487,9 +511,13 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(notApplied, ", "))
 		}
 	}
+	if src.Helm == nil && src.Kustomize == nil && src.Chart == "" {
+		// A folder of plain manifests, unless it holds a chart or a
+		// kustomization, read as Argo CD reads a directory source: by
+		// default the folder's own files only.
+		src.Directory = &config.DirectorySource{}
+	}
 	if dir := s.Directory; dir != nil {
-		// Without it, the scanner reads the folder as Argo CD's default
-		// directory source: its own files only.
 		src.Directory = &config.DirectorySource{Recurse: dir.Recurse, Include: dir.Include, Exclude: dir.Exclude}
 		if set := setKeys(dir.Jsonnet, nil); len(set) > 0 {
 			problems = append(problems, "jsonnet is not rendered by driftscan: directory.jsonnet "+strings.Join(set, ", ")+" not applied")
@@ -504,37 +532,13 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 // kustomization's charts), and a value that uses Argo CD's build
 // environment ($ARGOCD_APP_NAME, ...), which Argo CD substitutes in images
 // and labels.
-func argoKustomize(m map[string]any) (*config.ArgoKustomize, []string, error) {
-	var k struct {
-		NamePrefix                                  string            `json:"namePrefix"`
-		NameSuffix                                  string            `json:"nameSuffix"`
-		Namespace                                   string            `json:"namespace"`
-		Images                                      []string          `json:"images"`
-		CommonLabels                                map[string]string `json:"commonLabels"`
-		CommonAnnotations                           map[string]string `json:"commonAnnotations"`
-		CommonAnnotationsEnvsubst                   bool              `json:"commonAnnotationsEnvsubst"`
-		ForceCommonLabels, ForceCommonAnnotations   bool
-		LabelWithoutSelector, LabelIncludeTemplates bool
-		Replicas                                    []struct {
-			Name  string             `json:"name"`
-			Count intstr.IntOrString `json:"count"`
-		} `json:"replicas"`
-		Patches                 []map[string]any `json:"patches"`
-		Components              []string         `json:"components"`
-		IgnoreMissingComponents bool             `json:"ignoreMissingComponents"`
-	}
-	data, err := json.Marshal(m)
-	if err == nil {
-		err = json.Unmarshal(data, &k)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
+func argoKustomize(k *appKustomize) (*config.ArgoKustomize, []string, error) {
 	var notApplied []string
-	for _, f := range []string{"kubeVersion", "apiVersions"} {
-		if isSet(m[f]) {
-			notApplied = append(notApplied, f)
-		}
+	if k.KubeVersion != "" {
+		notApplied = append(notApplied, "kubeVersion")
+	}
+	if len(k.APIVersions) > 0 {
+		notApplied = append(notApplied, "apiVersions")
 	}
 	envs := slices.Concat(k.Images, slices.Collect(maps.Values(k.CommonLabels)))
 	if k.CommonAnnotationsEnvsubst {

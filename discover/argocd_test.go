@@ -48,6 +48,11 @@ func TestApplications(t *testing.T) {
 			}
 			res := discover(t, options(FromArgoCD, ns))
 			for i := range tt.apps {
+				if src := &tt.apps[i].Source; tt.apps[i].Error == "" && src.Directory == nil && src.Helm == nil && src.Kustomize == nil && src.Chart == "" {
+					// A folder of plain manifests (a source discovery took): Argo CD's default
+					// directory source.
+					src.Directory = &config.DirectorySource{}
+				}
 				if tt.apps[i].KustomizeBuild == nil && tt.argocdCM == "" {
 					// Without argocd-cm, Argo CD's defaults: no --enable-helm,
 					// no --load-restrictor.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,29 @@ func createArgoManifest(t *testing.T, manifest string) {
 	t.Cleanup(func() {
 		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
 	})
+}
+
+// createGitApp creates an Application named name that syncs path of the
+// Git repository repoURL at main into ns, automatically and with pruning;
+// source is more of spec.source (YAML, indented as at its top).
+func createGitApp(t *testing.T, name, ns, repoURL, path, source string) {
+	t.Helper()
+	if source != "" {
+		source = "    " + strings.ReplaceAll(strings.TrimRight(source, "\n"), "\n", "\n    ") + "\n"
+	}
+	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source:
+    repoURL: %s
+    targetRevision: main
+    path: %s
+%s  syncPolicy:
+    automated: {prune: true}
+`, name, argo.Namespace, ns, repoURL, path, source))
 }
 
 // createChartRelease creates a HelmRelease named name in ns that installs

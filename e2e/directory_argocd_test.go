@@ -37,20 +37,7 @@ func TestArgoCDDirectorySourcesScanWhatArgoCDApplies(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t, nil)
-			createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: %s, namespace: %s}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  source:
-    repoURL: %s
-    targetRevision: main
-    path: site
-    %s
-  syncPolicy:
-    automated: {prune: true}
-`, tt.name, argo.Namespace, ns, repo.URL, tt.directory))
+			createGitApp(t, tt.name, ns, repo.URL, "site", tt.directory)
 			waitArgoSynced(t, tt.name, "")
 			cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 			if err != nil {

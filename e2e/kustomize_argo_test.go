@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,31 +35,19 @@ spec:
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n",
 	})
 	const name = "kustomize-overrides"
-	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: %s, namespace: %s}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  source:
-    repoURL: %s
-    targetRevision: main
-    path: app
-    kustomize:
-      namePrefix: ov-
-      images: ["nginx:1.27"]
-      replicas: [{name: web, count: 2}]
-      commonLabels: {env: prod}
-      commonAnnotations: {owner: platform}
-      patches:
-      - target: {kind: ConfigMap}
-        patch: |-
-          - op: replace
-            path: /data/mode
-            value: overridden
-  syncPolicy:
-    automated: {prune: true}
-`, name, argo.Namespace, ns, repo.URL))
+	createGitApp(t, name, ns, repo.URL, "app", `kustomize:
+  namePrefix: ov-
+  images: ["nginx:1.27"]
+  replicas: [{name: web, count: 2}]
+  commonLabels: {env: prod}
+  commonAnnotations: {owner: platform}
+  patches:
+  - target: {kind: ConfigMap}
+    patch: |-
+      - op: replace
+        path: /data/mode
+        value: overridden
+`)
 	waitArgoSynced(t, name, "")
 	deploy := env.Get(t, cluster.Deployment, ns, "ov-web")
 	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")

@@ -63,16 +63,7 @@ data:
 `,
 	})
 	const name = "kustomize-helm"
-	createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: %s, namespace: %s}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  source: {repoURL: %s, targetRevision: main, path: app}
-  syncPolicy:
-    automated: {prune: true}
-`, name, argo.Namespace, ns, repo.URL))
+	createGitApp(t, name, ns, repo.URL, "app", "")
 	waitArgoSynced(t, name, "")
 	cm := env.Get(t, cluster.ConfigMap, ns, "k-web-config")
 	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "from-kustomize" {

@@ -107,6 +107,18 @@ func Text(s string, secrets ...string) string {
 	return s
 }
 
+// Maskable are the values worth masking: those of three bytes or more
+// (masking "1" or "on" would garble a text and hide nothing).
+func Maskable(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if len(v) >= 3 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Error is err with its text passed through Text: URLs redacted, secrets
 // masked. It matches what err matched with errors.Is, but does not unwrap
 // to err, whose text still holds them. A nil err is nil.

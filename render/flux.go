@@ -220,25 +220,35 @@ func fluxSubstitutes(fb *config.FluxBuild) bool {
 	return fb != nil && fb.PostBuild && (len(fb.Vars) > 0 || fb.SubstituteAlways)
 }
 
+// fluxVarNames is the error kustomize-controller gives for a variable
+// whose name it refuses, or nil; worked out once a build (fluxObject).
+func fluxVarNames(fb *config.FluxBuild) error {
+	for name := range fb.Vars {
+		if !fluxVarName.MatchString(name) {
+			return fmt.Errorf("'%s' var name is invalid, must match '%s'", name, fluxVarName)
+		}
+	}
+	return nil
+}
+
 // fluxObject is the object of res after kustomize-controller's post-build
 // substitution (SubstituteVariables), or nil when it substitutes nothing
-// in res.
-func fluxObject(res *resource.Resource, fb *config.FluxBuild) (map[string]any, error) {
+// in res; badVars is fluxVarNames', returned for an object it would
+// substitute.
+func fluxObject(res *resource.Resource, fb *config.FluxBuild, badVars error) (map[string]any, error) {
 	if !fluxSubstitutes(fb) || res.GetLabels()[substituteKey] == "disabled" || res.GetAnnotations()[substituteKey] == "disabled" {
 		return nil, nil
 	}
-	for name := range fb.Vars {
-		if !fluxVarName.MatchString(name) {
-			return nil, fmt.Errorf("'%s' var name is invalid, must match '%s'", name, fluxVarName)
-		}
+	if badVars != nil {
+		return nil, badVars
 	}
 	data, err := res.AsYAML()
 	if err != nil {
 		return nil, err
 	}
 	out, err := envsubst.Eval(string(data), func(name string) (string, bool) {
-		v, ok := fb.Vars[name]
-		return strings.ReplaceAll(v, "\n", ""), ok
+		v, ok := fb.Vars[name] // newlines already gone (discovery), as Flux loads them
+		return v, ok
 	})
 	if err != nil {
 		return nil, fmt.Errorf("post build failed for '%s': envsubst error: variable substitution failed: %w", res.CurId(), err)
@@ -265,17 +275,21 @@ func setCommonMetadata(obj map[string]any, fb *config.FluxBuild) {
 		meta = map[string]any{}
 		obj["metadata"] = meta
 	}
-	for field, set := range map[string]map[string]string{"labels": fb.Labels, "annotations": fb.Annotations} {
-		if len(set) == 0 {
-			continue
-		}
-		m, _ := meta[field].(map[string]any)
-		if m == nil {
-			m = map[string]any{}
-			meta[field] = m
-		}
-		for k, v := range set {
-			m[k] = v
-		}
+	setAll(meta, "labels", fb.Labels)
+	setAll(meta, "annotations", fb.Annotations)
+}
+
+// setAll sets each of set under meta[field].
+func setAll(meta map[string]any, field string, set map[string]string) {
+	if len(set) == 0 {
+		return
+	}
+	m, _ := meta[field].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+		meta[field] = m
+	}
+	for k, v := range set {
+		m[k] = v
 	}
 }

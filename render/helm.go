@@ -67,21 +67,9 @@ func renderHelm(ctx context.Context, opts Options) ([]Manifest, error) {
 	if opts.Helm != nil && len(opts.Helm.Secret) > 0 {
 		// A template may print a value into its error (fail, required,
 		// a type error): never one that came from a Secret.
-		err = redact.Error(err, secretTexts(opts.Helm.Secret)...)
+		err = redact.Error(err, redact.Maskable(opts.Helm.Secret)...)
 	}
 	return ms, err
-}
-
-// secretTexts are the secret values worth masking: those of three bytes
-// or more (masking "1" or "on" would garble the message and hide nothing).
-func secretTexts(values []string) []string {
-	var out []string
-	for _, v := range values {
-		if len(v) >= 3 {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {

@@ -42,7 +42,7 @@ func renderKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	ms, err := buildKustomize(ctx, opts)
 	if k := opts.Kustomize; err != nil && k != nil && k.Flux != nil && len(k.Flux.Secret) > 0 {
 		// A variable from a Secret may be quoted by an error.
-		err = redact.Error(err, secretTexts(k.Flux.Secret)...)
+		err = redact.Error(err, redact.Maskable(k.Flux.Secret)...)
 	}
 	return ms, err
 }
@@ -140,8 +140,12 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, fmt.Errorf("kustomize %s: %w", opts.Dir, err)
 	}
 	var out []Manifest
+	var badVars error
+	if fluxSubstitutes(fb) {
+		badVars = fluxVarNames(fb)
+	}
 	for _, r := range resMap.Resources() {
-		obj, err := fluxObject(r, fb)
+		obj, err := fluxObject(r, fb, badVars)
 		if obj == nil && err == nil {
 			obj, err = kyamlObject(r.YNode())
 		}

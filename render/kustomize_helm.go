@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -123,6 +124,9 @@ type buildHelm struct {
 	// used says a kustomization of the build named helmCharts: the build
 	// read chart files krusty did not, so it is not kept (buildcache.go).
 	used bool
+	// fetchedAny says job.Charts holds a chart: until then every path
+	// krusty resolves (fetched) skips the lock.
+	fetchedAny atomic.Bool
 }
 
 // newBuildHelm is the helm of a build rooted at root, or nil when this
@@ -178,6 +182,7 @@ func (h *buildHelm) kustomization(p, r string, k *types.Kustomization) error {
 				h.job.Charts = map[string]string{}
 			}
 			h.job.Charts[folder] = got
+			h.fetchedAny.Store(true)
 		}
 	}
 	return h.write()
@@ -211,6 +216,9 @@ func chartFolder(dir string, g *types.HelmGlobals, c types.HelmChart) string {
 // build fetched: kustomize reads the chart's values.yaml where `helm pull`
 // would have unpacked it, under the kustomization.
 func (h *buildHelm) fetched(p string) (string, bool) {
+	if !h.fetchedAny.Load() {
+		return "", false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for folder, got := range h.job.Charts {

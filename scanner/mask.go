@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -29,7 +30,7 @@ type masker struct {
 }
 
 // appSecrets are the texts of each app's values from Secrets worth
-// masking (three bytes or more: masking "1" would hide nothing).
+// masking (redact.Maskable).
 func appSecrets(apps []config.App) [][]string {
 	out := make([][]string, len(apps))
 	for i, a := range apps {
@@ -40,11 +41,7 @@ func appSecrets(apps []config.App) [][]string {
 		if k := a.Source.Kustomize; k != nil && k.Flux != nil {
 			all = append(all, k.Flux.Secret...)
 		}
-		for _, v := range all {
-			if len(v) >= 3 {
-				out[i] = append(out[i], v)
-			}
-		}
+		out[i] = redact.Maskable(all)
 	}
 	return out
 }

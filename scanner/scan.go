@@ -366,7 +366,7 @@ func (s *scan) render(ctx context.Context) error {
 				// compared) unless the app's applier rewrites them all or its
 				// pending sync compares them all.
 				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
-				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, Directory: directoryOf(app), ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
+				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, Directory: app.Source.Directory, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy,
 					// Flux's kustomize-controller builds without --enable-helm;
 					// Argo CD as its argocd-cm says.
@@ -549,17 +549,4 @@ func openCacheFiles(dir string, log *slog.Logger) (parsed func() *render.ParseCa
 		return c, nil
 	})
 	return func() *render.ParseCache { c, _ := p(); return c }, func() *schemaCache { c, _ := sc(); return c }
-}
-
-// directoryOf is how the app's folder of plain manifests is read: as its
-// source says, else, for an Argo CD app, as Argo CD's default directory
-// source (the folder's own files only), else every file below it.
-func directoryOf(app config.App) *config.DirectorySource {
-	if d := app.Source.Directory; d != nil {
-		return d
-	}
-	if app.GitOps != nil && app.GitOps.Tool == "argocd" {
-		return &config.DirectorySource{}
-	}
-	return nil
 }
