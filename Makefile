@@ -30,10 +30,11 @@ build:
 # kustomize its repo server runs, Flux's controllers, and their CRDs.
 ARGOCD_BINS := $(TESTBIN)/argocd $(TESTBIN)/helm $(TESTBIN)/kustomize
 FLUX_BINS   := $(TESTBIN)/source-controller $(TESTBIN)/kustomize-controller $(TESTBIN)/helm-controller
+SOPS_BINS   := $(TESTBIN)/sops $(TESTBIN)/age-keygen
 CRD_STAMPS  := $(TESTBIN)/crds/argocd/.stamp $(TESTBIN)/crds/flux/.stamp
 
-## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD, Flux and an OCI registry built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(TESTBIN)/registry $(CRD_STAMPS)
+## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD, Flux, sops and an OCI registry built from Go modules (once; cached in .cache/testbin)
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(SOPS_BINS) $(TESTBIN)/registry $(CRD_STAMPS)
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
@@ -70,6 +71,13 @@ $(FLUX_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
 	@mkdir -p $(TESTBIN)
 	@echo "building Flux source-, kustomize- and helm-controller from Go modules..."
 	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+
+# sops and age-keygen encrypt the tests' SOPS manifests (fixtures/sops) as a
+# team does before it commits them: the sops release kustomize-controller
+# decrypts with, from the Flux module's graph.
+$(SOPS_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
+	@mkdir -p $(TESTBIN)
+	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/getsops/sops/v3/cmd/sops filippo.io/age/cmd/age-keygen
 
 # An OCI registry for charts pushed with the real helm: distribution v3.1.1,
 # the registry Flux's source-controller tests its OCI sources against, built

@@ -82,6 +82,12 @@ type App struct {
 	// Discovery sets AppliedAsFlux for a Flux Kustomization; a config file
 	// may set it for an app kustomize-controller applies.
 	AppliedAs AppliedAs `yaml:"appliedAs"`
+	// Decryption, "sops", says Git holds SOPS-encrypted objects that the
+	// applier decrypts before it applies them (a Flux Kustomization's
+	// spec.decryption; discovery sets it). driftscan never holds the key:
+	// an encrypted value is compared by who wrote it live (an applier, or
+	// someone else), and never shown.
+	Decryption Decryption `yaml:"decryption"`
 	// TargetRevision, set by discovery, is the commit the reconciler is told
 	// to reach when Git has moved past the one it last applied, which is
 	// then Source.Revision: the scan compares live with what was applied
@@ -115,6 +121,21 @@ const (
 	// applied_flux.go.
 	AppliedAsFlux AppliedAs = "flux"
 )
+
+// Decryption names how an applier decrypts what Git holds.
+type Decryption string
+
+// DecryptionSOPS: values encrypted by SOPS, as kustomize-controller
+// decrypts them (scanner's sops.go).
+const DecryptionSOPS Decryption = "sops"
+
+// Validate says whether d is a known decryption.
+func (d Decryption) Validate() error {
+	if d == "" || d == DecryptionSOPS {
+		return nil
+	}
+	return fmt.Errorf("decryption %q: want %q or nothing", string(d), string(DecryptionSOPS))
+}
 
 // Validate says whether a is one of the known appliers.
 func (a AppliedAs) Validate() error {
@@ -380,6 +401,9 @@ func Parse(data []byte) (*Config, error) {
 			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
 		}
 		if err := app.AppliedAs.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
+		}
+		if err := app.Decryption.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("app %q: %w", app.Name, err))
 		}
 	}

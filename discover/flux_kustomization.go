@@ -46,7 +46,9 @@ type kustomization struct {
 			Labels      map[string]string `json:"labels"`
 			Annotations map[string]string `json:"annotations"`
 		} `json:"commonMetadata"`
-		Decryption map[string]any `json:"decryption"`
+		Decryption *struct {
+			Provider string `json:"provider"`
+		} `json:"decryption"`
 	} `json:"spec"`
 	Status struct {
 		// LastAppliedRevision is the artifact revision last applied:
@@ -94,8 +96,9 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 // components, commonMetadata) is built as kustomize-controller builds it
 // (config.FluxBuild, render's flux.go); its substituteFrom ConfigMaps and
 // Secrets are read from its namespace, in order, then spec.postBuild.substitute
-// over them. A variable source that is missing and not optional, or SOPS
-// decryption, is an error on the app, which is still scanned.
+// over them. A variable source that is missing and not optional is an
+// error on the app, which is still scanned. With SOPS decryption the app's
+// encrypted values are compared by who wrote them (config.DecryptionSOPS).
 //
 // When the Kustomization last applied another commit than its source is at
 // (suspended, failing, or between two intervals), the app is that commit,
@@ -118,8 +121,13 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	if fb != nil {
 		app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	}
-	if len(ks.Spec.Decryption) > 0 {
-		problems = append(problems, "SOPS decryption is not applied by driftscan: encrypted values stay as Git holds them and may show as drift")
+	if dec := ks.Spec.Decryption; dec != nil {
+		// kustomize-controller's only provider; the key stays with it.
+		if dec.Provider == string(config.DecryptionSOPS) {
+			app.Decryption = config.DecryptionSOPS
+		} else {
+			problems = append(problems, fmt.Sprintf("decryption provider %q is not one kustomize-controller knows: encrypted values stay as Git holds them", dec.Provider))
+		}
 	}
 	return app, problems
 }

@@ -48,6 +48,9 @@ spec:
   path: ./apps/web-kustomize
   targetNamespace: shop
   prune: true
+  decryption:
+    provider: sops
+    secretRef: {name: sops-age}
   postBuild:
     substitute: {region: eu, cluster: prod}
     substituteFrom:
@@ -266,7 +269,9 @@ func TestFluxObjects(t *testing.T) {
 				Secret: []string{"s3cr3t-subst-do-not-leak"},
 			}}},
 			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
-			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
+			// SOPS: compared by who wrote the encrypted values (no key read).
+			Decryption: config.DecryptionSOPS,
+			GitOps:     &report.GitOps{Tool: "flux", Object: "Kustomization/NS/shop", SelfHeal: true, Prune: true},
 		},
 		{
 			Name: "Kustomization/NS/web", Owner: "NS",

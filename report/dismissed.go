@@ -36,6 +36,11 @@ const (
 	// OperatorOwned: a field an operator or controller owns that Git
 	// leaves out.
 	OperatorOwned Reason = "operatorOwned"
+	// Encrypted: a value Git holds encrypted with SOPS, which the applier
+	// that decrypts it wrote live. driftscan never holds the key, so this
+	// is as far as the value can be compared: a value anyone else wrote is
+	// drift, and shown masked.
+	Encrypted Reason = "encrypted"
 	// Restart: the time a rollout restart writes on a workload's pod
 	// template (kubectl rollout restart, and tools that restart the same
 	// way), which Git leaves out: a record of an action, not configuration.
@@ -43,7 +48,7 @@ const (
 )
 
 // Reasons lists every reason in report order.
-var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned, Restart}
+var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned, Encrypted, Restart}
 
 // Dismissal is one difference between Git and live that is no drift, and
 // why. Values are masked like a finding's.
@@ -113,6 +118,8 @@ func (r Reason) Text() string {
 		return "built-in"
 	case OperatorOwned:
 		return "operator-owned"
+	case Encrypted:
+		return "encrypted"
 	case Restart:
 		return "restart"
 	}

@@ -45,6 +45,11 @@ const (
 	// around each sync and leaves it out of the sync status, and so does
 	// the scan.
 	WarnHookSkipped WarningCode = "HookSkipped"
+	// WarnEncryptedNameSkipped: Git generates a Secret from SOPS-encrypted
+	// files with a hash suffix on its name (a kustomize secretGenerator):
+	// the applier decrypts the files first, so the name is a hash of values
+	// only the key reveals, and the Secret is not compared.
+	WarnEncryptedNameSkipped WarningCode = "EncryptedNameSkipped"
 	// WarnUnstableRender: the app's chart renders differently each time
 	// from the same commit (a generated password, a checksum of it), so the
 	// fields that differ between two renders were not compared.

@@ -14,17 +14,26 @@ import (
 )
 
 // applyAs rewrites every rendered object (and its second render) as the
-// app's applier does before applying it.
-func applyAs(how config.AppliedAs, renders ...[]render.Manifest) error {
+// app's applier does before applying it: its SOPS-encrypted values sealed
+// (sops.go), then rewritten as the applier sends it. It returns the Secrets
+// generated from SOPS-encrypted files.
+func applyAs(app config.App, renders ...[]render.Manifest) (map[*unstructured.Unstructured]bool, error) {
 	var errs []error
+	var fromFiles map[*unstructured.Unstructured]bool
 	for _, mfs := range renders {
 		for _, mf := range mfs {
-			if err := appliedAs(how, mf.Object); err != nil {
+			if app.Decryption == config.DecryptionSOPS && sealSOPS(mf.Object) {
+				if fromFiles == nil {
+					fromFiles = map[*unstructured.Unstructured]bool{}
+				}
+				fromFiles[mf.Object] = true
+			}
+			if err := appliedAs(app.AppliedAs, mf.Object); err != nil {
 				errs = append(errs, fmt.Errorf("%s line %d: %w", mf.File, mf.Line, err))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return fromFiles, errors.Join(errs...)
 }
 
 // appliedAs rewrites a rendered object the way the app's applier rewrites it

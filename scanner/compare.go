@@ -390,6 +390,7 @@ func (s *scan) compareOne(d desired, f foundObject, cc classifyContext) {
 func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *report.Object) error {
 	l := f.live
 	gvk := d.mapping.GroupVersionKind
+	app := &s.cfg.Apps[d.app]
 	if k := s.opts.OwnerLabel; k != "" {
 		if ro.Owner = l.GetLabels()[k]; ro.Owner == "" {
 			ro.Owner = l.GetAnnotations()[k]
@@ -397,7 +398,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	}
 	// The live object was decoded for this compare: its content is taken.
 	liveObj := normalizeLive(l)
-	git := normalizeSent(s.cfg.Apps[d.app].AppliedAs, d.obj, liveObj)
+	git := normalizeSent(app.AppliedAs, d.obj, liveObj)
 	changes, err := diff(s.c.typer, gvk, git, liveObj)
 	if err != nil {
 		return err
@@ -431,6 +432,16 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	dismissed := report.Dismissed{}
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
+		sealed := app.Decryption != "" && ch.GitPresent && holdsSealedValue(ch.Git)
+		if sealed && isSealed(ch.Git) && ch.LivePresent && owner != nil && cl.IsApplier(owner.Manager) {
+			// Encrypted in Git, and written live by the applier that
+			// decrypts it: the value Git holds, as far as anyone without
+			// the key can tell.
+			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.Encrypted,
+				Detail: fmt.Sprintf("encrypted with SOPS in Git; %s, which decrypts it, wrote the live value", owner.Manager)})
+			dismissed[report.Encrypted]++
+			continue
+		}
 		if touches(d.unstable, ch.Path) {
 			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
 			dismissed[report.UnstableRender]++
@@ -454,6 +465,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		f := res.Finding
 		ch.record(&f)
+		if sealed {
+			f.Hint = joinHint(f.Hint, sealedHint(ch, owner))
+		}
 		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}

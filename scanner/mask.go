@@ -95,7 +95,8 @@ func secretPath(path string) bool {
 // show only whether they differ, the typed values are dropped and the
 // finding is marked Masked.
 func (m *masker) mask(app int, group, kind string, f *report.Finding) {
-	hide := group == "" && kind == "Secret" && secretPath(f.Path) || m.holdsSecret(app, f)
+	hide := group == "" && kind == "Secret" && secretPath(f.Path) || m.holdsSecret(app, f) ||
+		holdsSealed(f.Git) || strings.Contains(f.Git, sopsCiphertext) // encrypted in Git: its live value is a secret too
 	for _, r := range m.redact {
 		if (r.kind == "" || (r.kind == kind && r.group == group)) && r.path.MatchString(f.Path) {
 			hide = true

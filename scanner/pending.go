@@ -38,7 +38,7 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 	ropts.Dir, ropts.Root, ropts.Helm, ropts.ExtraValues = loc.Dir, loc.Root, loc.Helm, loc.Values
 	mfs, err := render.Manifests(ctx, ropts)
 	if err == nil {
-		err = applyAs(app.AppliedAs, mfs)
+		_, err = applyAs(app, mfs)
 	}
 	if err != nil {
 		p.Error = redact.Text(fmt.Sprintf("render the target revision %s: %v", loc.Revision(), err))

@@ -336,6 +336,9 @@ func (s *scan) render(ctx context.Context) error {
 		commit    string
 		version   string          // of a chart from a Helm repository
 		pending   *report.Pending // what Git holds beyond the synced commit
+		// sopsFiles are the Secrets generated from SOPS-encrypted files
+		// (sealSOPS).
+		sopsFiles map[*unstructured.Unstructured]bool
 		err       error
 	}
 	results := make([]rendered, len(s.cfg.Apps))
@@ -363,9 +366,9 @@ func (s *scan) render(ctx context.Context) error {
 			var res rendered
 			if err == nil {
 				// Objects come undecoded from the parse cache (decoded when
-				// compared) unless the app's applier rewrites them all or its
-				// pending sync compares them all.
-				lazy := app.AppliedAs == config.AppliedAsIs && app.TargetRevision == ""
+				// compared) unless the app's applier rewrites or decrypts
+				// them all or its pending sync compares them all.
+				lazy := app.AppliedAs == config.AppliedAsIs && app.Decryption == "" && app.TargetRevision == ""
 				ropts := render.Options{Dir: loc.Dir, Root: loc.Root, Namespace: app.Namespace, Helm: loc.Helm, ExtraValues: loc.Values, Kustomize: app.Source.Kustomize, Directory: app.Source.Directory, ReleaseName: app.Source.ReleaseName, KubeVersion: s.c.version, DiscoverAPIVersions: apiVersions,
 					Timeout: s.opts.RenderTimeout, KustomizeRemote: s.opts.KustomizeRemote, Parsed: parsed, Lazy: lazy,
 					// Flux's kustomize-controller builds without --enable-helm;
@@ -383,7 +386,7 @@ func (s *scan) render(ctx context.Context) error {
 				if err == nil {
 					res.release = helmRelease(ropts)
 					res.again = renderAgain(ctx, ropts, res.release, res.manifests)
-					err = applyAs(app.AppliedAs, res.manifests, res.again)
+					res.sopsFiles, err = applyAs(app, res.manifests, res.again)
 				}
 				if err == nil && app.TargetRevision != "" {
 					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Revision(), res.manifests)
@@ -433,7 +436,7 @@ func (s *scan) render(ctx context.Context) error {
 			s.unstableSeen.alone[len(s.r.Apps)-1] = alone
 		}
 		for j, mf := range res.manifests {
-			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j])
+			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j], res.sopsFiles[mf.Object])
 		}
 		if objs := &s.r.Apps[len(s.r.Apps)-1].Objects; len(*objs) == 0 {
 			*objs = nil // as without the room made above: no objects
@@ -442,7 +445,10 @@ func (s *scan) render(ctx context.Context) error {
 	return nil
 }
 
-func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured) {
+// addDesired adds the object of mf to what the scan compares, unless it is
+// one no live object can be matched to. fromSOPSFiles: it is a Secret
+// generated from SOPS-encrypted files (sealSOPS).
+func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unstructured.Unstructured, fromSOPSFiles bool) {
 	id := mf.Ident()                // read without decoding the rest when the parse cache gave the object undecoded
 	var gvk schema.GroupVersionKind // as Unstructured.GroupVersionKind reads it
 	if gv, err := schema.ParseGroupVersion(id.APIVersion); err == nil {
@@ -481,6 +487,12 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnHookSkipped, App: app.Name, Object: ref,
 			Message: fmt.Sprintf("%s (%s line %d) is a hook, so it is not compared: %s", ref, mf.File, mf.Line, why)})
+		return
+	}
+	if fromSOPSFiles && hashSuffix.MatchString(name) {
+		ref := ro.Ref()
+		s.warn(report.Warning{Code: report.WarnEncryptedNameSkipped, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s) is generated from SOPS-encrypted files: kustomize-controller decrypts them before kustomize names the Secret by a hash of its values, which cannot be computed without the key, so it is not compared", ref, mf.File)})
 		return
 	}
 	if twin != nil {

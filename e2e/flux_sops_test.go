@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/fixtures/sops"
+	"github.com/calricon/driftscan/report"
+)
+
+// A Flux Kustomization of SOPS-encrypted manifests, as Flux's guide has
+// teams commit Secrets: encrypted with age by the real sops, decrypted by
+// the real kustomize-controller with the key in its decryption Secret.
+// driftscan never holds the key; the scan must still be clean, and a
+// person's edit of an encrypted value must be theirs, masked.
+func TestFluxSOPSDecryptionScansClean(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	key := sops.NewKey(t)
+	secrets := "^(data|stringData)$"
+	repo := gitServer.NewRepo(t, map[string]string{
+		"apps/db/creds.yaml": sops.Encrypt(t, key, `apiVersion: v1
+kind: Secret
+metadata: {name: db-creds, labels: {app: db}}
+type: Opaque
+stringData:
+  username: app
+  password: sops-plain-password
+`, secrets),
+		"apps/db/token.yaml": sops.Encrypt(t, key, `apiVersion: v1
+kind: Secret
+metadata: {name: api-token}
+data:
+  token: `+base64.StdEncoding.EncodeToString([]byte("sops-plain-token"))+`
+`, secrets),
+		"apps/db/settings.yaml": sops.Encrypt(t, key, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data:
+  endpoint: db.internal:5432
+  dsn: postgres://app:sops-plain-dsn@db.internal/app
+`, "^dsn$"),
+		"apps/db/plain.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n",
+	})
+	env.Create(t, "kubectl-create", ns, cluster.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: sops-age}\nstringData:\n  age.agekey: %q\n", key.Identity)))
+	const name = "sealed"
+	createFluxSource(t, ns, name, repo)
+	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %s, namespace: %s}
+spec:
+  # Applied once: kustomize-controller does not revert the edits below
+  # before the scan sees them.
+  interval: 1h
+  path: ./apps/db
+  prune: true
+  targetNamespace: %s
+  sourceRef: {kind: GitRepository, name: %s}
+  decryption:
+    provider: sops
+    secretRef: {name: sops-age}
+`, name, ns, ns, name))
+	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
+	creds := env.Get(t, cluster.Secret, ns, "db-creds")
+	if d, _, _ := unstructured.NestedStringMap(creds.Object, "data"); d["password"] != base64.StdEncoding.EncodeToString([]byte("sops-plain-password")) {
+		t.Fatalf("kustomize-controller applied %v: the test expects the decrypted password", d)
+	}
+	mf, _ := json.Marshal(creds.GetManagedFields())
+	t.Logf("managedFields of db-creds: %s", mf)
+
+	r := scan(t, "--from", "flux", "--app", name)
+	out, _ := json.MarshalIndent(r, "", "  ")
+	t.Logf("report: %s", out)
+	checkClean(t, r, 4)
+	noPlaintext(t, r, "sops-plain-")
+
+	env.Patch(t, "kubectl-edit", cluster.Secret, ns, "db-creds", types.MergePatchType, `{"data":{"password":"`+base64.StdEncoding.EncodeToString([]byte("typed-by-hand"))+`"}}`)
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "settings", types.MergePatchType, `{"data":{"dsn":"postgres://app:typed-by-hand@db.internal/app"}}`)
+	r = scan(t, "--from", "flux", "--app", name)
+	noPlaintext(t, r, "sops-plain-")
+	noPlaintext(t, r, "typed-by-hand")
+	got := activeFindings(r)
+	if len(got) != 2 {
+		t.Fatalf("after a person's edits of two encrypted values, want two findings; got:\n%s", describe(got))
+	}
+	for _, f := range got {
+		if f.Class != report.ClassHuman || f.Manager != "kubectl-edit" || f.Type != report.TypeChanged {
+			t.Errorf("finding %s %s: %s by %q (%s), want a person's change by kubectl-edit", f.Object, f.Path, f.Class, f.Manager, f.Type)
+		}
+		if want := map[string]string{"Secret/db-creds": ".data.password", "ConfigMap/settings": ".data.dsn"}[f.Object]; f.Path != want {
+			t.Errorf("finding %s %s, want %s", f.Object, f.Path, want)
+		}
+		t.Logf("finding %+v", f)
+	}
+}
+
+// noPlaintext fails when the report holds s anywhere.
+func noPlaintext(t *testing.T, r *report.Report, s string) {
+	t.Helper()
+	if data, _ := json.Marshal(r); strings.Contains(string(data), s) {
+		t.Errorf("the report holds %q, a value that is encrypted in Git", s)
+	}
+}

@@ -1,0 +1,199 @@
+package scanner
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
+)
+
+// SOPS-encrypted objects (config.DecryptionSOPS), as kustomize-controller
+// decrypts them before it applies them (internal/decryptor's
+// DecryptResource, v1.9.6):
+//
+//   - an object with a sops.mac (sops encrypted it as a file, values only:
+//     keys, and values its --encrypted-regex or --unencrypted-suffix left
+//     alone, are plain) is decrypted whole and applied without its sops
+//     metadata;
+//   - a Secret without one has each data value that is itself a SOPS file
+//     (a secretGenerator's file) decrypted;
+//   - an object annotated kustomize.toolkit.fluxcd.io/decrypt: disabled is
+//     applied as Git holds it.
+//
+// driftscan never holds the key. Each encrypted value is replaced in Git's
+// object by a sealed marker, a hash of its ciphertext (so a new ciphertext
+// is a new value to a pending sync), and compared by who wrote it live:
+// the applier that decrypts it, or someone else (compareObject). A marker
+// is never shown: mask hides whatever holds one.
+
+// sealedPrefix starts every sealed marker.
+const sealedPrefix = "driftscan:sops-encrypted:"
+
+// sealedPrefix64 starts the base64 of every sealed marker (a Secret's
+// data): the base64 of the prefix's first 24 bytes, which no later byte
+// changes.
+var sealedPrefix64 = base64.StdEncoding.EncodeToString([]byte(sealedPrefix[:24]))
+
+// sopsValue is a value sops encrypted (sops' aes.encryptedValueRegex).
+var sopsValue = regexp.MustCompile(`^ENC\[AES256_GCM,data:(.*),iv:(.+),tag:(.+),type:(.+)\]$`)
+
+// sopsCiphertext starts every value sops encrypted: a finding whose Git
+// value holds one is masked in every app, decrypted or not.
+const sopsCiphertext = "ENC[AES256_GCM,data:"
+
+// sopsFileMarks are the bytes that show a Secret's data value is a SOPS
+// file, in each of its formats (kustomize-controller's
+// sopsFormatToMarkerBytes).
+var sopsFileMarks = [][]byte{[]byte(`"mac": "ENC[`), []byte("sops_mac=ENC["), []byte("[sops]"), []byte("mac: ENC[")}
+
+// decryptDisabled is the annotation that keeps kustomize-controller from
+// decrypting an object.
+const decryptDisabled = "kustomize.toolkit.fluxcd.io/decrypt"
+
+// sealSOPS replaces each value SOPS encrypted in obj by a sealed marker and
+// removes obj's sops metadata, as kustomize-controller decrypts it. It
+// says whether obj is a Secret whose data came from SOPS-encrypted files
+// (a secretGenerator's files or env files): kustomize-controller decrypts
+// those before the build, so a hash suffix on the Secret's name is the
+// hash of values driftscan cannot know.
+func sealSOPS(obj *unstructured.Unstructured) (fromFiles bool) {
+	if strings.EqualFold(obj.GetAnnotations()[decryptDisabled], "disabled") {
+		return false
+	}
+	secret := obj.GetKind() == "Secret" && obj.GetAPIVersion() == "v1"
+	if md, ok := obj.Object["sops"].(map[string]any); ok && md["mac"] != nil && md["mac"] != "" {
+		delete(obj.Object, "sops")
+		for k, v := range obj.Object {
+			obj.Object[k] = sealValues(v, secret && k == "data")
+		}
+		return false
+	}
+	if !secret {
+		return false
+	}
+	data, _ := obj.Object["data"].(map[string]any)
+	// An env file sops encrypted gives one entry a line: its values
+	// encrypted, its metadata in sops_* entries.
+	dotenv := sopsValue.Match(decoded(data["sops_mac"]))
+	for k, v := range data {
+		plain := decoded(v)
+		switch {
+		case dotenv && strings.HasPrefix(k, "sops_"):
+			delete(data, k)
+		case dotenv && sopsValue.Match(plain):
+			data[k] = sealed(string(plain), true)
+		case isSOPSFile(plain):
+			data[k] = sealed(string(plain), true)
+		default:
+			continue
+		}
+		fromFiles = true
+	}
+	return fromFiles
+}
+
+// decoded is the base64 value v decoded, nil when it is none.
+func decoded(v any) []byte {
+	s, _ := v.(string)
+	plain, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil // kustomize-controller leaves it to the apply to refuse
+	}
+	return plain
+}
+
+// isSOPSFile says whether a Secret's data value is a file sops encrypted.
+func isSOPSFile(plain []byte) bool {
+	for _, m := range sopsFileMarks {
+		if bytes.Contains(plain, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// hashSuffix is the suffix kustomize gives a generated object's name: a
+// hyphen and ten characters of its content's hash, encoded without vowels
+// (sigs.k8s.io/kustomize/api/hasher's encode).
+var hashSuffix = regexp.MustCompile(`-[2456789bcdfghkmt]{10}$`)
+
+// sealValues replaces each encrypted value in v by its marker, base64'd
+// when in64 (a Secret's data, whose decrypted values are base64).
+func sealValues(v any, in64 bool) any {
+	switch v := v.(type) {
+	case string:
+		if sopsValue.MatchString(v) {
+			return sealed(v, in64)
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = sealValues(e, in64)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = sealValues(e, in64)
+		}
+	}
+	return v
+}
+
+// sealed is the marker that stands for ciphertext.
+func sealed(ciphertext string, in64 bool) string {
+	sum := sha256.Sum256([]byte(ciphertext))
+	m := sealedPrefix + hex.EncodeToString(sum[:6])
+	if in64 {
+		return base64.StdEncoding.EncodeToString([]byte(m))
+	}
+	return m
+}
+
+// isSealed says whether v is a sealed marker.
+func isSealed(v any) bool {
+	s, ok := v.(string)
+	return ok && (strings.HasPrefix(s, sealedPrefix) || strings.HasPrefix(s, sealedPrefix64))
+}
+
+// holdsSealedValue says whether v is, or holds, a sealed marker.
+func holdsSealedValue(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if holdsSealedValue(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if holdsSealedValue(e) {
+				return true
+			}
+		}
+	default:
+		return isSealed(v)
+	}
+	return false
+}
+
+// holdsSealed says whether a value's text holds a sealed marker anywhere.
+func holdsSealed(text string) bool {
+	return strings.Contains(text, sealedPrefix) || strings.Contains(text, sealedPrefix64)
+}
+
+// sealedHint says how a finding on a value encrypted in Git was found.
+func sealedHint(ch change, owner *classify.Entry) string {
+	switch {
+	case ch.Type == report.TypeRemoved || !ch.LivePresent:
+		return "Git holds this value encrypted with SOPS; live has none"
+	case owner == nil:
+		return "Git holds this value encrypted with SOPS, so driftscan compares it by who wrote it live: no manager is on record as its writer"
+	}
+	return fmt.Sprintf("Git holds this value encrypted with SOPS, so driftscan compares it by who wrote it live: %s, not the applier that decrypts it", owner.Manager)
+}
