@@ -492,7 +492,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	if fromSOPSFiles && hashSuffix.MatchString(name) {
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnEncryptedNameSkipped, App: app.Name, Object: ref,
-			Message: fmt.Sprintf("%s (%s) is generated from SOPS-encrypted files: kustomize-controller decrypts them before kustomize names the Secret by a hash of its values, which cannot be computed without the key, so it is not compared", ref, mf.File)})
+			Message: fmt.Sprintf("%s is generated from SOPS-encrypted files: kustomize-controller decrypts them before kustomize names the Secret by a hash of its values, which cannot be computed without the key, so it is not compared", ref)})
 		return
 	}
 	if twin != nil {
