@@ -101,11 +101,31 @@ type App struct {
 	// nil builds as driftscan does (helmCharts inflated, files only inside
 	// each kustomization's folder).
 	KustomizeBuild *KustomizeBuild `yaml:"-"`
+	// ArgoSource, set by discovery for an Argo CD Application's source in
+	// Git, is what Argo CD's repo server merges the parameter files in the
+	// source's folder into (.argocd-source.yaml and
+	// .argocd-source-<app>.yaml, which Argo CD Image Updater writes back):
+	// the scanner asks Options.ArgoSourceFiles for the source with them.
+	ArgoSource *ArgoSource `yaml:"-"`
 	// Error, set by discovery, says why the app's source must not be
 	// fetched (a repository its AppProject does not allow, a path that
 	// leaves the repository): the app is reported with this error and its
 	// source is never read.
 	Error string `yaml:"-"`
+}
+
+// ArgoSource is an Application's source as Argo CD holds it, for the
+// parameter files its repo server merges into it.
+type ArgoSource struct {
+	// Instance is the name the files name the app by: the Application's
+	// name, or <namespace>_<name> outside Argo CD's own namespace.
+	Instance string
+	// Source is the Application's source, and Refs its sources with a
+	// ref (for $ref/ values files), as their JSON.
+	Source []byte
+	Refs   []byte
+	// Name is the release name Argo CD gives a chart: the Application's.
+	Name string
 }
 
 // AppliedAs names an applier that rewrites objects before it applies them.
@@ -272,9 +292,9 @@ type KustomizeBuild struct {
 
 // KustomizeSource renders a kustomization with krusty.
 type KustomizeSource struct {
-	// Flux, set by discovery for a Flux Kustomization with post-build
-	// substitutions or overrides, builds the folder as kustomize-controller
-	// does (render's flux.go).
+	// Flux, set by discovery for every Flux Kustomization, builds the
+	// folder as kustomize-controller does (render's flux.go), from the
+	// files of its source's artifact.
 	Flux *FluxBuild `yaml:"-"`
 	// Argo, set by discovery for an Application's spec.source.kustomize,
 	// is applied to the folder's kustomization as Argo CD applies it, with
@@ -307,6 +327,10 @@ type KustomizeReplica struct {
 // a Kustomization's spec, which it writes into the folder's kustomization
 // (one it generates for a folder without), and its post-build variables.
 type FluxBuild struct {
+	// SourceIgnore is the GitRepository's spec.ignore: gitignore patterns
+	// of files source-controller leaves out of the artifact, besides the
+	// repository's .sourceignore files (render's artifact.go).
+	SourceIgnore                            *string
 	TargetNamespace, NamePrefix, NameSuffix string
 	Patches                                 []FluxPatch
 	Images                                  []FluxImage

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -199,10 +200,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 	}
 	// AppProjects live in the Argo CD namespace, also when Applications
 	// live in any namespace.
-	projectNS := d.opts.Namespace
-	if projectNS == "" {
-		projectNS = "argocd"
-	}
+	projectNS := d.argoNamespace()
 	projects, err := d.projects(ctx, projectNS)
 	if err != nil {
 		return err
@@ -235,6 +233,32 @@ func (d *discovery) argocd(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// argoNamespace is Argo CD's own namespace.
+func (d *discovery) argoNamespace() string {
+	if d.opts.Namespace == "" {
+		return "argocd"
+	}
+	return d.opts.Namespace
+}
+
+// argoSourceOf is what the scan needs to merge the parameter files of the
+// source s of the Application u as Argo CD does (ArgoSourceFiles).
+func (d *discovery) argoSourceOf(u *unstructured.Unstructured, s appSource, refs map[string]appSource) *config.ArgoSource {
+	source, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	a := &config.ArgoSource{Instance: u.GetName(), Source: source, Name: u.GetName()}
+	if len(refs) > 0 {
+		a.Refs, _ = json.Marshal(refs)
+	}
+	// Application.InstanceName: the name alone in Argo CD's namespace.
+	if ns := u.GetNamespace(); ns != "" && ns != d.argoNamespace() {
+		a.Instance = ns + "_" + u.GetName()
+	}
+	return a
 }
 
 // kustomizeBuild is how Argo CD runs `kustomize build`: argocd-cm's
@@ -358,10 +382,13 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 				app.TargetRevision = "HEAD" // the remote's default branch
 			}
 		}
+		if s.Chart == "" {
+			app.ArgoSource = d.argoSourceOf(u, s, refs)
+		}
 		if why := refusedSource(s, refs, refused); why != "" {
 			// Reported, never fetched: the repository or a path is not
 			// the tenant's to name.
-			app.Source, app.Error, problems = config.Source{Repo: src.Repo}, why, nil
+			app.Source, app.Error, problems, app.ArgoSource = config.Source{Repo: src.Repo}, why, nil, nil
 		}
 		d.res.Apps = append(d.res.Apps, app)
 		for _, p := range problems {

@@ -61,6 +61,7 @@ func TestApplications(t *testing.T) {
 			}
 			for i := range res.Apps {
 				res.Apps[i].Error = strings.ReplaceAll(res.Apps[i].Error, ns, "NS")
+				res.Apps[i].ArgoSource = nil // TestArgoSourceFiles
 				if g := res.Apps[i].GitOps; g != nil {
 					g.Object = strings.ReplaceAll(g.Object, ns, "NS")
 				}

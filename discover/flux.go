@@ -115,7 +115,7 @@ func (d *discovery) flux(ctx context.Context) error {
 			src, target, err = ociRepos[key].chartSource(o.hr)
 		default:
 			src, err = d.gitSource(repos[key])
-			repoProblems = repos[key].problems()
+			repoProblems = repos[key].problems(o.ks != nil)
 		}
 		if err != nil {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s: %w", o.source, err))
@@ -126,6 +126,9 @@ func (d *discovery) flux(ctx context.Context) error {
 		var problems []string
 		if o.ks != nil {
 			app, problems = d.kustomizationApp(ctx, o.u, o.ks, src, cache)
+			if repo := repos[key]; repo != nil && o.source.Kind == "GitRepository" {
+				app.Source.Kustomize.Flux.SourceIgnore = repo.Spec.Ignore
+			}
 		} else {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
 		}
@@ -179,14 +182,16 @@ type gitRepository struct {
 }
 
 // problems says which settings of the repository change its files in ways
-// the scanner's checkout does not.
-func (g *gitRepository) problems() []string {
+// the scanner's checkout does not. A Kustomization builds from the files
+// of the artifact (spec.ignore and .sourceignore applied: render's
+// artifact.go); a HelmRelease's chart folder is read whole.
+func (g *gitRepository) problems(kustomization bool) []string {
 	var out []string
 	if len(g.Spec.Include) > 0 {
 		out = append(out, "GitRepository include is not applied by driftscan yet: the included repositories' files are missing")
 	}
-	if g.Spec.Ignore != nil {
-		out = append(out, "GitRepository ignore patterns are not applied by driftscan yet: files Flux ignores are rendered")
+	if g.Spec.Ignore != nil && !kustomization {
+		out = append(out, "GitRepository ignore patterns are not applied to a chart's folder by driftscan yet: files Flux ignores are rendered")
 	}
 	if g.Spec.RecurseSubmodules {
 		out = append(out, "GitRepository recurseSubmodules: driftscan does not check out submodules")

@@ -91,10 +91,11 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 
 // kustomizationApp is the app of a Kustomization: its path in the
 // GitRepository, with targetNamespace given to objects that name no
-// namespace. A Kustomization with a targetNamespace, post-build
-// substitutions or overrides (namePrefix, nameSuffix, patches, images,
-// components, commonMetadata) is built as kustomize-controller builds it
-// (config.FluxBuild, render's flux.go); its substituteFrom ConfigMaps and
+// namespace. Every Kustomization is built as kustomize-controller builds
+// it (config.FluxBuild, render's flux.go: a kustomization generated for a
+// folder without one, the artifact's files, no load restriction), with its
+// targetNamespace, post-build substitutions and overrides (namePrefix,
+// nameSuffix, patches, images, components, commonMetadata); its substituteFrom ConfigMaps and
 // Secrets are read from its namespace, in order, then spec.postBuild.substitute
 // over them. A variable source that is missing and not optional is an
 // error on the app, which is still scanned. With SOPS decryption the app's
@@ -118,9 +119,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 		GitOps: fluxGitOps(u, true, ks.Spec.Prune, ks.Spec.Suspend),
 	}
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
-	if fb != nil {
-		app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
-	}
+	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	if dec := ks.Spec.Decryption; dec != nil {
 		// kustomize-controller's only provider; the key stays with it.
 		if dec.Provider == string(config.DecryptionSOPS) {
@@ -132,8 +131,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	return app, problems
 }
 
-// fluxBuild is what kustomize-controller adds to the build of ks, or nil
-// when it adds nothing.
+// fluxBuild is what kustomize-controller adds to the build of ks.
 func (d *discovery) fluxBuild(ctx context.Context, u *unstructured.Unstructured, ks *kustomization, cache map[string]cached) (*config.FluxBuild, []string) {
 	s := ks.Spec
 	fb := &config.FluxBuild{TargetNamespace: s.TargetNamespace, NamePrefix: s.NamePrefix, NameSuffix: s.NameSuffix,
@@ -180,9 +178,6 @@ func (d *discovery) fluxBuild(ctx context.Context, u *unstructured.Unstructured,
 		if len(vars) > 0 {
 			fb.Vars = vars
 		}
-	}
-	if !fb.PostBuild && fb.TargetNamespace == "" && fb.NamePrefix == "" && fb.NameSuffix == "" && len(fb.Patches)+len(fb.Images)+len(fb.Components)+len(fb.Labels)+len(fb.Annotations) == 0 {
-		return nil, problems
 	}
 	return fb, problems
 }

@@ -30,7 +30,7 @@ spec: {interval: 1m, url: REPO, ref: {branch: main}}
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: pinned}
-spec: {interval: 1m, url: REPO, ref: {tag: v1.0.0}}
+spec: {interval: 1m, url: REPO, ref: {tag: v1.0.0}, ignore: "/docs/\n*.md\n"}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
@@ -275,7 +275,10 @@ func TestFluxObjects(t *testing.T) {
 		},
 		{
 			Name: "Kustomization/NS/web", Owner: "NS",
-			Source:   config.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web"},
+			// Built as kustomize-controller builds it, from the files the
+			// artifact keeps (spec.ignore).
+			Source: config.Source{Repo: "REPO", Revision: "v1.0.0", Path: "apps/web",
+				Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{SourceIgnore: new("/docs/\n*.md\n")}}},
 			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
 			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
 		},

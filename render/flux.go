@@ -160,16 +160,6 @@ func kustomizePatch(p config.FluxPatch) (types.Patch, error) {
 	return patch, nil
 }
 
-// fluxIgnored are the names source-controller leaves out of an artifact
-// (sourceignore's ExcludeVCS, ExcludeCI and ExcludeExtra; its extensions
-// name no YAML), for a file, or a folder when they end in "/".
-var fluxIgnored = map[string]bool{
-	".git/": true, ".gitignore": true, ".gitmodules": true, ".gitattributes": true,
-	".github/": true, ".circleci/": true, ".travis.yml": true, ".gitlab-ci.yml": true, "appveyor.yml": true,
-	".drone.yml": true, "cloudbuild.yaml": true, "codeship-services.yml": true, "codeship-steps.yml": true,
-	".goreleaser.yml": true, ".sops.yaml": true, ".flux.yaml": true,
-}
-
 // fluxManifests are the resources of the kustomization Flux generates for
 // dir (fluxcd/pkg/kustomize scanManifests): paths relative to dir.
 func fluxManifests(b *boundedFS, dir string) ([]string, error) {
@@ -188,18 +178,16 @@ func fluxManifests(b *boundedFS, dir string) ([]string, error) {
 		}
 		rel, _ := filepath.Rel(r, p)
 		if d.IsDir() {
-			if fluxIgnored[d.Name()+"/"] {
-				return filepath.SkipDir
-			}
 			for _, name := range konfig.RecognizedKustomizationFileNames() {
-				if fi, err := os.Stat(filepath.Join(p, name)); err == nil && !fi.IsDir() {
+				k := filepath.Join(p, name)
+				if fi, err := os.Stat(k); err == nil && !fi.IsDir() && !b.ignored(k) {
 					out = append(out, "./"+filepath.ToSlash(rel))
 					return filepath.SkipDir
 				}
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" || fluxIgnored[d.Name()] {
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" || b.ignored(p) {
 			return nil
 		}
 		data, err := b.ReadFile(p)

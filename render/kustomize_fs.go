@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -53,6 +56,26 @@ type boundedFS struct {
 	// virtual are files read from here in place of the disk, by absolute
 	// path: the kustomization Flux builds with (flux.go).
 	virtual map[string][]byte
+	// ignore, when set, matches the files a Flux artifact leaves out of
+	// the repository (artifact.go): to krusty they do not exist. A folder
+	// is always there: the artifact has it when it has any file below it.
+	ignore gitignore.Matcher
+}
+
+// ignored says whether the file at r, resolved, is one the artifact
+// leaves out.
+func (b *boundedFS) ignored(r string) bool {
+	if b.ignore == nil {
+		return false
+	}
+	rel, err := filepath.Rel(b.root, r)
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return false
+	}
+	if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+		return false
+	}
+	return b.ignore.Match(strings.Split(rel, string(filepath.Separator)), false)
 }
 
 // virtualFile is the content of the virtual file p, if it is one.
@@ -167,6 +190,9 @@ func (b *boundedFS) resolve(p string) (string, error) {
 	if !b.allowed(at) {
 		return "", b.refuse(fmt.Errorf("%s is outside the repository %s: kustomize reads only inside it", p, b.root))
 	}
+	if b.ignored(at) {
+		return "", &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: the Flux artifact leaves it out (.sourceignore or the GitRepository's spec.ignore)", fs.ErrNotExist)}
+	}
 	return at, nil
 }
 
@@ -239,7 +265,11 @@ func (b *boundedFS) ReadDir(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.disk.ReadDir(r)
+	names, err := b.disk.ReadDir(r)
+	if err != nil || b.ignore == nil {
+		return names, err
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return b.ignored(filepath.Join(r, n)) }), nil
 }
 
 // CleanedAbs is kyaml's fsOnDisk.CleanedAbs (the folder of p, and its file
@@ -299,7 +329,15 @@ func (b *boundedFS) Walk(p string, fn filepath.WalkFunc) error {
 	if err != nil {
 		return err
 	}
-	return b.disk.Walk(r, fn)
+	if b.ignore == nil {
+		return b.disk.Walk(r, fn)
+	}
+	return b.disk.Walk(r, func(p string, fi fs.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && b.ignored(p) {
+			return nil
+		}
+		return fn(p, fi, err)
+	})
 }
 
 // ReadFile reads a file inside the root within MaxManifestBytes, and

@@ -42,7 +42,7 @@ type BackportOptions struct {
 
 // DefaultBackportOptions are scanner.DefaultOptions and backport.DefaultOptions.
 func DefaultBackportOptions() BackportOptions {
-	return BackportOptions{Scan: scanner.DefaultOptions(), Backport: backport.DefaultOptions()}
+	return BackportOptions{Scan: scanOptions(), Backport: backport.DefaultOptions()}
 }
 
 // BackportResult is what Backport did.

@@ -28,7 +28,7 @@ type UnbackportedOptions struct {
 
 // DefaultUnbackportedOptions are discover's and scanner's defaults.
 func DefaultUnbackportedOptions() UnbackportedOptions {
-	return UnbackportedOptions{Discover: discover.DefaultOptions(), Scan: scanner.DefaultOptions()}
+	return UnbackportedOptions{Discover: discover.DefaultOptions(), Scan: scanOptions()}
 }
 
 // Unbackported scans app, as discovery finds it (with the apps a reconciler

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/contract"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
@@ -85,11 +86,19 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// scanOptions are scanner.DefaultOptions with what the scanner reaches
+// through run: Argo CD's parameter files merged as discover reads them.
+func scanOptions() scanner.Options {
+	o := scanner.DefaultOptions()
+	o.ArgoSourceFiles = discover.ArgoSourceFiles
+	return o
+}
+
 // DefaultOptions returns a scan with scanner.DefaultOptions that writes
 // JSON to io.Discard, notifies as DefaultNotify, and writes no metrics.
 func DefaultOptions() Options {
 	return Options{
-		Scan:    scanner.DefaultOptions(),
+		Scan:    scanOptions(),
 		Outputs: []report.Output{{Format: report.FormatJSON}},
 		Write:   report.DefaultWriteOptions(),
 		Out:     io.Discard,

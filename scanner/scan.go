@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,12 @@ type Options struct {
 	// KustomizeRemote lets kustomizations fetch remote resources and bases
 	// (within RenderTimeout); by default they render offline.
 	KustomizeRemote bool
+	// ArgoSourceFiles gives an Argo CD app's source (config.ArgoSource)
+	// with the parameter files in its fetched folder merged, as Argo CD's
+	// repo server merges them (discover.ArgoSourceFiles; run sets it):
+	// changed is false without such files, and problems are what the
+	// merged source sets that driftscan does not apply. Nil: not merged.
+	ArgoSourceFiles func(app config.App, dir string) (src config.Source, problems []string, changed bool, err error)
 	// PageSize is the LIST page size: 0 leaves it to the scan, which
 	// lists whole from an API server that serves whole lists from its
 	// watch cache (listPageSize), and a negative size lists whole.
@@ -339,7 +346,10 @@ func (s *scan) render(ctx context.Context) error {
 		// sopsFiles are the Secrets generated from SOPS-encrypted files
 		// (sealSOPS).
 		sopsFiles map[*unstructured.Unstructured]bool
-		err       error
+		// problems are what Argo CD's parameter files set that driftscan
+		// does not apply.
+		problems []string
+		err      error
 	}
 	results := make([]rendered, len(s.cfg.Apps))
 	parsed := s.parsed
@@ -364,6 +374,16 @@ func (s *scan) render(ctx context.Context) error {
 				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, src)
 			}
 			var res rendered
+			if err == nil && app.ArgoSource != nil && s.opts.ArgoSourceFiles != nil {
+				var merged config.Source
+				var changed bool
+				merged, res.problems, changed, err = s.opts.ArgoSourceFiles(app, loc.Dir)
+				if err != nil {
+					err = fmt.Errorf("the parameter files Argo CD merges into the source: %w", err)
+				} else if changed {
+					app.Source, loc.Helm = merged, merged.Helm
+				}
+			}
 			if err == nil {
 				// Objects come undecoded from the parse cache (decoded when
 				// compared) unless the app's applier rewrites or decrypts
@@ -429,6 +449,8 @@ func (s *scan) render(ctx context.Context) error {
 			// A renderer's error may quote a URL from the source.
 			ra.Error = redact.Text(fmt.Sprintf("app %s: %v", app.Name, res.err))
 			s.opts.Logger.Warn("render failed", "app", app.Name, "err", redact.Text(res.err.Error()))
+		} else if len(res.problems) > 0 {
+			ra.Error = redact.Text(fmt.Sprintf("app %s: Argo CD's parameter files: %s", app.Name, strings.Join(res.problems, "; ")))
 		}
 		s.r.Apps = append(s.r.Apps, ra)
 		pairs, alone := twins(res.manifests, res.again)

@@ -1,0 +1,94 @@
+package discover
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/config"
+)
+
+// An Application's parameter files are merged into its source as Argo
+// CD's repo server merges them: .argocd-source.yaml, then
+// .argocd-source-<instance>.yaml (the name alone in Argo CD's namespace,
+// <namespace>_<name> in another), each a JSON merge patch; where the app
+// is stays the Application's (checked against the real Argo CD by e2e
+// TestArgoCDSourceParameterFilesScanClean).
+func TestArgoSourceFiles(t *testing.T) {
+	d := &discovery{opts: Options{From: FromArgoCD}}
+	app := func(ns string, s appSource) config.App {
+		u := &unstructured.Unstructured{}
+		u.SetName("web")
+		u.SetNamespace(ns)
+		src, problems := d.argoSource("web", s, nil)
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		return config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, s, nil)}
+	}
+	write := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	kust := appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", TargetRevision: "main",
+		Kustomize: &appKustomize{Images: []string{"nginx:1.25"}, NamePrefix: "p-"}}
+
+	t.Run("Image Updater's write-back replaces the images, the rest stays", func(t *testing.T) {
+		a := app("argocd", kust)
+		dir := write(t, map[string]string{
+			".argocd-source.yaml":     "kustomize:\n  commonLabels: {team: web}\n",
+			".argocd-source-web.yaml": "kustomize:\n  images: [nginx:1.27, redis=redis:7]\n",
+			// Another app's file, and where the app is, are not read.
+			".argocd-source-other.yaml": "kustomize:\n  images: [nginx:9]\n",
+		})
+		src, problems, changed, err := ArgoSourceFiles(a, dir)
+		if err != nil || !changed || len(problems) > 0 {
+			t.Fatalf("changed %v, problems %v, err %v", changed, problems, err)
+		}
+		want := &config.ArgoKustomize{NamePrefix: "p-", Images: []string{"nginx:1.27", "redis=redis:7"}, CommonLabels: map[string]string{"team": "web"}}
+		if d := cmp.Diff(want, src.Kustomize.Argo); d != "" {
+			t.Errorf("overrides (-want +got):\n%s", d)
+		}
+		if src.Repo != a.Source.Repo || src.Path != "apps/web" || src.Revision != a.Source.Revision {
+			t.Errorf("source %+v: where the app is must stay", src)
+		}
+	})
+	t.Run("outside Argo CD's namespace the file names namespace_name", func(t *testing.T) {
+		a := app("team-a", kust)
+		dir := write(t, map[string]string{".argocd-source-web.yaml": "kustomize:\n  images: [nginx:9]\n", ".argocd-source-team-a_web.yaml": "kustomize:\n  images: [nginx:1.27]\n"})
+		src, _, _, err := ArgoSourceFiles(a, dir)
+		if err != nil || strings.Join(src.Kustomize.Argo.Images, ",") != "nginx:1.27" {
+			t.Errorf("images %v, %v", src.Kustomize.Argo.Images, err)
+		}
+	})
+	t.Run("Helm parameters", func(t *testing.T) {
+		a := app("argocd", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "charts/web", Helm: &appHelm{ValueFiles: []string{"values-prod.yaml"}}})
+		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3, forcestring: true}\n"})
+		src, _, changed, err := ArgoSourceFiles(a, dir)
+		if err != nil || !changed || src.Helm.Set["image.tag"] != "v1.2.3" || len(src.Helm.ValuesFiles) != 1 {
+			t.Errorf("helm %+v, %v", src.Helm, err)
+		}
+	})
+	t.Run("without files nothing changes", func(t *testing.T) {
+		a := app("argocd", kust)
+		if _, _, changed, err := ArgoSourceFiles(a, write(t, nil)); changed || err != nil {
+			t.Errorf("changed %v, %v", changed, err)
+		}
+	})
+	t.Run("a file that is not YAML fails the app, as in Argo CD", func(t *testing.T) {
+		a := app("argocd", kust)
+		_, _, _, err := ArgoSourceFiles(a, write(t, map[string]string{".argocd-source.yaml": "kustomize: [unclosed\n"}))
+		if err == nil || !strings.Contains(err.Error(), ".argocd-source.yaml") {
+			t.Errorf("err %v: want the file named", err)
+		}
+	})
+}

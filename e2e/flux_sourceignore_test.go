@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+)
+
+// A GitRepository whose artifact leaves files out, by a .sourceignore in
+// the repository and by spec.ignore, as monorepos keep drafts, docs and
+// local overrides next to what Flux deploys. The real source-controller
+// and kustomize-controller apply what the artifact keeps; driftscan must
+// compare exactly that, and not call the rest Missing.
+func TestFluxSourceIgnoreScansClean(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	cm := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n"
+	}
+	repo := gitServer.NewRepo(t, map[string]string{
+		".sourceignore":                      "*.md\n/apps/web/drafts/\n",
+		"apps/web/cm.yaml":                   cm("web"),
+		"apps/web/README.md":                 "# not deployed\n",
+		"apps/web/drafts/cm.yaml":            cm("draft"),
+		"apps/web/local.yaml":                cm("local"),
+		"apps/web/extra.json":                `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "json"}}`,
+		"apps/web/nested/kustomization.yaml": "resources: [cm.yaml]\n",
+		"apps/web/nested/cm.yaml":            cm("nested"),
+	})
+	const name = "ignoring"
+	createFluxObject(t, reconcilers.GitRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  url: %s
+  ref: {branch: main}
+  ignore: |
+    /apps/web/local.yaml
+`, name, ns, fluxInterval, repo.URL))
+	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: %s
+  path: ./apps/web
+  prune: true
+  targetNamespace: %s
+  sourceRef: {kind: GitRepository, name: %s}
+`, name, ns, fluxInterval, ns, name))
+	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
+	for _, n := range []string{"draft", "local", "json"} {
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("ConfigMap %s: %v: the test expects Flux to leave it out", n, err)
+		}
+	}
+
+	r := scan(t, "--from", "flux", "--app", name)
+	checkClean(t, r, 2)
+}
