@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/contract"
+	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 	"github.com/calricon/driftscan/shard"
