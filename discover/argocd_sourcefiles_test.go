@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/gitrepo"
+	"github.com/calricon/driftscan/scanner"
 )
 
 // An Application's parameter files are merged into its source as Argo
@@ -91,4 +93,49 @@ func TestArgoSourceFiles(t *testing.T) {
 			t.Errorf("err %v: want the file named", err)
 		}
 	})
+}
+
+// Image Updater wrote nginx:1.27 and Argo CD synced it; then it wrote 1.28,
+// not synced yet. The scan compares live with the synced commit's
+// parameter file (clean) and names the Deployment in the pending sync; it
+// reads the file only through Options.ArgoSourceFiles, as run sets it.
+func TestArgoParameterFilesAtTheSyncedAndTheTargetCommit(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	app := map[string]string{
+		"app/kustomization.yaml":      "resources: [deploy.yaml]\nimages:\n- {name: nginx, newTag: \"1.25\"}\n",
+		"app/deploy.yaml":             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n",
+		"app/.argocd-source-web.yaml": "kustomize:\n  images: [nginx:1.27]\n",
+	}
+	next := map[string]string{"app/.argocd-source-web.yaml": "kustomize:\n  images: [nginx:1.28]\n"}
+	dir, shas := gitrepo.Bare(t, "v1.0.0", app, next)
+	applyAll(t, "kubectl", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec:\n  sourceRepos: ['*']\n", `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: `+ns+`}
+  source: {repoURL: "file://`+dir+`", targetRevision: main, path: app}
+status:
+  history:
+  - {revision: `+shas[0]+`, id: 1}
+`)
+	applyAll(t, "argocd-controller", ns, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: \"nginx:1.27\"}]\n")
+	res := discover(t, options(FromArgoCD, ns))
+	if len(res.Apps) != 1 || res.Apps[0].ArgoSource == nil || res.Apps[0].Source.Revision != shas[0] {
+		t.Fatalf("apps %+v: want the Application at its synced commit", res.Apps)
+	}
+
+	r := scanWith(t, res, func(o *scanner.Options) { o.ArgoSourceFiles = ArgoSourceFiles })
+	if got := findings(r, ns); len(got) != 0 {
+		t.Errorf("live runs the synced parameter file's image: want no finding, got %+v", got)
+	}
+	if p := r.Apps[0].Pending; p == nil || len(p.Objects) != 1 || p.Objects[0].Kind != "Deployment" {
+		t.Errorf("pending %+v: want the Deployment, whose image the next parameter file changes", p)
+	}
+	// Without the files the kustomization's tag is Git's, and live differs.
+	r = scanWith(t, res, nil)
+	if got := findings(r, ns); len(got) != 1 || got[0].Path != `.spec.template.spec.containers[name="web"].image` {
+		t.Errorf("without the parameter files: %+v, want the image", got)
+	}
 }

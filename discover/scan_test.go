@@ -35,12 +35,21 @@ func syncAs(t *testing.T, manager, ns, folder string) {
 // scan scans the discovered apps and rules, as `driftscan scan --from` does.
 func scan(t *testing.T, res Result) *report.Report {
 	t.Helper()
+	return scanWith(t, res, nil)
+}
+
+// scanWith is scan with its options changed by mutate.
+func scanWith(t *testing.T, res Result, mutate func(*scanner.Options)) *report.Report {
+	t.Helper()
 	env.Need(t)
 	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Apps: res.Apps, Ignore: res.Ignore}
 	opts := scanner.DefaultOptions()
 	opts.RESTConfig = env.Config
 	opts.GitCacheDir = t.TempDir()
 	opts.Now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+	if mutate != nil {
+		mutate(&opts)
+	}
 	r, err := scanner.Scan(t.Context(), cfg, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)

@@ -65,21 +65,9 @@ secretGenerator:
 	env.Create(t, "kubectl-create", ns, cluster.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: sops-age}\nstringData:\n  age.agekey: %q\n", key.Identity)))
 	const name = "sealed"
 	createFluxSource(t, ns, name, repo)
-	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: %s, namespace: %s}
-spec:
-  # Applied once: kustomize-controller does not revert the edits below
-  # before the scan sees them.
-  interval: 1h
-  path: ./apps/db
-  prune: true
-  targetNamespace: %s
-  sourceRef: {kind: GitRepository, name: %s}
-  decryption:
-    provider: sops
-    secretRef: {name: sops-age}
-`, name, ns, ns, name))
+	// Applied once (interval 1h): kustomize-controller does not revert the
+	// edits below before the scan sees them.
+	createKustomizationOf(t, ns, name, "apps/db", "1h", "decryption:\n  provider: sops\n  secretRef: {name: sops-age}\n")
 	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
 	creds := env.Get(t, cluster.Secret, ns, "db-creds")
 	if d, _, _ := unstructured.NestedStringMap(creds.Object, "data"); d["password"] != base64.StdEncoding.EncodeToString([]byte("sops-plain-password")) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,26 +31,8 @@ func TestFluxSourceIgnoreScansClean(t *testing.T) {
 		"apps/web/nested/cm.yaml":            cm("nested"),
 	})
 	const name = "ignoring"
-	createFluxObject(t, reconcilers.GitRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  url: %s
-  ref: {branch: main}
-  ignore: |
-    /apps/web/local.yaml
-`, name, ns, fluxInterval, repo.URL))
-	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  path: ./apps/web
-  prune: true
-  targetNamespace: %s
-  sourceRef: {kind: GitRepository, name: %s}
-`, name, ns, fluxInterval, ns, name))
+	createFluxSource(t, ns, name, repo, "ignore: |\n  /apps/web/local.yaml\n")
+	createKustomizationOf(t, ns, name, "apps/web", fluxInterval)
 	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
 	for _, n := range []string{"draft", "local", "json"} {
 		if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -22,8 +22,8 @@ import (
 const fluxInterval = "3s"
 
 // createFluxSource creates a GitRepository named name in ns for repo,
-// polled every fluxInterval.
-func createFluxSource(t *testing.T, ns, name string, repo *reconcilers.Repo) {
+// polled every fluxInterval, with the YAML lines of spec added to its spec.
+func createFluxSource(t *testing.T, ns, name string, repo *reconcilers.Repo, spec ...string) {
 	t.Helper()
 	createFluxObject(t, reconcilers.GitRepository, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
@@ -32,7 +32,7 @@ spec:
   interval: %s
   url: %s
   ref: {branch: main}
-`, name, ns, fluxInterval, repo.URL))
+%s`, name, ns, fluxInterval, repo.URL, specLines(spec)))
 }
 
 // createKustomization creates a GitRepository and a Kustomization named name
@@ -40,6 +40,14 @@ spec:
 func createKustomization(t *testing.T, ns, name string, repo *reconcilers.Repo, path string) {
 	t.Helper()
 	createFluxSource(t, ns, name, repo)
+	createKustomizationOf(t, ns, name, path, fluxInterval)
+}
+
+// createKustomizationOf creates a Kustomization named name in ns that
+// deploys path of the GitRepository name into ns, with pruning, every
+// interval, with the YAML lines of spec added to its spec.
+func createKustomizationOf(t *testing.T, ns, name, path, interval string, spec ...string) {
+	t.Helper()
 	createFluxObject(t, reconcilers.Kustomization, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: %s, namespace: %s}
@@ -49,7 +57,18 @@ spec:
   prune: true
   targetNamespace: %s
   sourceRef: {kind: GitRepository, name: %s}
-`, name, ns, fluxInterval, path, ns, name))
+%s`, name, ns, interval, path, ns, name, specLines(spec)))
+}
+
+// specLines indents YAML written at the top level into a spec.
+func specLines(spec []string) string {
+	var b strings.Builder
+	for _, s := range spec {
+		for line := range strings.Lines(strings.TrimRight(s, "\n") + "\n") {
+			b.WriteString("  " + line)
+		}
+	}
+	return b.String()
 }
 
 // createHelmRelease creates a GitRepository and a HelmRelease named name in

@@ -22,7 +22,7 @@ import (
 // reconciler last applied (syncedCommit). Live is compared with synced
 // only: what Git holds beyond it is pending, not drift. A target that does
 // not fetch or render is reported in Pending.Error.
-func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.Options, ropts render.Options, syncedCommit string, synced []render.Manifest) *report.Pending {
+func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.Options, ropts render.Options, syncedCommit string, synced []render.Manifest, argoFiles ArgoSourceFilesFunc) *report.Pending {
 	p := &report.Pending{Synced: syncedCommit, Target: app.TargetRevision}
 	target := app.Source
 	target.Revision = app.TargetRevision
@@ -36,6 +36,15 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 	}
 	p.Target = loc.Revision()
 	ropts.Dir, ropts.Root, ropts.Helm, ropts.ExtraValues = loc.Dir, loc.Root, loc.Helm, loc.Values
+	// The target's own parameter files (a tag Image Updater wrote since).
+	merged, _, changed, err := argoFiles.merge(app, loc.Dir)
+	if err != nil {
+		p.Error = redact.Text(fmt.Sprintf("the target revision %s: the parameter files Argo CD merges into the source: %v", loc.Revision(), err))
+		return p
+	}
+	if changed {
+		ropts.Helm, ropts.Kustomize, ropts.Directory = merged.Helm, merged.Kustomize, merged.Directory
+	}
 	mfs, err := render.Manifests(ctx, ropts)
 	if err == nil {
 		_, err = applyAs(app, mfs)
@@ -139,4 +148,17 @@ func childPath(prefix, key string) string {
 		return fmt.Sprintf("%s[%q]", prefix, key)
 	}
 	return prefix + "." + key
+}
+
+// ArgoSourceFilesFunc gives an Argo CD app's source with the parameter
+// files in dir merged (Options.ArgoSourceFiles).
+type ArgoSourceFilesFunc func(app config.App, dir string) (config.Source, []string, bool, error)
+
+// merge is the source of app with the parameter files in dir merged, when
+// it is an Argo CD app and there are some (Options.ArgoSourceFiles).
+func (f ArgoSourceFilesFunc) merge(app config.App, dir string) (config.Source, []string, bool, error) {
+	if f == nil || app.ArgoSource == nil {
+		return app.Source, nil, false, nil
+	}
+	return f(app, dir)
 }

@@ -59,7 +59,7 @@ type Options struct {
 	// repo server merges them (discover.ArgoSourceFiles; run sets it):
 	// changed is false without such files, and problems are what the
 	// merged source sets that driftscan does not apply. Nil: not merged.
-	ArgoSourceFiles func(app config.App, dir string) (src config.Source, problems []string, changed bool, err error)
+	ArgoSourceFiles ArgoSourceFilesFunc
 	// PageSize is the LIST page size: 0 leaves it to the scan, which
 	// lists whole from an API server that serves whole lists from its
 	// watch cache (listPageSize), and a negative size lists whole.
@@ -374,10 +374,10 @@ func (s *scan) render(ctx context.Context) error {
 				loc, err = source.Resolve(ctx, s.cfg.Dir, app.Source, src)
 			}
 			var res rendered
-			if err == nil && app.ArgoSource != nil && s.opts.ArgoSourceFiles != nil {
+			if err == nil {
 				var merged config.Source
 				var changed bool
-				merged, res.problems, changed, err = s.opts.ArgoSourceFiles(app, loc.Dir)
+				merged, res.problems, changed, err = s.opts.ArgoSourceFiles.merge(app, loc.Dir)
 				if err != nil {
 					err = fmt.Errorf("the parameter files Argo CD merges into the source: %w", err)
 				} else if changed {
@@ -409,7 +409,7 @@ func (s *scan) render(ctx context.Context) error {
 					res.sopsFiles, err = applyAs(app, res.manifests, res.again)
 				}
 				if err == nil && app.TargetRevision != "" {
-					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Revision(), res.manifests)
+					res.pending = pendingSync(ctx, s.cfg.Dir, app, src, ropts, loc.Revision(), res.manifests, s.opts.ArgoSourceFiles)
 				}
 			}
 			res.commit, res.version, res.err = loc.Commit, loc.Version, err
