@@ -237,6 +237,11 @@ type HelmSource struct {
 	// chart's output in order, as helm-controller's kustomize post-renderer
 	// does: a kustomization of the output with these patches and images.
 	PostRenderers []PostRenderer `yaml:"-"`
+	// CommonLabels and CommonAnnotations, set by discovery from a Flux
+	// HelmRelease's spec.commonMetadata, are set on every object's
+	// metadata after the post-renderers, as helm-controller's common
+	// renderer sets them.
+	CommonLabels, CommonAnnotations map[string]string `yaml:"-"`
 	// SkipCRDs leaves out the chart's crds/ folder (Argo CD's
 	// helm.skipCrds, `helm template --skip-crds`).
 	SkipCRDs bool `yaml:"skipCrds"`

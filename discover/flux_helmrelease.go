@@ -32,7 +32,11 @@ type helmRelease struct {
 		KubeConfig      map[string]any    `json:"kubeConfig"`
 		Values          map[string]any    `json:"values"`
 		ValuesFrom      []valuesReference `json:"valuesFrom"`
-		PostRenderers   []struct {
+		CommonMetadata  *struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"commonMetadata"`
+		PostRenderers []struct {
 			Kustomize *struct {
 				Patches []struct {
 					Patch  string         `json:"patch"`
@@ -284,6 +288,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 			r.Patches = append(r.Patches, config.FluxPatch{Patch: p.Patch, Target: p.Target})
 		}
 		hs.PostRenderers = append(hs.PostRenderers, r)
+	}
+	if m := hr.Spec.CommonMetadata; m != nil {
+		hs.CommonLabels, hs.CommonAnnotations = m.Labels, m.Annotations
 	}
 	src.Helm = hs
 	ns := hr.Spec.TargetNamespace

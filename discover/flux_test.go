@@ -160,6 +160,7 @@ spec:
   values:
     greeting: hi
     db: {host: db.prod}
+  commonMetadata: {labels: {team: web}, annotations: {owner: sre}}
   postRenderers:
   - kustomize:
       patches:
@@ -328,6 +329,7 @@ func TestFluxObjects(t *testing.T) {
 					Patches: []config.FluxPatch{{Patch: `[{"op": "add", "path": "/metadata/annotations/x", "value": "y"}]`, Target: map[string]any{"kind": "Deployment", "name": "web"}}},
 					Images:  []config.FluxImage{{Name: "nginx", NewTag: "1.27"}},
 				}},
+				CommonLabels: map[string]string{"team": "web"}, CommonAnnotations: map[string]string{"owner": "sre"},
 			}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/web", SelfHeal: true, Prune: true},

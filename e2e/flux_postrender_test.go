@@ -13,7 +13,8 @@ import (
 // A HelmRelease that patches its chart's output with kustomize
 // post-renderers, the way third-party charts get what their values do not
 // offer: an annotation by a JSON patch, a container by a strategic merge
-// patch, an image override, and a second post-renderer after the first.
+// patch, an image override, a second post-renderer after the first, and
+// commonMetadata's labels and annotations on every object.
 // The real helm-controller releases it; driftscan post-renders the same
 // way and must see the release clean.
 func TestFluxHelmReleasePostRenderersScanClean(t *testing.T) {
@@ -69,11 +70,17 @@ spec:
       patches:
       - target: {kind: Deployment}
         patch: '[{"op": "add", "path": "/metadata/annotations", "value": {"second": "renderer"}}]'
+  commonMetadata:
+    labels: {team: platform, helm.toolkit.fluxcd.io/name: not-this}
+    annotations: {owner: sre}
 `, name, ns, fluxInterval, name, name))
 	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
 	cm := env.Get(t, cluster.ConfigMap, ns, name+"-settings")
 	if m, _, _ := unstructured.NestedString(cm.Object, "data", "mode"); m != "patched" {
 		t.Fatalf("helm-controller released mode %q, want the post-renderer's", m)
+	}
+	if l, a := cm.GetLabels(), cm.GetAnnotations(); l["team"] != "platform" || l["helm.toolkit.fluxcd.io/name"] != name || a["owner"] != "sre" {
+		t.Fatalf("helm-controller released labels %v annotations %v: the test expects commonMetadata's, the origin label its own", l, a)
 	}
 	checkClean(t, scan(t, "--from", "flux", "--app", name), 2)
 }

@@ -91,7 +91,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		// The output may hold the values anywhere, not only in Secrets.
 		cache = nil
 	}
-	if opts.Helm != nil && len(opts.Helm.PostRenderers) > 0 {
+	if h := opts.Helm; h != nil && len(h.PostRenderers)+len(h.CommonLabels)+len(h.CommonAnnotations) > 0 {
 		cache = nil // its key is the chart's inputs, not the post-renderers'
 	}
 	// Its inputs are read for the text check even without a cache: a
@@ -116,7 +116,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	manifest, err := helmTemplate(ctx, ch, src, opts)
 	if err == nil && opts.Helm != nil {
-		manifest, err = postRender(ctx, manifest, opts.Helm.PostRenderers)
+		manifest, err = postRender(ctx, manifest, opts.Helm)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
