@@ -93,6 +93,8 @@ func TestTheChartsRBACIsExactlyWhatTheScanNeeds(t *testing.T) {
 		"list namespaces cluster-wide",
 		"list horizontalpodautoscalers.autoscaling in namespace " + app,
 		"list applications.argoproj.io in namespace argocd",
+		"list appprojects.argoproj.io in namespace argocd",
+		"get configmaps/argocd-cm in namespace argocd",
 		"get configmaps/" + in.State + " in namespace " + in.Namespace,
 		"update configmaps/" + in.State + " in namespace " + in.Namespace,
 	} {

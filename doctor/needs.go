@@ -161,8 +161,20 @@ func (c *checker) fromNeeds() []Need {
 	ns := c.opts.FromNamespace
 	switch c.opts.From {
 	case FromArgoCD:
-		return []Need{{Verb: "list", Group: discover.Applications.Group, Resource: discover.Applications.Resource, Namespace: ns,
-			Why: "--from argocd discovers apps from the Applications " + whereObjects(ns)}}
+		// AppProjects and argocd-cm live in Argo CD's own namespace, also
+		// when Applications live in any.
+		argo := ns
+		if argo == "" {
+			argo = "argocd"
+		}
+		return []Need{
+			{Verb: "list", Group: discover.Applications.Group, Resource: discover.Applications.Resource, Namespace: ns,
+				Why: "--from argocd discovers apps from the Applications " + whereObjects(ns)},
+			{Verb: "list", Group: discover.AppProjects.Group, Resource: discover.AppProjects.Resource, Namespace: argo,
+				Why: "--from argocd reads the AppProjects' sourceRepos, which say which repositories each Application may fetch"},
+			{Verb: "get", Resource: "configmaps", Namespace: argo, Name: "argocd-cm", Optional: true,
+				Why: "--from argocd reads argocd-cm's kustomize.buildOptions (--enable-helm, --load-restrictor); without it kustomizations are built with driftscan's defaults, which may not be Argo CD's"},
+		}
 	case FromFlux:
 		return []Need{
 			{Verb: "list", Group: discover.Kustomizations.Group, Resource: discover.Kustomizations.Resource, Namespace: ns,
