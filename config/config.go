@@ -104,8 +104,10 @@ type App struct {
 	// ArgoSource, set by discovery for an Argo CD Application's source in
 	// Git, is what Argo CD's repo server merges the parameter files in the
 	// source's folder into (.argocd-source.yaml and
-	// .argocd-source-<app>.yaml, which Argo CD Image Updater writes back):
-	// the scanner asks Options.ArgoSourceFiles for the source with them.
+	// .argocd-source-<app>.yaml, which Argo CD Image Updater writes back)
+	// and in whose values it substitutes its build environment
+	// ($ARGOCD_APP_NAME, $ARGOCD_APP_REVISION, ...): the scanner asks
+	// Options.ArgoSourceFiles for the source as Argo CD renders it.
 	ArgoSource *ArgoSource `yaml:"-"`
 	// Error, set by discovery, says why the app's source must not be
 	// fetched (a repository its AppProject does not allow, a path that
@@ -126,6 +128,9 @@ type ArgoSource struct {
 	Refs   []byte
 	// Name is the release name Argo CD gives a chart: the Application's.
 	Name string
+	// Project and Namespace (the destination's) are the Application's,
+	// for Argo CD's build environment ($ARGOCD_APP_PROJECT_NAME, ...).
+	Project, Namespace string
 }
 
 // AppliedAs names an applier that rewrites objects before it applies them.

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -245,12 +243,12 @@ func (d *discovery) argoNamespace() string {
 
 // argoSourceOf is what the scan needs to merge the parameter files of the
 // source s of the Application u as Argo CD does (ArgoSourceFiles).
-func (d *discovery) argoSourceOf(u *unstructured.Unstructured, s appSource, refs map[string]appSource) *config.ArgoSource {
+func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application, s appSource, refs map[string]appSource) *config.ArgoSource {
 	source, err := json.Marshal(s)
 	if err != nil {
 		return nil
 	}
-	a := &config.ArgoSource{Instance: u.GetName(), Source: source, Name: u.GetName()}
+	a := &config.ArgoSource{Instance: u.GetName(), Source: source, Name: u.GetName(), Project: app.Spec.Project, Namespace: app.Spec.Destination.Namespace}
 	if len(refs) > 0 {
 		a.Refs, _ = json.Marshal(refs)
 	}
@@ -383,7 +381,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			}
 		}
 		if s.Chart == "" {
-			app.ArgoSource = d.argoSourceOf(u, s, refs)
+			app.ArgoSource = d.argoSourceOf(u, a, s, refs)
 		}
 		if why := refusedSource(s, refs, refused); why != "" {
 			// Reported, never fetched: the repository or a path is not
@@ -556,9 +554,9 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 // argoKustomize reads an Application's spec.source.kustomize into the
 // overrides render applies as Argo CD does, or nil when it sets none, and
 // names the settings it cannot apply: kubeVersion and apiVersions (for a
-// kustomization's charts), and a value that uses Argo CD's build
-// environment ($ARGOCD_APP_NAME, ...), which Argo CD substitutes in images
-// and labels.
+// kustomization's charts). Argo CD's build environment ($ARGOCD_APP_NAME,
+// ...) in its images and labels is substituted by ArgoSourceFiles, once the
+// revision is known.
 func argoKustomize(k *appKustomize) (*config.ArgoKustomize, []string, error) {
 	var notApplied []string
 	if k.KubeVersion != "" {
@@ -566,13 +564,6 @@ func argoKustomize(k *appKustomize) (*config.ArgoKustomize, []string, error) {
 	}
 	if len(k.APIVersions) > 0 {
 		notApplied = append(notApplied, "apiVersions")
-	}
-	envs := slices.Concat(k.Images, slices.Collect(maps.Values(k.CommonLabels)))
-	if k.CommonAnnotationsEnvsubst {
-		envs = append(envs, slices.Collect(maps.Values(k.CommonAnnotations))...)
-	}
-	if slices.ContainsFunc(envs, func(v string) bool { return strings.Contains(v, "$") }) {
-		notApplied = append(notApplied, "Argo CD's build environment ($ARGOCD_APP_NAME, ...) in images or labels")
 	}
 	ak := &config.ArgoKustomize{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace, Images: k.Images,
 		CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations,

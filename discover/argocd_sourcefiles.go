@@ -1,12 +1,14 @@
 package discover
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/yaml"
@@ -30,12 +32,14 @@ const (
 // than a manifest.
 const maxArgoSourceFile = 1 << 20
 
-// ArgoSourceFiles is app's source with the parameter files in dir, its
-// rendered folder, merged in as Argo CD merges them; changed is false when
-// dir has none (or app is no Argo CD source). problems name what the merged
-// source sets that driftscan does not apply. A file that does not parse, or
-// does not merge, is an error: Argo CD does not render the app either.
-func ArgoSourceFiles(app config.App, dir string) (src config.Source, problems []string, changed bool, err error) {
+// ArgoSourceFiles is app's source as Argo CD's repo server renders it at
+// commit from dir, its folder: the parameter files in dir merged in as Argo
+// CD merges them, then its build environment substituted (argoBuildEnv);
+// changed is false when neither changes it (or app is no Argo CD source).
+// problems name what the source sets that driftscan does not apply. A file
+// that does not parse, or does not merge, is an error: Argo CD does not
+// render the app either.
+func ArgoSourceFiles(app config.App, dir, commit string) (src config.Source, problems []string, changed bool, err error) {
 	a := app.ArgoSource
 	if a == nil {
 		return app.Source, nil, false, nil
@@ -62,7 +66,7 @@ func ArgoSourceFiles(app config.App, dir string) (src config.Source, problems []
 		}
 		changed = true
 	}
-	if !changed {
+	if !changed && !bytes.Contains(merged, []byte("$")) {
 		return app.Source, nil, false, nil
 	}
 	var base, s appSource
@@ -80,12 +84,98 @@ func ArgoSourceFiles(app config.App, dir string) (src config.Source, problems []
 	}
 	// Only what tells the tools how to render comes from the files.
 	s.Chart, s.Path, s.RepoURL, s.TargetRevision = base.Chart, base.Path, base.RepoURL, base.TargetRevision
+	env := argoBuildEnv(a, s, commit)
+	if !env.substitute(&s, refs) && !changed {
+		return app.Source, nil, false, nil
+	}
 	var d discovery
 	src, problems = d.argoSource(a.Name, s, refs)
 	// Where and at which revision stay the scan's (a synced commit, a
 	// checkout's credentials).
 	src.Repo, src.Revision, src.Path, src.Chart, src.Auth, src.PlainHTTP = app.Source.Repo, app.Source.Revision, app.Source.Path, app.Source.Chart, app.Source.Auth, app.Source.PlainHTTP
 	return src, problems, true, nil
+}
+
+// buildEnv is Argo CD's build environment: the variables its repo server
+// substitutes in an Application's source (reposerver/repository newEnv,
+// v1alpha1.Env.Envsubst).
+type buildEnv map[string]string
+
+// argoBuildEnv is the build environment of a's source s at commit.
+func argoBuildEnv(a *config.ArgoSource, s appSource, commit string) buildEnv {
+	short := func(n int) string { return commit[:min(n, len(commit))] }
+	return buildEnv{
+		"ARGOCD_APP_NAME": a.Instance, "ARGOCD_APP_NAMESPACE": a.Namespace, "ARGOCD_APP_PROJECT_NAME": a.Project,
+		"ARGOCD_APP_REVISION": commit, "ARGOCD_APP_REVISION_SHORT": short(7), "ARGOCD_APP_REVISION_SHORT_8": short(8),
+		"ARGOCD_APP_SOURCE_REPO_URL": s.RepoURL, "ARGOCD_APP_SOURCE_PATH": s.Path, "ARGOCD_APP_SOURCE_TARGET_REVISION": s.TargetRevision,
+	}
+}
+
+// subst is Envsubst: os.Expand over the variables, "$$" a "$", and a
+// variable that is not one of them empty.
+func (e buildEnv) subst(v string) string {
+	return os.Expand(v, func(name string) string {
+		if name == "$" {
+			return "$"
+		}
+		return e[name]
+	})
+}
+
+// substitute substitutes the environment where Argo CD does: a
+// kustomize source's images and commonLabels (commonAnnotations with
+// commonAnnotationsEnvsubst), a Helm source's parameters, and the paths of
+// its values files and fileParameters that name no ref source. It says
+// whether anything changed.
+func (e buildEnv) substitute(s *appSource, refs map[string]appSource) bool {
+	changed := false
+	sub := func(v *string) {
+		if n := e.subst(*v); n != *v {
+			*v, changed = n, true
+		}
+	}
+	subMap := func(m map[string]string) {
+		for k, v := range m {
+			sub(&v)
+			m[k] = v
+		}
+	}
+	if k := s.Kustomize; k != nil {
+		for i := range k.Images {
+			sub(&k.Images[i])
+		}
+		subMap(k.CommonLabels)
+		if k.CommonAnnotationsEnvsubst {
+			subMap(k.CommonAnnotations)
+		}
+	}
+	if h := s.Helm; h != nil {
+		for i := range h.Parameters {
+			sub(&h.Parameters[i].Value)
+		}
+		for i, f := range h.ValueFiles {
+			if !refersToSource(f, refs) {
+				sub(&h.ValueFiles[i])
+			}
+		}
+		for i, f := range h.FileParameters {
+			if !refersToSource(f.Path, refs) {
+				sub(&h.FileParameters[i].Path)
+			}
+		}
+	}
+	return changed
+}
+
+// refersToSource says whether a values file path names a ref source
+// ($values/...), whose path Argo CD substitutes after resolving it.
+func refersToSource(p string, refs map[string]appSource) bool {
+	if !strings.HasPrefix(p, "$") {
+		return false
+	}
+	name, _, _ := strings.Cut(p[1:], "/")
+	_, ok := refs[name]
+	return ok
 }
 
 // readSourceFile reads a parameter file of root, bounded; a folder or

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,9 @@ func TestArgoSourceFiles(t *testing.T) {
 		if len(problems) > 0 {
 			t.Fatal(problems)
 		}
-		return config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, s, nil)}
+		a := &application{}
+		a.Spec.Project, a.Spec.Destination.Namespace = "shop", "web-prod"
+		return config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, a, s, nil)}
 	}
 	write := func(t *testing.T, files map[string]string) string {
 		dir := t.TempDir()
@@ -41,6 +44,7 @@ func TestArgoSourceFiles(t *testing.T) {
 		}
 		return dir
 	}
+	const commit = "0123456789abcdef0123456789abcdef01234567"
 	kust := appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", TargetRevision: "main",
 		Kustomize: &appKustomize{Images: []string{"nginx:1.25"}, NamePrefix: "p-"}}
 
@@ -52,7 +56,7 @@ func TestArgoSourceFiles(t *testing.T) {
 			// Another app's file, and where the app is, are not read.
 			".argocd-source-other.yaml": "kustomize:\n  images: [nginx:9]\n",
 		})
-		src, problems, changed, err := ArgoSourceFiles(a, dir)
+		src, problems, changed, err := ArgoSourceFiles(a, dir, commit)
 		if err != nil || !changed || len(problems) > 0 {
 			t.Fatalf("changed %v, problems %v, err %v", changed, problems, err)
 		}
@@ -67,7 +71,7 @@ func TestArgoSourceFiles(t *testing.T) {
 	t.Run("outside Argo CD's namespace the file names namespace_name", func(t *testing.T) {
 		a := app("team-a", kust)
 		dir := write(t, map[string]string{".argocd-source-web.yaml": "kustomize:\n  images: [nginx:9]\n", ".argocd-source-team-a_web.yaml": "kustomize:\n  images: [nginx:1.27]\n"})
-		src, _, _, err := ArgoSourceFiles(a, dir)
+		src, _, _, err := ArgoSourceFiles(a, dir, commit)
 		if err != nil || strings.Join(src.Kustomize.Argo.Images, ",") != "nginx:1.27" {
 			t.Errorf("images %v, %v", src.Kustomize.Argo.Images, err)
 		}
@@ -75,20 +79,45 @@ func TestArgoSourceFiles(t *testing.T) {
 	t.Run("Helm parameters", func(t *testing.T) {
 		a := app("argocd", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "charts/web", Helm: &appHelm{ValueFiles: []string{"values-prod.yaml"}}})
 		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3, forcestring: true}\n"})
-		src, _, changed, err := ArgoSourceFiles(a, dir)
+		src, _, changed, err := ArgoSourceFiles(a, dir, commit)
 		if err != nil || !changed || src.Helm.Set["image.tag"] != "v1.2.3" || len(src.Helm.ValuesFiles) != 1 {
+			t.Errorf("helm %+v, %v", src.Helm, err)
+		}
+	})
+	t.Run("Argo CD's build environment, where Argo CD substitutes it", func(t *testing.T) {
+		a := app("team-a", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", TargetRevision: "main",
+			Kustomize: &appKustomize{Images: []string{"web=registry/web:$ARGOCD_APP_REVISION_SHORT"},
+				CommonLabels:      map[string]string{"app": "$ARGOCD_APP_NAME", "cost": "$$ARGOCD_APP_NAME", "unknown": "x${NOT_ARGO}y"},
+				CommonAnnotations: map[string]string{"left": "$ARGOCD_APP_PROJECT_NAME"}}})
+		src, _, changed, err := ArgoSourceFiles(a, write(t, nil), commit)
+		want := &config.ArgoKustomize{Images: []string{"web=registry/web:0123456"},
+			CommonLabels:      map[string]string{"app": "team-a_web", "cost": "$ARGOCD_APP_NAME", "unknown": "xy"},
+			CommonAnnotations: map[string]string{"left": "$ARGOCD_APP_PROJECT_NAME"}}
+		if err != nil || !changed {
+			t.Fatalf("changed %v, %v", changed, err)
+		}
+		if d := cmp.Diff(want, src.Kustomize.Argo); d != "" {
+			t.Errorf("overrides (-want +got): annotations only with commonAnnotationsEnvsubst\n%s", d)
+		}
+		var helm appHelm
+		if err := json.Unmarshal([]byte(`{"valueFiles": ["values-$ARGOCD_APP_NAMESPACE.yaml"], "parameters": [{"name": "fullnameOverride", "value": "$ARGOCD_APP_NAME-$ARGOCD_APP_REVISION_SHORT_8"}]}`), &helm); err != nil {
+			t.Fatal(err)
+		}
+		h := app("argocd", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "charts/web", TargetRevision: "main", Helm: &helm})
+		src, _, _, err = ArgoSourceFiles(h, write(t, nil), commit)
+		if err != nil || src.Helm.Set["fullnameOverride"] != "web-01234567" || src.Helm.ValuesFiles[0] != "values-web-prod.yaml" {
 			t.Errorf("helm %+v, %v", src.Helm, err)
 		}
 	})
 	t.Run("without files nothing changes", func(t *testing.T) {
 		a := app("argocd", kust)
-		if _, _, changed, err := ArgoSourceFiles(a, write(t, nil)); changed || err != nil {
+		if _, _, changed, err := ArgoSourceFiles(a, write(t, nil), commit); changed || err != nil {
 			t.Errorf("changed %v, %v", changed, err)
 		}
 	})
 	t.Run("a file that is not YAML fails the app, as in Argo CD", func(t *testing.T) {
 		a := app("argocd", kust)
-		_, _, _, err := ArgoSourceFiles(a, write(t, map[string]string{".argocd-source.yaml": "kustomize: [unclosed\n"}))
+		_, _, _, err := ArgoSourceFiles(a, write(t, map[string]string{".argocd-source.yaml": "kustomize: [unclosed\n"}), commit)
 		if err == nil || !strings.Contains(err.Error(), ".argocd-source.yaml") {
 			t.Errorf("err %v: want the file named", err)
 		}

@@ -300,7 +300,7 @@ spec:
 		errors: []string{
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
 			"Application/NS/web-helm: fileParameters secret: ../../../etc/passwd leaves the repository; left out",
-			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: kubeVersion, Argo CD's build environment ($ARGOCD_APP_NAME, ...) in images or labels",
+			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: kubeVersion",
 		},
 	},
 	{

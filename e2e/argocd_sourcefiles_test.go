@@ -60,6 +60,40 @@ spec:
 	checkClean(t, scan(t, "--from", "argocd", "--app", chart), 1)
 }
 
+// Argo CD's build environment in an Application's kustomize images and
+// labels and its Helm parameters: the revision it renders, its name. The
+// real Argo CD substitutes them; driftscan must substitute the same values,
+// with the commit it scans.
+func TestArgoCDBuildEnvironmentScansClean(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	const kust, chart = "build-env-kustomize", "build-env-helm"
+	repo := gitServer.NewRepo(t, map[string]string{
+		"app/kustomization.yaml":  "resources: [cm.yaml]\n",
+		"app/cm.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n",
+		"chart/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"chart/values.yaml":       "build: none\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {build: {{ .Values.build | quote }}}\n",
+	})
+	createGitApp(t, kust, ns, repo.URL, "app", `kustomize:
+  commonLabels: {app-name: $ARGOCD_APP_NAME, revision: $ARGOCD_APP_REVISION_SHORT}
+`)
+	createGitApp(t, chart, ns, repo.URL, "chart", `helm:
+  parameters: [{name: build, value: "$ARGOCD_APP_NAME@$ARGOCD_APP_REVISION"}]
+`)
+	waitArgoSynced(t, kust, "")
+	waitArgoSynced(t, chart, "")
+	head := repo.Head()
+	if l := env.Get(t, cluster.ConfigMap, ns, "settings").GetLabels(); l["app-name"] != kust || l["revision"] != head[:7] {
+		t.Fatalf("Argo CD synced labels %v: the test expects the build environment substituted", l)
+	}
+	if d, _, _ := unstructured.NestedString(env.Get(t, cluster.ConfigMap, ns, chart).Object, "data", "build"); d != chart+"@"+head {
+		t.Fatalf("Argo CD synced build %q: the test expects the parameter substituted", d)
+	}
+	checkClean(t, scan(t, "--from", "argocd", "--app", kust), 1)
+	checkClean(t, scan(t, "--from", "argocd", "--app", chart), 1)
+}
+
 // replace replaces each old with its new in s.
 func replace(s string, oldNew ...string) string {
 	for i := 0; i+1 < len(oldNew); i += 2 {

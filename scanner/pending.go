@@ -37,7 +37,7 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 	p.Target = loc.Revision()
 	ropts.Dir, ropts.Root, ropts.Helm, ropts.ExtraValues = loc.Dir, loc.Root, loc.Helm, loc.Values
 	// The target's own parameter files (a tag Image Updater wrote since).
-	merged, _, changed, err := argoFiles.merge(app, loc.Dir)
+	merged, _, changed, err := argoFiles.merge(app, loc.Dir, loc.Commit)
 	if err != nil {
 		p.Error = redact.Text(fmt.Sprintf("the target revision %s: the parameter files Argo CD merges into the source: %v", loc.Revision(), err))
 		return p
@@ -150,15 +150,15 @@ func childPath(prefix, key string) string {
 	return prefix + "." + key
 }
 
-// ArgoSourceFilesFunc gives an Argo CD app's source with the parameter
-// files in dir merged (Options.ArgoSourceFiles).
-type ArgoSourceFilesFunc func(app config.App, dir string) (config.Source, []string, bool, error)
+// ArgoSourceFilesFunc gives an Argo CD app's source as Argo CD renders it
+// at commit from dir (Options.ArgoSourceFiles).
+type ArgoSourceFilesFunc func(app config.App, dir, commit string) (config.Source, []string, bool, error)
 
-// merge is the source of app with the parameter files in dir merged, when
-// it is an Argo CD app and there are some (Options.ArgoSourceFiles).
-func (f ArgoSourceFilesFunc) merge(app config.App, dir string) (config.Source, []string, bool, error) {
+// merge is the source of app as Argo CD renders it at commit from dir,
+// when it is an Argo CD app (Options.ArgoSourceFiles).
+func (f ArgoSourceFilesFunc) merge(app config.App, dir, commit string) (config.Source, []string, bool, error) {
 	if f == nil || app.ArgoSource == nil {
 		return app.Source, nil, false, nil
 	}
-	return f(app, dir)
+	return f(app, dir, commit)
 }

@@ -54,11 +54,12 @@ type Options struct {
 	// KustomizeRemote lets kustomizations fetch remote resources and bases
 	// (within RenderTimeout); by default they render offline.
 	KustomizeRemote bool
-	// ArgoSourceFiles gives an Argo CD app's source (config.ArgoSource)
-	// with the parameter files in its fetched folder merged, as Argo CD's
-	// repo server merges them (discover.ArgoSourceFiles; run sets it):
-	// changed is false without such files, and problems are what the
-	// merged source sets that driftscan does not apply. Nil: not merged.
+	// ArgoSourceFiles gives an Argo CD app's source (config.ArgoSource) as
+	// Argo CD's repo server renders it at the fetched commit: the
+	// parameter files in its folder merged, its build environment
+	// substituted (discover.ArgoSourceFiles; run sets it); changed is
+	// false when neither changes it, and problems are what the source sets
+	// that driftscan does not apply. Nil: the source as discovered.
 	ArgoSourceFiles ArgoSourceFilesFunc
 	// PageSize is the LIST page size: 0 leaves it to the scan, which
 	// lists whole from an API server that serves whole lists from its
@@ -377,7 +378,7 @@ func (s *scan) render(ctx context.Context) error {
 			if err == nil {
 				var merged config.Source
 				var changed bool
-				merged, res.problems, changed, err = s.opts.ArgoSourceFiles.merge(app, loc.Dir)
+				merged, res.problems, changed, err = s.opts.ArgoSourceFiles.merge(app, loc.Dir, loc.Commit)
 				if err != nil {
 					err = fmt.Errorf("the parameter files Argo CD merges into the source: %w", err)
 				} else if changed {

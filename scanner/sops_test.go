@@ -28,35 +28,16 @@ import (
 func sopsRepo(t *testing.T, ns string) (string, []string) {
 	t.Helper()
 	key := sops.NewKey(t)
-	secrets := "^(data|stringData)$"
 	// A SOPS file in a Secret's data entry, as a secretGenerator's files
 	// put one there: kustomize-controller decrypts the entry.
 	inner := sops.Encrypt(t, key, "user: app\npassword: sops-plain-inner\n", "^password$")
-	files := map[string]string{
-		"creds.yaml": sops.Encrypt(t, key, `apiVersion: v1
-kind: Secret
-metadata: {name: db-creds}
-type: Opaque
-stringData:
-  username: app
-  password: sops-plain-password
-data:
-  token: `+base64.StdEncoding.EncodeToString([]byte("sops-plain-token"))+`
-`, secrets),
-		"settings.yaml": sops.Encrypt(t, key, `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data:
-  endpoint: db.internal:5432
-  dsn: postgres://app:sops-plain-dsn@db.internal/app
-`, "^dsn$"),
-		"generated.yaml": `apiVersion: v1
+	files := sops.Manifests(t, key)
+	files["generated.yaml"] = `apiVersion: v1
 kind: Secret
 metadata: {name: generated}
 data:
   mode: ` + base64.StdEncoding.EncodeToString([]byte("primary")) + `
-  config.yaml: ` + base64.StdEncoding.EncodeToString([]byte(inner)) + "\n",
-	}
+  config.yaml: ` + base64.StdEncoding.EncodeToString([]byte(inner)) + "\n"
 	dir := t.TempDir()
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -77,7 +58,7 @@ data:
 		}
 		env.Apply(t, "kustomize-controller", ns, obj)
 	}
-	return dir, []string{"sops-plain-", "c29wcy1wbGFpbi", "ENC[", "RU5DW"}
+	return dir, sops.Leaks
 }
 
 // sopsApp is a Flux app of dir that decrypts with SOPS.
@@ -303,7 +284,7 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 		t.Errorf("%d values dismissed as encrypted, want 3:\n%s", n, dump(r.Apps[0].Objects))
 	}
 	data, _ := json.Marshal(r)
-	for _, s := range []string{"sops-plain-", "c29wcy1wbGFpbi", "ENC[", "RU5DW"} {
+	for _, s := range sops.Leaks {
 		if strings.Contains(string(data), s) {
 			t.Errorf("the report holds %q", s)
 		}
