@@ -2,15 +2,18 @@ package discover
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/gitrepo"
 	"github.com/calricon/driftscan/scanner"
 )
@@ -166,5 +169,37 @@ status:
 	r = scanWith(t, res, nil)
 	if got := findings(r, ns); len(got) != 1 || got[0].Path != `.spec.template.spec.containers[name="web"].image` {
 		t.Errorf("without the parameter files: %+v, want the image", got)
+	}
+}
+
+// A parameter file is the tenant's: one that expands without bound (a
+// billion laughs of aliases) or is too large is an error on the app, in
+// bounded time and memory (run in a child under ulimit -v).
+func TestHostileArgoSourceFiles(t *testing.T) {
+	if !bounded.InChild(t, bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}) {
+		return
+	}
+	d := &discovery{opts: Options{From: FromArgoCD}}
+	u := &unstructured.Unstructured{}
+	u.SetName("web")
+	s := appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", Kustomize: &appKustomize{Images: []string{"nginx:1.25"}}}
+	src, _ := d.argoSource("web", s, nil)
+	app := config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, &application{}, s, nil)}
+	laughs := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	for i := 'b'; i <= 'j'; i++ {
+		prev := string(i - 1)
+		laughs += fmt.Sprintf("%c: &%c [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n", i, i, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+	}
+	for name, text := range map[string]string{
+		"aliases": "kustomize:\n  images: [nginx:1.27]\n" + laughs,
+		"large":   "kustomize:\n  images: [\"" + strings.Repeat("x", 2<<20) + "\"]\n",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ".argocd-source.yaml"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := ArgoSourceFiles(app, dir, "0123456789abcdef0123456789abcdef01234567"); err == nil {
+			t.Errorf("%s: a hostile parameter file merged", name)
+		}
 	}
 }
