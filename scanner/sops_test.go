@@ -290,3 +290,49 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSealSOPS: Git's objects are anyone's; sealing never panics, and an
+// object kustomize-controller would decrypt keeps no ciphertext and no
+// sops metadata.
+func FuzzSealSOPS(f *testing.F) {
+	enc := "ENC[AES256_GCM,data:QQ==,iv:aXY=,tag:dGFn,type:str]"
+	f.Add([]byte(`{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {a: "` + enc + `"}, stringData: {b: [{c: "` + enc + `"}]}, sops: {mac: "` + enc + `"}}`))
+	f.Add([]byte(`{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {T: "` + base64.StdEncoding.EncodeToString([]byte(enc)) + `", sops_mac: "` + base64.StdEncoding.EncodeToString([]byte(enc)) + `"}}`))
+	f.Add([]byte(`{apiVersion: v1, kind: ConfigMap, metadata: {annotations: {kustomize.toolkit.fluxcd.io/decrypt: disabled}}, data: {a: "` + enc + `"}, sops: {mac: x}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		u := &unstructured.Unstructured{}
+		if yaml.Unmarshal(data, &u.Object) != nil || u.Object == nil {
+			return
+		}
+		md, _ := u.Object["sops"].(map[string]any)
+		decrypts := md != nil && md["mac"] != nil && md["mac"] != "" && !strings.EqualFold(u.GetAnnotations()[decryptDisabled], "disabled")
+		sealSOPS(u)
+		if !decrypts {
+			return
+		}
+		if _, ok := u.Object["sops"]; ok {
+			t.Errorf("the sops metadata is still there")
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				if sopsValue.MatchString(v) {
+					t.Errorf("ciphertext %q left", v)
+				}
+			case map[string]any:
+				for _, e := range v {
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(u.Object)
+	})
+}
