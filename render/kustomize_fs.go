@@ -72,10 +72,13 @@ func (b *boundedFS) ignored(r string) bool {
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return false
 	}
-	if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+	// Matched first, in memory: only a match costs a stat, krusty's other
+	// reads none.
+	if !b.ignore.Match(strings.Split(rel, string(filepath.Separator)), false) {
 		return false
 	}
-	return b.ignore.Match(strings.Split(rel, string(filepath.Separator)), false)
+	fi, err := os.Stat(r)
+	return err != nil || !fi.IsDir()
 }
 
 // virtualFile is the content of the virtual file p, if it is one.
