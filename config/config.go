@@ -192,9 +192,22 @@ type Source struct {
 	// author's, relative to the config file's folder, as `helm install -f`
 	// reads them.
 	Chart string `yaml:"chart"`
-	// PlainHTTP, for a Chart from an oci:// registry, speaks HTTP rather
-	// than HTTPS to it; no token is sent then.
+	// PlainHTTP, for a Chart from an oci:// registry or an OCI artifact,
+	// speaks HTTP rather than HTTPS to it; no token is sent then.
 	PlainHTTP bool `yaml:"plainHTTP"`
+	// An oci:// Repo without a Chart is an OCI artifact: a tarball of
+	// manifests pushed to a registry (`flux push artifact`, an Argo CD OCI
+	// source), unpacked, Path relative to its root. Revision is a tag, a
+	// semver constraint over the tags, or a digest (sha256:<hex>, or
+	// <tag>@sha256:<hex> as Flux records it); default the tag latest.
+	// Layer is the media type of the layer that holds the files; default
+	// the artifact's one content layer (a tar or tar+gzip layer; the
+	// chart's layer in a Helm chart), as Argo CD picks it.
+	Layer string `yaml:"layer"`
+	// FluxArtifact reads an OCI artifact as source-controller does for an
+	// OCIRepository: the first layer (or the first of type Layer), a gzip
+	// tarball. Set by discovery.
+	FluxArtifact bool `yaml:"-"`
 	// Auth names where Git credentials come from; values are never printed.
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`
@@ -340,7 +353,11 @@ type FluxBuild struct {
 	// SourceIgnore is the GitRepository's spec.ignore: gitignore patterns
 	// of files source-controller leaves out of the artifact, besides the
 	// repository's .sourceignore files (render's artifact.go).
-	SourceIgnore                            *string
+	SourceIgnore *string
+	// Unfiltered says the artifact is an OCI layer kept as it is (an
+	// OCIRepository's layerSelector operation copy): no ignore rule, not
+	// even the defaults, leaves a file out.
+	Unfiltered                              bool
 	TargetNamespace, NamePrefix, NameSuffix string
 	Patches                                 []FluxPatch
 	Images                                  []FluxImage

@@ -192,8 +192,11 @@ func (s Source) validate() error {
 			errs = append(errs, fmt.Errorf("source.chart %q: want the chart's name in the repository's index (the repository URL goes in source.repo)", s.Chart))
 		}
 	}
-	if s.PlainHTTP && s.Chart == "" {
-		errs = append(errs, errors.New("source.plainHTTP is for a chart from an oci:// registry (with source.chart)"))
+	if s.PlainHTTP && s.Chart == "" && !IsOCI(s.Repo) {
+		errs = append(errs, errors.New("source.plainHTTP is for an oci:// registry (a chart or an OCI artifact)"))
+	}
+	if s.Layer != "" && (!IsOCI(s.Repo) || s.Chart != "") {
+		errs = append(errs, errors.New("source.layer is for an OCI artifact (an oci:// repo without source.chart)"))
 	}
 	if s.Repo != "" && s.Chart == "" {
 		if s.Path != "" && !InRepo(s.Path) {
@@ -212,6 +215,14 @@ func (s Source) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// IsOCI reports whether repo is an oci:// URL: a registry, holding a chart
+// (Source.Chart) or an OCI artifact.
+func IsOCI(repo string) bool { return strings.HasPrefix(strings.ToLower(repo), "oci://") }
+
+// OCIArtifact reports whether s is an OCI artifact: an oci:// repo without
+// a chart.
+func (s Source) OCIArtifact() bool { return s.Chart == "" && IsOCI(s.Repo) }
 
 // InRepo reports whether p, a slash path relative to a repository's root,
 // stays inside it: not absolute, and no ".." that climbs above the root.

@@ -55,7 +55,11 @@ func TestASourceWithARepoStaysInsideIt(t *testing.T) {
 		{"a chart named by its URL", "{repo: 'https://charts.example.com', chart: 'https://charts.example.com/web'}", "want the chart's name"},
 		{"a chart from an OCI registry over plain HTTP", "{repo: 'oci://registry.internal:5000/charts', chart: web, plainHTTP: true}", ""},
 		{"plain HTTP for an index repository", "{repo: 'https://charts.example.com', chart: web, plainHTTP: true}", "source.plainHTTP is for an oci:// registry"},
-		{"plain HTTP without a chart", "{repo: 'https://git.example.com/o/r', plainHTTP: true}", "source.plainHTTP is for a chart"},
+		{"plain HTTP for a Git repository", "{repo: 'https://git.example.com/o/r', plainHTTP: true}", "source.plainHTTP is for an oci:// registry"},
+		{"an OCI artifact over plain HTTP, its layer named", "{repo: 'oci://registry.internal:5000/manifests/app', revision: '1.x', path: deploy, plainHTTP: true, layer: application/vnd.oci.image.layer.v1.tar}", ""},
+		{"a layer for a Git repository", "{repo: 'https://git.example.com/o/r', layer: application/vnd.oci.image.layer.v1.tar}", "source.layer is for an OCI artifact"},
+		{"a layer for a chart", "{repo: 'oci://registry.internal:5000/charts', chart: web, layer: application/vnd.oci.image.layer.v1.tar}", "source.layer is for an OCI artifact"},
+		{"an OCI artifact's path that leaves it", "{repo: 'oci://registry.internal:5000/manifests/app', path: ../x}", "leaves the repository"},
 		{"a chart's token over http://", "{repo: 'http://charts.example.com', chart: web, auth: {tokenEnv: T}}", "a token is sent over https only"},
 	}
 	for _, tt := range tests {

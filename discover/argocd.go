@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +83,17 @@ func (a *application) syncedVersion() string {
 	}
 	return ""
 }
+
+// syncedDigest is the manifest digest (sha256:<hex>) of the OCI artifact
+// the Application last synced, "" when it never synced one.
+func (a *application) syncedDigest() string {
+	if h := a.Status.History; len(h) > 0 && ociDigest.MatchString(h[len(h)-1].Revision) {
+		return h[len(h)-1].Revision
+	}
+	return ""
+}
+
+var ociDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // ociRepo says whether an Application's repoURL is an OCI registry: Argo CD
 // takes a Helm repository URL without a scheme (registry-1.docker.io/org)
@@ -371,6 +383,15 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			app.TargetRevision, app.Source.Revision = src.Revision, synced
 			if app.TargetRevision == "" {
 				app.TargetRevision = "*" // the newest version
+			}
+		} else if synced := a.syncedDigest(); len(sources) == 1 && src.OCIArtifact() {
+			// An OCI artifact: live is the digest Argo CD synced; what
+			// the target names beyond it is pending sync.
+			if synced != "" {
+				app.TargetRevision, app.Source.Revision = src.Revision, synced
+				if app.TargetRevision == "" {
+					app.TargetRevision = "latest"
+				}
 			}
 		} else if synced := a.synced(); len(sources) == 1 && s.Chart == "" && synced != "" && synced != src.Revision {
 			// Live is what Argo CD synced; what Git holds beyond that

@@ -112,7 +112,11 @@ func (d *discovery) flux(ctx context.Context) error {
 		case "HelmRepository":
 			src, target, err = helmRepos[key].chartSource(o.hr)
 		case "OCIRepository":
-			src, target, err = ociRepos[key].chartSource(o.hr)
+			if o.ks != nil {
+				src, repoProblems, err = ociRepos[key].artifactSource()
+			} else {
+				src, target, err = ociRepos[key].chartSource(o.hr)
+			}
 		default:
 			src, err = d.gitSource(repos[key])
 			repoProblems = repos[key].problems(o.ks != nil)
@@ -126,8 +130,13 @@ func (d *discovery) flux(ctx context.Context) error {
 		var problems []string
 		if o.ks != nil {
 			app, problems = d.kustomizationApp(ctx, o.u, o.ks, src, cache)
-			if repo := repos[key]; repo != nil && o.source.Kind == "GitRepository" {
-				app.Source.Kustomize.Flux.SourceIgnore = repo.Spec.Ignore
+			switch fb := app.Source.Kustomize.Flux; o.source.Kind {
+			case "OCIRepository":
+				fb.SourceIgnore, fb.Unfiltered = ociRepos[key].Spec.Ignore, ociRepos[key].copied()
+			default:
+				if repo := repos[key]; repo != nil {
+					fb.SourceIgnore = repo.Spec.Ignore
+				}
 			}
 		} else {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)

@@ -121,18 +121,69 @@ func (hr *helmRelease) released(chart, otherwise string) string {
 }
 
 // ociRepository holds the fields of a Flux OCIRepository that discovery
-// reads, for a HelmRelease's chartRef. See
+// reads, for a HelmRelease's chartRef or a Kustomization's sourceRef. See
 // https://fluxcd.io/flux/components/source/ocirepositories/
 type ociRepository struct {
 	Spec struct {
 		URL string `json:"url"`
 		Ref *struct {
-			Tag    string `json:"tag"`
-			SemVer string `json:"semver"`
-			Digest string `json:"digest"`
+			Tag          string `json:"tag"`
+			SemVer       string `json:"semver"`
+			SemverFilter string `json:"semverFilter"`
+			Digest       string `json:"digest"`
 		} `json:"ref"`
-		Insecure bool `json:"insecure"`
+		LayerSelector *struct {
+			MediaType string `json:"mediaType"`
+			Operation string `json:"operation"`
+		} `json:"layerSelector"`
+		Ignore   *string `json:"ignore"`
+		Insecure bool    `json:"insecure"`
 	} `json:"spec"`
+	Status struct {
+		Artifact *struct {
+			Revision string `json:"revision"`
+		} `json:"artifact"`
+	} `json:"status"`
+}
+
+// artifactSource is the scanner source of the artifact an OCIRepository
+// names, for a Kustomization: read as source-controller reads it (its
+// layerSelector's media type, else the first layer), at the revision of
+// its artifact (<tag>@sha256:<digest>) when source-controller has pulled
+// one, else at its spec.ref (digest, semver, tag; Flux's default, the tag
+// latest). problems says what of it driftscan does not reproduce.
+func (r *ociRepository) artifactSource() (src config.Source, problems []string, err error) {
+	if !config.IsOCI(r.Spec.URL) {
+		return config.Source{}, nil, fmt.Errorf("url %s: want oci://host/path", source.SafeURL(r.Spec.URL))
+	}
+	src = config.Source{Repo: r.Spec.URL, FluxArtifact: true, PlainHTTP: r.Spec.Insecure, Revision: "latest"}
+	if l := r.Spec.LayerSelector; l != nil {
+		src.Layer = l.MediaType
+	}
+	if a := r.Status.Artifact; a != nil && strings.Contains(a.Revision, "sha256:") {
+		src.Revision = a.Revision
+		return src, nil, nil
+	}
+	if ref := r.Spec.Ref; ref != nil {
+		switch {
+		case ref.Digest != "":
+			src.Revision = ref.Digest
+		case ref.SemVer != "":
+			src.Revision = ref.SemVer
+			if ref.SemverFilter != "" {
+				problems = append(problems, "OCIRepository ref.semverFilter is not applied by driftscan: source-controller has pulled no artifact yet, and the newest tag of the range is read")
+			}
+		case ref.Tag != "":
+			src.Revision = ref.Tag
+		}
+	}
+	return src, problems, nil
+}
+
+// copied says the layer is kept as it is (layerSelector operation copy):
+// the artifact is the layer's tarball, no ignore rule applied to it.
+func (r *ociRepository) copied() bool {
+	return r.Spec.LayerSelector != nil && r.Spec.LayerSelector.Operation == "copy"
 }
 
 // chartSource is the scanner source of the chart an OCIRepository names

@@ -58,7 +58,7 @@ type kustomization struct {
 }
 
 // listKustomizations lists the Kustomizations and keeps those whose source
-// is a GitRepository in this cluster.
+// is a GitRepository or an OCIRepository, that apply to this cluster.
 func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error) {
 	items, err := d.list(ctx, Kustomizations, d.opts.Namespace, d.opts.Selector)
 	if err != nil {
@@ -80,8 +80,8 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 		if src.Namespace == "" {
 			src.Namespace = u.GetNamespace()
 		}
-		if src.Kind != "GitRepository" {
-			d.skip(ref(u), "source %s is not a GitRepository: driftscan renders Git sources only", src)
+		if src.Kind != "GitRepository" && src.Kind != "OCIRepository" {
+			d.skip(ref(u), "source %s is neither a GitRepository nor an OCIRepository: driftscan renders those only", src)
 			continue
 		}
 		out = append(out, fluxObject{u: u, ks: &ks, source: src})
@@ -108,7 +108,14 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstructured, ks *kustomization, src config.Source, cache map[string]cached) (config.App, []string) {
 	src.Path = cleanPath(ks.Spec.Path)
 	var target string
-	if applied := artifactCommit(ks.Status.LastAppliedRevision); applied != "" && applied != src.Revision {
+	applied := artifactCommit(ks.Status.LastAppliedRevision)
+	if src.OCIArtifact() {
+		// <tag>@sha256:<digest>, as the OCIRepository's artifact.
+		if applied = ks.Status.LastAppliedRevision; !strings.Contains(applied, "sha256:") {
+			applied = ""
+		}
+	}
+	if applied != "" && applied != src.Revision {
 		target, src.Revision = src.Revision, applied
 	}
 	app := config.App{TargetRevision: target,

@@ -232,6 +232,34 @@ spec:
   ref: {semver: ">=6.0.0"}
   layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
 `, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: manifests}
+spec:
+  interval: 1m
+  url: oci://registry.internal:5000/deploy/manifests
+  insecure: true
+  ref: {semver: ">=1.0.0", semverFilter: ".*-rc"}
+  layerSelector: {mediaType: application/vnd.cncf.flux.content.v1.tar+gzip, operation: copy}
+  ignore: "docs/\n"
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: unpulled}
+spec:
+  interval: 1m
+  url: oci://registry.internal:5000/deploy/manifests
+  ref: {semver: ">=1.0.0", semverFilter: ".*-rc"}
+`, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: oci-unpulled}
+spec:
+  interval: 5m
+  sourceRef: {kind: OCIRepository, name: unpulled}
+  path: ./deploy
+  prune: true
+`, `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: by-chart}
@@ -249,6 +277,12 @@ func TestFluxObjects(t *testing.T) {
 	}
 	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "deploy", types.MergePatchType,
 		`{"status":{"artifact":{"revision":"main@sha1:`+commit+`","path":"gitrepository/deploy.tar.gz"}}}`, "status")
+	// source-controller pulled v1.2.0 of the manifests; kustomize-controller
+	// last applied v1.1.0.
+	env.Patch(t, "source-controller", ociRepositoryGVK, ns, "manifests", types.MergePatchType,
+		`{"status":{"artifact":{"revision":"v1.2.0@sha256:`+strings.Repeat("b", 64)+`","path":"ocirepository/manifests.tar.gz"}}}`, "status")
+	env.Patch(t, "kustomize-controller", kustomizationGVK, ns, "oci", types.MergePatchType,
+		`{"status":{"lastAppliedRevision":"v1.1.0@sha256:`+strings.Repeat("a", 64)+`"}}`, "status")
 	// helm-controller released 1.2.0 of the OCIRepository's chart, its
 	// version carrying the artifact's digest.
 	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "oci-chart", types.MergePatchType,
@@ -261,6 +295,27 @@ func TestFluxObjects(t *testing.T) {
 	normalize(res.Apps, res.Ignore, ns)
 
 	wantApps := []config.App{
+		{
+			// An OCI artifact (gitless GitOps): the artifact applied, the
+			// one source-controller pulled since pending; read as
+			// source-controller reads it: the layerSelector's layer, kept
+			// as it is (copy: no ignore rule applies).
+			Name: "oci", Owner: "NS",
+			Source: config.Source{Repo: "oci://registry.internal:5000/deploy/manifests", Revision: "v1.1.0@sha256:" + strings.Repeat("a", 64),
+				PlainHTTP: true, FluxArtifact: true, Layer: "application/vnd.cncf.flux.content.v1.tar+gzip",
+				Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{SourceIgnore: new("docs/\n"), Unfiltered: true}}},
+			TargetRevision: "v1.2.0@sha256:" + strings.Repeat("b", 64),
+			Appliers:       []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
+			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/oci", SelfHeal: true, Prune: true},
+		},
+		{
+			// Not pulled yet: the range of its spec.ref.
+			Name: "oci-unpulled", Owner: "NS",
+			Source: config.Source{Repo: "oci://registry.internal:5000/deploy/manifests", Revision: ">=1.0.0", Path: "deploy", FluxArtifact: true,
+				Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{}}},
+			Appliers: []string{"kustomize-controller"}, AppliedAs: config.AppliedAsFlux,
+			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/oci-unpulled", SelfHeal: true, Prune: true},
+		},
 		{
 			Name: "shop", Owner: "team-shop", Namespace: "shop",
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "apps/web-kustomize", Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{
@@ -350,7 +405,6 @@ func TestFluxObjects(t *testing.T) {
 	}
 	checkRules(t, res.Ignore)
 	wantSkipped := []string{
-		"Kustomization/NS/oci: source OCIRepository/NS/manifests is not a GitRepository: driftscan renders Git sources only",
 		"Kustomization/NS/remote: spec.kubeConfig applies it to another cluster",
 		"HelmRelease/NS/by-chart: chartRef HelmChart/NS/podinfo: driftscan renders charts from GitRepositories, HelmRepositories and OCIRepositories only",
 	}
@@ -359,6 +413,7 @@ func TestFluxObjects(t *testing.T) {
 	}
 	wantErrors := []string{
 		"Kustomization/NS/lost: source GitRepository/NS/gone not found",
+		"Kustomization/NS/oci-unpulled: OCIRepository ref.semverFilter is not applied by driftscan: source-controller has pulled no artifact yet, and the newest tag of the range is read",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
 		"Kustomization/NS/shop: substituteFrom ConfigMap NS/needed: configmaps \"needed\" not found: Flux cannot build the Kustomization either",
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",

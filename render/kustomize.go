@@ -90,8 +90,10 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		var err error
 		if fb != nil {
 			// The files of the source's artifact, not of the checkout.
-			if bounded.ignore, err = artifactMatcher(bounded.root, fb.SourceIgnore); err != nil {
-				return nil, fmt.Errorf("kustomize %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
+			if !fb.Unfiltered {
+				if bounded.ignore, err = artifactMatcher(bounded.root, fb.SourceIgnore); err != nil {
+					return nil, fmt.Errorf("kustomize %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
+				}
 			}
 			kfile, data, err = fluxKustomization(bounded, opts.Dir, fb)
 			kopts.LoadRestrictions = types.LoadRestrictionsNone // inside the repository all the same

@@ -31,7 +31,7 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 		p.Error = redact.Text(fmt.Sprintf("fetch the target revision %s: %v", app.TargetRevision, err))
 		return p
 	}
-	if loc.Revision() == syncedCommit {
+	if source.SameRevision(loc.Revision(), syncedCommit) {
 		return nil // the target is what was applied
 	}
 	p.Target = loc.Revision()

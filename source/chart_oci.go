@@ -41,12 +41,16 @@ type ociRemote struct {
 }
 
 // explain adds what to do to a registry's refusal.
-func (r *ociRemote) explain(err error) error {
+func (r *ociRemote) explain(err error) error { return explainRegistry(err, r.sent) }
+
+// explainRegistry adds what to do to a registry's refusal; sent says
+// whether a credential was sent.
+func explainRegistry(err error, sent bool) error {
 	var resp *errcode.ErrorResponse
 	switch {
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return fmt.Errorf("%w: the registry asks for a credential: give one in git.credentials for this URL (a user and tokenEnv)", err)
-	case errors.As(err, &resp) && (resp.StatusCode == 401 || resp.StatusCode == 403) && r.sent:
+	case errors.As(err, &resp) && (resp.StatusCode == 401 || resp.StatusCode == 403) && sent:
 		return fmt.Errorf("%w: the credential sent was refused", err)
 	}
 	return err
@@ -57,9 +61,21 @@ func newOCIRemote(f *chartFetch, base *url.URL) (*ociRemote, error) {
 		return nil, errors.New("repository URL: an oci:// URL has no query or fragment")
 	}
 	ref := base.Host + strings.TrimRight(base.Path, "/") + "/" + f.opts.Chart
-	repo, err := remote.NewRepository(ref)
+	repo, sent, err := f.registry(ref)
 	if err != nil {
-		return nil, fmt.Errorf("repository URL: %w", err)
+		return nil, err
+	}
+	return &ociRemote{f: f, repo: repo, ref: ref, sent: sent}, nil
+}
+
+// registry is the repository ref (host/path) of an OCI registry, read with
+// the fetch's client and the credential bound to its URL, as for an index
+// repository; over plain HTTP none is (credential refuses a token there).
+// sent says whether a credential is sent.
+func (f *chartFetch) registry(ref string) (repo *remote.Repository, sent bool, err error) {
+	repo, err = remote.NewRepository(ref)
+	if err != nil {
+		return nil, false, fmt.Errorf("repository URL: %w", err)
 	}
 	repo.PlainHTTP = f.opts.PlainHTTP
 	repo.TagListMaxPages = maxTagPages
@@ -67,19 +83,16 @@ func newOCIRemote(f *chartFetch, base *url.URL) (*ociRemote, error) {
 	if repo.PlainHTTP {
 		scheme = "http://"
 	}
-	// The credential bound to the registry's URL, as for an index
-	// repository; over plain HTTP none is (credential refuses a token
-	// there).
 	user, pass, _, err := f.credential(scheme + ref)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	client := &auth.Client{Client: f.client, Cache: auth.NewCache()}
 	if pass != "" {
-		client.Credential = auth.StaticCredential(base.Host, auth.Credential{Username: user, Password: pass})
+		client.Credential = auth.StaticCredential(repo.Reference.Registry, auth.Credential{Username: user, Password: pass})
 	}
 	repo.Client = client
-	return &ociRemote{f: f, repo: repo, ref: ref, sent: pass != ""}, nil
+	return repo, pass != "", nil
 }
 
 func (r *ociRemote) resolve(ctx context.Context, want string) (string, string, error) {

@@ -61,7 +61,8 @@ type Location struct {
 	// and for a source read from Options.WorkTree.
 	Commit string
 	// Version is the version of a chart fetched from a Helm chart
-	// repository (a Source with Chart set); "" for every other source.
+	// repository (a Source with Chart set), or the revision of an OCI
+	// artifact (<tag>@sha256:<hex>); "" for every other source.
 	Version string
 	// Helm is how to render with Helm: the source's own settings, except
 	// for a chart from a repository, whose values files (the config's,
@@ -102,6 +103,9 @@ func (l Location) Revision() string {
 func Resolve(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
 	if src.Chart != "" {
 		return resolveChart(ctx, configDir, src, opts)
+	}
+	if src.OCIArtifact() {
+		return resolveArtifact(ctx, configDir, src, opts)
 	}
 	var loc Location
 	if src.Repo != "" && !config.InRepo(src.Path) {
@@ -175,6 +179,36 @@ func resolveChart(ctx context.Context, configDir string, src config.Source, opts
 	rest := *h
 	rest.ValuesFiles, rest.ChartValues = nil, nil
 	loc.Helm = &rest
+	return loc, nil
+}
+
+// resolveArtifact fetches an OCI artifact (FetchArtifact): its unpacked
+// files are the root, and Path is relative to it, as in a Git checkout.
+func resolveArtifact(ctx context.Context, configDir string, src config.Source, opts Options) (Location, error) {
+	if opts.WorkTree != "" {
+		return Location{}, fmt.Errorf("the source is the OCI artifact %s, not Git: there is no file in the work tree to change", SafeURL(src.Repo))
+	}
+	if !config.InRepo(src.Path) {
+		return Location{}, fmt.Errorf("source path %q leaves the artifact", src.Path)
+	}
+	ca, err := CABundle(configDir, opts.Git)
+	if err != nil {
+		return Location{}, err
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	a, err := FetchArtifact(ctx, ArtifactOptions{Repo: src.Repo, Reference: src.Revision, Layer: src.Layer, Flux: src.FluxArtifact,
+		MaxBytes: opts.MaxBytes, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca, PlainHTTP: src.PlainHTTP,
+		Cache: opts.Cache, Getenv: getenv})
+	if err != nil {
+		return Location{}, err
+	}
+	loc := Location{Dir: filepath.Join(a.Dir, filepath.FromSlash(src.Path)), Root: a.Dir, Version: a.Revision, Helm: src.Helm}
+	if _, err := os.Stat(loc.Dir); err != nil {
+		return Location{}, fmt.Errorf("source folder %s in the artifact %s: %w", src.Path, a.Revision, err)
+	}
 	return loc, nil
 }
 
