@@ -522,6 +522,25 @@ spec:
 `, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
+metadata: {name: gitless}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: gitless}
+  source: {repoURL: oci://ghcr.io/example/manifests, targetRevision: 1.x, path: deploy}
+status:
+  history:
+  - {revision: "sha256:` + strings.Repeat("c", 64) + `", id: 1}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: gitless-new}
+spec:
+  project: infra
+  destination: {server: https://kubernetes.default.svc, namespace: gitless}
+  source: {repoURL: oci://ghcr.io/example/manifests, path: .}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
 metadata: {name: mixed}
 spec:
   project: infra
@@ -536,6 +555,19 @@ spec:
 			Source:   config.Source{Repo: "oci://registry-1.docker.io/bitnamicharts", Chart: "redis", Revision: "18.0.0", ReleaseName: "cache"},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/cache", Suspended: true},
+		}, {
+			// An OCI artifact (oci:// without a chart): the digest Argo CD
+			// synced; what its targetRevision names now is pending.
+			Name: "gitless", Owner: "infra", Namespace: "gitless",
+			Source:         config.Source{Repo: "oci://ghcr.io/example/manifests", Revision: "sha256:" + strings.Repeat("c", 64), Path: "deploy", ReleaseName: "gitless"},
+			TargetRevision: "1.x", Appliers: argoAppliers,
+			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/gitless", Suspended: true},
+		}, {
+			// Never synced: the tag its targetRevision names, latest.
+			Name: "gitless-new", Owner: "infra", Namespace: "gitless",
+			Source:   config.Source{Repo: "oci://ghcr.io/example/manifests", ReleaseName: "gitless-new"},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/gitless-new", Suspended: true},
 		}, {
 			Name: "ingress", Owner: "infra", Namespace: "ingress",
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", ReleaseName: "ingress",

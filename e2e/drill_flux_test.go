@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
@@ -117,9 +118,16 @@ func fluxSuspended(t *testing.T, ns, name string) bool {
 // waitFluxArtifact waits until the GitRepository's artifact is commit.
 func waitFluxArtifact(t *testing.T, ns, name, commit string) {
 	t.Helper()
+	waitSourceArtifact(t, reconcilers.GitRepository, ns, name, commit)
+}
+
+// waitSourceArtifact waits until the revision of the Flux source's
+// artifact ends in commit (a Git commit, an OCI digest).
+func waitSourceArtifact(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string) {
+	t.Helper()
 	var rev string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.GitRepository).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		u, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -127,6 +135,6 @@ func waitFluxArtifact(t *testing.T, ns, name, commit string) {
 		return strings.HasSuffix(rev, commit), nil
 	})
 	if err != nil {
-		t.Fatalf("GitRepository %s/%s never fetched %s: artifact %q\n%s", ns, name, commit, rev, flux.Logs(2000))
+		t.Fatalf("%s %s/%s never fetched %s: artifact %q\n%s", gvr.Resource, ns, name, commit, rev, flux.Logs(2000))
 	}
 }
