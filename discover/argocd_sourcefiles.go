@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -90,6 +91,10 @@ func ArgoSourceFiles(app config.App, dir, commit string) (src config.Source, pro
 	}
 	var d discovery
 	src, problems = d.argoSource(a.Name, s, refs)
+	// What discovery already said of the Application's own source (a
+	// forceString parameter left out) is its error already.
+	_, said := d.argoSource(a.Name, base, refs)
+	problems = slices.DeleteFunc(problems, func(p string) bool { return slices.Contains(said, p) })
 	// Where and at which revision stay the scan's (a synced commit, a
 	// checkout's credentials).
 	src.Repo, src.Revision, src.Path, src.Chart, src.Auth, src.PlainHTTP = app.Source.Repo, app.Source.Revision, app.Source.Path, app.Source.Chart, app.Source.Auth, app.Source.PlainHTTP

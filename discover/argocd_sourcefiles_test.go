@@ -87,6 +87,29 @@ func TestArgoSourceFiles(t *testing.T) {
 			t.Errorf("helm %+v, %v", src.Helm, err)
 		}
 	})
+	t.Run("what discovery said of the Application's own source is not said again", func(t *testing.T) {
+		s := appSource{RepoURL: "https://git.example.com/deploy.git", Path: "charts/web", Helm: &appHelm{
+			FileParameters: []struct {
+				Name string `json:"name"`
+				Path string `json:"path"`
+			}{{Name: "cfg", Path: "../../../etc/passwd"}}}}
+		_, said := d.argoSource("web", s, nil)
+		if len(said) != 1 {
+			t.Fatalf("discovery's problems %v, want the fileParameter that leaves the repository", said)
+		}
+		u := &unstructured.Unstructured{}
+		u.SetName("web")
+		u.SetNamespace("argocd")
+		a := config.App{Name: "web", Source: config.Source{Repo: s.RepoURL, Path: s.Path}, ArgoSource: d.argoSourceOf(u, &application{}, s, nil)}
+		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3}\n  - {name: debug, value: \"true\", forcestring: true}\n"})
+		_, problems, changed, err := ArgoSourceFiles(a, dir, commit)
+		if err != nil || !changed {
+			t.Fatalf("changed %v, %v", changed, err)
+		}
+		if len(problems) != 1 || !strings.Contains(problems[0], "forceString") {
+			t.Errorf("problems %q: want only the file's own (a forceString parameter), not discovery's again", problems)
+		}
+	})
 	t.Run("Argo CD's build environment, where Argo CD substitutes it", func(t *testing.T) {
 		a := app("team-a", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", TargetRevision: "main",
 			Kustomize: &appKustomize{Images: []string{"web=registry/web:$ARGOCD_APP_REVISION_SHORT"},

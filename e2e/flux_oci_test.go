@@ -34,7 +34,7 @@ func TestFluxOCIRepositoryKustomizationScans(t *testing.T) {
 		".sourceignore":                 "drafts/\n",
 	}
 	push := func(tag string) string {
-		return reconcilers.PushArtifact(t, reg.Host, "manifests/web", tag, reconcilers.FluxArtifact(files, "https://git.example.com/web.git", "main@sha1:"+strings.Repeat("1", 40)))
+		return reconcilers.PushArtifact(t, reg, "manifests/web", tag, reconcilers.FluxArtifact(files, "https://git.example.com/web.git", "main@sha1:"+strings.Repeat("1", 40)))
 	}
 	v1 := push("v1.0.0")
 	const app = "oci-web"

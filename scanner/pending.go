@@ -37,7 +37,7 @@ func pendingSync(ctx context.Context, cfgDir string, app config.App, src source.
 	p.Target = loc.Revision()
 	ropts.Dir, ropts.Root, ropts.Helm, ropts.ExtraValues = loc.Dir, loc.Root, loc.Helm, loc.Values
 	// The target's own parameter files (a tag Image Updater wrote since).
-	merged, _, changed, err := argoFiles.merge(app, loc.Dir, loc.Commit)
+	merged, _, changed, err := argoFiles.merge(app, loc.Dir, loc.BuildRevision())
 	if err != nil {
 		p.Error = redact.Text(fmt.Sprintf("the target revision %s: the parameter files Argo CD merges into the source: %v", loc.Revision(), err))
 		return p

@@ -378,7 +378,7 @@ func (s *scan) render(ctx context.Context) error {
 			if err == nil {
 				var merged config.Source
 				var changed bool
-				merged, res.problems, changed, err = s.opts.ArgoSourceFiles.merge(app, loc.Dir, loc.Commit)
+				merged, res.problems, changed, err = s.opts.ArgoSourceFiles.merge(app, loc.Dir, loc.BuildRevision())
 				if err != nil {
 					err = fmt.Errorf("the parameter files Argo CD merges into the source: %w", err)
 				} else if changed {

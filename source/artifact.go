@@ -315,6 +315,16 @@ func SameRevision(a, b string) bool {
 	return ma != nil && mb != nil && ma[2] == mb[2]
 }
 
+// BuildRevision is the revision Argo CD's build environment names
+// ($ARGOCD_APP_REVISION): the commit of a Git source, the manifest digest
+// of an OCI artifact, "" otherwise.
+func (l Location) BuildRevision() string {
+	if m := digestRef.FindStringSubmatch(l.Version); l.Commit == "" && m != nil {
+		return m[2]
+	}
+	return l.Commit
+}
+
 // treeOf is the cache tree of a manifest digest: 40 hex digits, as a Git
 // tree's, so Cache.used prunes it.
 func treeOf(digest string) string { return strings.TrimPrefix(digest, "sha256:")[:40] }

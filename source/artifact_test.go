@@ -51,10 +51,10 @@ func TestFetchAFluxArtifact(t *testing.T) {
 		"drafts/ignored.yaml":   "kind: ConfigMap\n",
 		"apps/nested/deep.yaml": "kind: ConfigMap\n",
 	}
-	v1 := reconcilers.PushArtifact(t, reg.Host, "manifests/app", "v1.0.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:abc"))
+	v1 := reconcilers.PushArtifact(t, reg, "manifests/app", "v1.0.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:abc"))
 	files["apps/cm.yaml"] = strings.ReplaceAll(files["apps/cm.yaml"], "one", "two")
-	v11 := reconcilers.PushArtifact(t, reg.Host, "manifests/app", "v1.1.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
-	reconcilers.PushArtifact(t, reg.Host, "manifests/app", "latest", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
+	v11 := reconcilers.PushArtifact(t, reg, "manifests/app", "v1.1.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
+	reconcilers.PushArtifact(t, reg, "manifests/app", "latest", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
 	repo := "oci://" + reg.Host + "/manifests/app"
 	cache := NewCache(t.TempDir())
 	for _, c := range []struct{ ref, revision, v string }{
@@ -112,7 +112,7 @@ func TestArtifactLayerRules(t *testing.T) {
 	cm := map[string]string{"cm.yaml": "kind: ConfigMap\n"}
 	other := map[string]string{"other.yaml": "kind: Secret\n"}
 	push := func(repo string, a reconcilers.Artifact) string {
-		reconcilers.PushArtifact(t, reg.Host, repo, "v1", a)
+		reconcilers.PushArtifact(t, reg, repo, "v1", a)
 		return "oci://" + reg.Host + "/" + repo
 	}
 	plain := push("argo/plain", reconcilers.Artifact{ConfigType: "application/vnd.oci.image.config.v1+json", Layers: []reconcilers.Layer{{MediaType: reconcilers.OCILayerTar, Files: cm}}})
