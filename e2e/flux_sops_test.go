@@ -29,7 +29,21 @@ func TestFluxSOPSDecryptionScansClean(t *testing.T) {
 		"apps/db/plain.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n",
 		// Secrets generated from encrypted env files, which
 		// kustomize-controller decrypts before the build.
-		"apps/db/kustomization.yaml": `resources: [creds.yaml, settings.yaml, plain.yaml]
+		// A Deployment of the hashed one: kustomize rewrites its
+		// references to the name of the decrypted values' hash.
+		"apps/db/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db-client}
+spec:
+  selector: {matchLabels: {app: db-client}}
+  template:
+    metadata: {labels: {app: db-client}}
+    spec:
+      containers:
+      - {name: client, image: "nginx:1.27", envFrom: [{secretRef: {name: env-hashed}}]}
+      volumes: [{name: token, secret: {secretName: env-hashed}}]
+`,
+		"apps/db/kustomization.yaml": `resources: [creds.yaml, settings.yaml, plain.yaml, deploy.yaml]
 secretGenerator:
 - name: env-hashed
   envs: [hashed.env]
@@ -64,7 +78,7 @@ secretGenerator:
 	}
 
 	r := scan(t, "--from", "flux", "--app", name)
-	checkClean(t, r, 4)
+	checkClean(t, r, 5)
 	noPlaintext(t, r, sops.Leaks...)
 	// The hashed Secret's live name is a hash of the decrypted values.
 	if len(r.Warnings) != 1 || r.Warnings[0].Code != report.WarnEncryptedNameSkipped || !strings.HasPrefix(r.Warnings[0].Object, "Secret/"+ns+"/env-hashed-") {

@@ -15,8 +15,9 @@ import (
 
 // applyAs rewrites every rendered object (and its second render) as the
 // app's applier does before applying it: its SOPS-encrypted values sealed
-// (sops.go), then rewritten as the applier sends it. It returns the Secrets
-// generated from SOPS-encrypted files.
+// (sops.go), then rewritten as the applier sends it, the references to a
+// Secret generated from SOPS-encrypted files under a hash suffix sealed too.
+// It returns the Secrets generated from SOPS-encrypted files.
 func applyAs(app config.App, renders ...[]render.Manifest) (map[*unstructured.Unstructured]bool, error) {
 	var errs []error
 	var fromFiles map[*unstructured.Unstructured]bool
@@ -31,6 +32,9 @@ func applyAs(app config.App, renders ...[]render.Manifest) (map[*unstructured.Un
 			if err := appliedAs(app.AppliedAs, mf.Object); err != nil {
 				errs = append(errs, fmt.Errorf("%s line %d: %w", mf.File, mf.Line, err))
 			}
+		}
+		if fromFiles != nil {
+			sealGeneratedNames(mfs, fromFiles)
 		}
 	}
 	return fromFiles, errors.Join(errs...)

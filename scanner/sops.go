@@ -6,12 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -125,6 +127,99 @@ func isSOPSFile(plain []byte) bool {
 // (sigs.k8s.io/kustomize/api/hasher's encode).
 var hashSuffix = regexp.MustCompile(`-[2456789bcdfghkmt]{10}$`)
 
+// sealedNameSuffix ends the marker of a name kustomize gave a Secret it
+// generated from SOPS-encrypted files: <name>-<sops-hash>. No object's name
+// holds "<", so no real name is one.
+const sealedNameSuffix = "-<sops-hash>"
+
+// sealGeneratedNames replaces, in every object of one render but the
+// Secrets themselves, each string that is the hash-suffixed name of a
+// Secret generated from SOPS-encrypted files (fromFiles) by its marker:
+// kustomize names such a Secret by a hash of its decrypted values, and
+// rewrites the references to it (a Pod template's secretRef, a volume's
+// secretName) to that name, which only the key reveals.
+func sealGeneratedNames(mfs []render.Manifest, fromFiles map[*unstructured.Unstructured]bool) {
+	names := map[string]string{}
+	for _, mf := range mfs {
+		if n := mf.Object.GetName(); fromFiles[mf.Object] && hashSuffix.MatchString(n) {
+			names[n] = n[:len(n)-11] + sealedNameSuffix
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	var seal func(v any) any
+	seal = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			if m, ok := names[v]; ok {
+				return m
+			}
+		case map[string]any:
+			for k, e := range v {
+				v[k] = seal(e)
+			}
+		case []any:
+			for i, e := range v {
+				v[i] = seal(e)
+			}
+		}
+		return v
+	}
+	for _, mf := range mfs {
+		if !fromFiles[mf.Object] {
+			seal(mf.Object.Object)
+		}
+	}
+}
+
+// generatedNameOf says whether live is git but for the names of Secrets
+// generated from SOPS-encrypted files: where git holds a name's marker,
+// live holds a name kustomize may have given that Secret (its base name
+// and a hash suffix). A list or map (an atomic envFrom) is compared
+// element by element.
+func generatedNameOf(git, live any) bool {
+	switch g := git.(type) {
+	case string:
+		l, ok := live.(string)
+		base, sealed := strings.CutSuffix(g, sealedNameSuffix)
+		return ok && sealed && strings.HasPrefix(l, base) && len(l) == len(base)+11 && hashSuffix.MatchString(l)
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok || len(l) != len(g) {
+			return false
+		}
+		named := false
+		for k, e := range g {
+			switch le, ok := l[k]; {
+			case !ok:
+				return false
+			case generatedNameOf(e, le):
+				named = true
+			case !reflect.DeepEqual(e, le):
+				return false
+			}
+		}
+		return named
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(g) {
+			return false
+		}
+		named := false
+		for i := range g {
+			switch {
+			case generatedNameOf(g[i], l[i]):
+				named = true
+			case !reflect.DeepEqual(g[i], l[i]):
+				return false
+			}
+		}
+		return named
+	}
+	return false
+}
+
 // sealValues replaces each encrypted value in v by its marker, base64'd
 // when in64 (a Secret's data, whose decrypted values are base64).
 func sealValues(v any, in64 bool) any {
@@ -162,22 +257,34 @@ func isSealed(v any) bool {
 }
 
 // holdsSealedValue says whether v is, or holds, a sealed marker.
-func holdsSealedValue(v any) bool {
+func holdsSealedValue(v any) bool { return holds(v, isSealed) }
+
+// holdsSealedName says whether v is, or holds, the marker of a generated
+// Secret's name.
+func holdsSealedName(v any) bool {
+	return holds(v, func(v any) bool {
+		s, ok := v.(string)
+		return ok && strings.HasSuffix(s, sealedNameSuffix)
+	})
+}
+
+// holds says whether v is, or holds, a scalar that is.
+func holds(v any, is func(any) bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		for _, e := range v {
-			if holdsSealedValue(e) {
+			if holds(e, is) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range v {
-			if holdsSealedValue(e) {
+			if holds(e, is) {
 				return true
 			}
 		}
 	default:
-		return isSealed(v)
+		return is(v)
 	}
 	return false
 }

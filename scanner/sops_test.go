@@ -220,6 +220,22 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 - name: file
   files: [config.yaml]
   options: {disableNameSuffixHash: true}
+resources: [deploy.yaml]
+`,
+		// kustomize rewrites its references to the hashed Secret.
+		"deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        envFrom: [{secretRef: {name: token}}]
+      volumes: [{name: token, secret: {secretName: token}}]
 `,
 		"token.env":   "TOKEN=sops-plain-token\n",
 		"fixed.env":   "USER=app\nPASSWORD=sops-plain-password\n",
@@ -228,7 +244,7 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 	encrypted, decrypted := t.TempDir(), t.TempDir()
 	for name, text := range plain {
 		enc := text
-		if name != "kustomization.yaml" {
+		if name != "kustomization.yaml" && name != "deploy.yaml" {
 			enc = sops.EncryptFile(t, key, name, text)
 			if got := sops.DecryptFile(t, key, name, enc); got != text {
 				t.Fatalf("sops decrypts %s to %q, want %q", name, got, text)
@@ -259,7 +275,10 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 	if got := rows(r); len(got) != 0 {
 		t.Errorf("want no finding, got\n%s", dump(got))
 	}
-	want := map[string]report.Status{"Secret/fixed": report.StatusInSync, "Secret/file": report.StatusInSync}
+	// The Deployment names the hashed Secret (Git: the hash of the
+	// ciphertext; live: of the values): in sync, its two references
+	// dismissed as encrypted.
+	want := map[string]report.Status{"Secret/fixed": report.StatusInSync, "Secret/file": report.StatusInSync, "Deployment/web": report.StatusInSync}
 	if diff := cmp.Diff(want, statuses(r)); diff != "" {
 		t.Errorf("statuses (-want +got): the hashed one is not compared, the others are\n%s", diff)
 	}
@@ -279,9 +298,26 @@ func TestSecretsGeneratedFromSOPSFiles(t *testing.T) {
 		}
 	}
 	// USER, PASSWORD and config.yaml; the sops_* entries of the env file
-	// are gone, as kustomize-controller decrypts the file.
-	if n != 3 {
-		t.Errorf("%d values dismissed as encrypted, want 3:\n%s", n, dump(r.Apps[0].Objects))
+	// are gone, as kustomize-controller decrypts the file; the
+	// Deployment's secretRef and secretName.
+	if n != 5 {
+		t.Errorf("%d values dismissed as encrypted, want 5:\n%s", n, dump(r.Apps[0].Objects))
+	}
+
+	// A person points the Deployment at another Secret: drift, named.
+	if _, err := env.UpdateAs(t.Context(), "kubectl-edit", cluster.Deployment, ns, "web", func(u *unstructured.Unstructured) {
+		vols, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "volumes")
+		vols[0].(map[string]any)["secret"].(map[string]any)["secretName"] = "other"
+		_ = unstructured.SetNestedSlice(u.Object, vols, "spec", "template", "spec", "volumes")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []report.Finding
+	for _, o := range runScan(t, scanConfig(ns, sopsApp(encrypted))).Apps[0].Objects {
+		got = append(got, o.Findings...)
+	}
+	if len(got) != 1 || got[0].Manager != "kubectl-edit" || got[0].Live != "other" || !strings.Contains(got[0].Hint, "hash suffix only the key reveals") {
+		t.Errorf("want one finding by kubectl-edit on the Secret's name, with the hint; got\n%s", dump(got))
 	}
 	data, _ := json.Marshal(r)
 	for _, s := range sops.Leaks {
