@@ -237,8 +237,14 @@ type GitAuth struct {
 
 // HelmSource renders a chart with the Helm SDK.
 type HelmSource struct {
-	ReleaseName string   `yaml:"releaseName"`
-	ValuesFiles []string `yaml:"valuesFiles"`
+	ReleaseName string `yaml:"releaseName"`
+	// FluxArtifact says the chart is read from a Flux GitRepository's
+	// artifact: what its .sourceignore files and SourceIgnore (its
+	// spec.ignore) match is not in the chart (render's artifact.go). Set
+	// by discovery.
+	FluxArtifact bool     `yaml:"-"`
+	SourceIgnore *string  `yaml:"-"`
+	ValuesFiles  []string `yaml:"valuesFiles"`
 	// Values are inline values, merged after the values files and before
 	// Set, as Argo CD's helm.values / valuesObject and a Flux
 	// HelmRelease's values are: lists and typed values kept as written.

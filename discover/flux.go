@@ -119,7 +119,7 @@ func (d *discovery) flux(ctx context.Context) error {
 			}
 		default:
 			src, err = d.gitSource(repos[key])
-			repoProblems = repos[key].problems(o.ks != nil)
+			repoProblems = repos[key].problems()
 		}
 		if err != nil {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s: %w", o.source, err))
@@ -140,6 +140,11 @@ func (d *discovery) flux(ctx context.Context) error {
 			}
 		} else {
 			app, problems = d.helmReleaseApp(ctx, o.u, o.hr, src, cache)
+			if repo := repos[key]; repo != nil && app.Source.Helm != nil && app.Source.Chart == "" {
+				// source-controller builds the chart from the
+				// GitRepository's artifact.
+				app.Source.Helm.FluxArtifact, app.Source.Helm.SourceIgnore = true, repo.Spec.Ignore
+			}
 		}
 		app.Name = name
 		if target != "" && src.Revision != "" && target != src.Revision {
@@ -191,16 +196,13 @@ type gitRepository struct {
 }
 
 // problems says which settings of the repository change its files in ways
-// the scanner's checkout does not. A Kustomization builds from the files
-// of the artifact (spec.ignore and .sourceignore applied: render's
-// artifact.go); a HelmRelease's chart folder is read whole.
-func (g *gitRepository) problems(kustomization bool) []string {
+// the scanner's checkout does not. A Kustomization and a HelmRelease's
+// chart build from the files of the artifact (spec.ignore and .sourceignore
+// applied: render's artifact.go).
+func (g *gitRepository) problems() []string {
 	var out []string
 	if len(g.Spec.Include) > 0 {
 		out = append(out, "GitRepository include is not applied by driftscan yet: the included repositories' files are missing")
-	}
-	if g.Spec.Ignore != nil && !kustomization {
-		out = append(out, "GitRepository ignore patterns are not applied to a chart's folder by driftscan yet: files Flux ignores are rendered")
 	}
 	if g.Spec.RecurseSubmodules {
 		out = append(out, "GitRepository recurseSubmodules: driftscan does not check out submodules")

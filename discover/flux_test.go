@@ -373,7 +373,8 @@ func TestFluxObjects(t *testing.T) {
 		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
-				ReleaseName: "shop-web",
+				// Built by source-controller from the artifact.
+				ReleaseName: "shop-web", FluxArtifact: true,
 				ValuesFiles: []string{"../../envs/prod/values.yaml"},
 				Values: map[string]any{"replicas": json.Number("3"), "db": map[string]any{"host": "db.prod", "port": json.Number("6543")}, "greeting": "hi",
 					"token": "s3cr3t-token-do-not-leak", "hosts": []any{"s3cr3t-list-do-not-leak"}},

@@ -43,3 +43,31 @@ func TestFluxSourceIgnoreScansClean(t *testing.T) {
 	r := scan(t, "--from", "flux", "--app", name)
 	checkClean(t, r, 2)
 }
+
+// The same rules hold for a HelmRelease's chart in a GitRepository:
+// source-controller builds the chart from the artifact, so a template or a
+// file .Files reads that .sourceignore or spec.ignore leaves out is not
+// in the release helm-controller installs.
+func TestFluxSourceIgnoreAppliesToAChart(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, map[string]string{
+		".sourceignore":                   "/charts/web/files/dev-*\n",
+		"charts/web/Chart.yaml":           "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/templates/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-files}\ndata:\n  files: {{ len (.Files.Glob \"files/*\") | quote }}\n",
+		"charts/web/templates/draft.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-draft}\ndata: {a: b}\n",
+		"charts/web/files/prod-a.conf":    "a\n",
+		"charts/web/files/dev-b.conf":     "b\n",
+	})
+	const name = "ignoring-chart"
+	createHelmRelease(t, ns, name, repo, "charts/web", "ignore: |\n  /charts/web/templates/draft.yaml\n")
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "web-draft", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ConfigMap web-draft: %v: the test expects Flux to leave the ignored template out", err)
+	}
+	if cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "web-files", metav1.GetOptions{}); err != nil || cm.Data["files"] != "1" {
+		t.Fatalf("ConfigMap web-files %v, %v: the test expects the chart to hold one file of files/", cm.Data, err)
+	}
+	r := scan(t, "--from", "flux", "--app", name)
+	checkClean(t, r, 1)
+}

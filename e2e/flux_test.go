@@ -74,9 +74,9 @@ func specLines(spec []string) string {
 // createHelmRelease creates a GitRepository and a HelmRelease named name in
 // ns that installs the chart at path of repo. Nothing becomes ready without
 // nodes, so Helm is told not to wait.
-func createHelmRelease(t *testing.T, ns, name string, repo *reconcilers.Repo, path string) {
+func createHelmRelease(t *testing.T, ns, name string, repo *reconcilers.Repo, path string, sourceSpec ...string) {
 	t.Helper()
-	createFluxSource(t, ns, name, repo)
+	createFluxSource(t, ns, name, repo, sourceSpec...)
 	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: %s, namespace: %s}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
 )
@@ -101,5 +102,49 @@ func TestAFluxArtifactWithoutPatternsLeavesCIFilesOut(t *testing.T) {
 	ms, err := Manifests(context.Background(), Options{Dir: filepath.Join(root, "apps/ci"), Root: root, Kustomize: &config.KustomizeSource{Flux: &config.FluxBuild{}}})
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("%d objects, %v: want the ConfigMap alone", len(ms), err)
+	}
+}
+
+// A HelmRelease's chart from a GitRepository is built by source-controller
+// from the repository's artifact: a template, a file .Files reads, or a
+// local dependency that the .sourceignore files or spec.ignore leave out is
+// not in the chart (each path matched on its own, from the repository's
+// root, as for a Kustomization).
+func TestAChartFromAFluxArtifact(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		".sourceignore":                      "**/templates/tests/\n/charts/web/files/dev-*\n",
+		"charts/web/Chart.yaml":              "apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies: [{name: lib, version: 0.1.0, repository: file://../lib}]\n",
+		"charts/web/templates/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata:\n  files: {{ len (.Files.Glob \"files/*\") | quote }}\n",
+		"charts/web/templates/tests/t.yaml":  cm("web-test"),
+		"charts/web/templates/draft.yaml":    cm("web-draft"),
+		"charts/web/files/prod-a.conf":       "a\n",
+		"charts/web/files/dev-b.conf":        "b\n",
+		"charts/lib/Chart.yaml":              "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+		"charts/lib/templates/cm.yaml":       cm("lib"),
+		"charts/lib/templates/tests/t2.yaml": cm("lib-test"),
+	})
+	render := func(h *config.HelmSource) map[string]string {
+		t.Helper()
+		ms, err := Manifests(context.Background(), Options{Dir: filepath.Join(root, "charts/web"), Root: root, Namespace: "web", Helm: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range ms {
+			files, _, _ := unstructured.NestedString(m.Object.Object, "data", "files")
+			got[m.Object.GetName()] = files
+		}
+		return got
+	}
+	ignore := "/charts/web/templates/draft.yaml\n"
+	got := render(&config.HelmSource{ReleaseName: "web", FluxArtifact: true, SourceIgnore: &ignore})
+	if d := cmp.Diff(map[string]string{"web": "1", "lib": ""}, got); d != "" {
+		t.Errorf("the chart from the artifact (-want +got):\n%s", d)
+	}
+	// From a checkout (Argo CD, a config app) every file is there.
+	got = render(&config.HelmSource{ReleaseName: "web"})
+	if d := cmp.Diff(map[string]string{"web": "2", "lib": "", "web-test": "", "lib-test": "", "web-draft": ""}, got); d != "" {
+		t.Errorf("the chart from a checkout (-want +got):\n%s", d)
 	}
 }

@@ -78,6 +78,15 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 		return nil, fmt.Errorf("helm chart %s: %w", opts.Dir, err)
 	}
 	defer src.Close()
+	if h := opts.Helm; h != nil && h.FluxArtifact {
+		top := opts.Root
+		if top == "" {
+			top = opts.Dir
+		}
+		if src.artifact, err = artifactMatcher(top, h.SourceIgnore); err != nil {
+			return nil, fmt.Errorf("helm chart %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
+		}
+	}
 	files, err := chartFiles(src)
 	var moved map[string]string
 	if err == nil {

@@ -84,7 +84,7 @@ func (l *localDeps) add(src *sourceRoot, files, own []*archive.BufferedFile, pre
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		dep, err := chartFiles(&sourceRoot{root: src.root, dir: at})
+		dep, err := chartFiles(&sourceRoot{root: src.root, dir: at, artifact: src.artifact})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -104,7 +104,7 @@ func (l *localDeps) add(src *sourceRoot, files, own []*archive.BufferedFile, pre
 		}
 		// The chart there, then its own file:// dependencies, relative to
 		// its folder.
-		if files, err = l.add(&sourceRoot{root: src.root, dir: at}, files, dep, into, d); err != nil {
+		if files, err = l.add(&sourceRoot{root: src.root, dir: at, artifact: src.artifact}, files, dep, into, d); err != nil {
 			return nil, err
 		}
 	}

@@ -17,8 +17,8 @@ import (
 // included: a link to a parent folder would otherwise loop.
 const maxChartDepth = 64
 
-// chartFiles reads the files of the chart in the source folder as Helm's
-// loader.LoadDir does (.helmignore and its defaults, symlinked files and
+// chartFiles reads the files of the chart in the source folder (those of
+// its Flux artifact, when it is read from one) as Helm's loader.LoadDir does (.helmignore and its defaults, symlinked files and
 // folders followed, a UTF-8 BOM dropped, at most
 // archive.MaxDecompressedChartSize bytes in all), in the order it loads
 // them, for loader.LoadFiles; but it reads every file through the os.Root:
@@ -28,12 +28,17 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 	in := openChartRoot(src)
 	defer in.Close()
 	rules := ignore.Empty()
-	if data, err := in.readFile(ignore.HelmIgnore); err == nil {
-		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+	// A .helmignore the Flux artifact leaves out is none.
+	if !src.leftOut(ignore.HelmIgnore) {
+		data, err := in.readFile(ignore.HelmIgnore)
+		switch {
+		case err == nil:
+			if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, fs.ErrNotExist):
 			return nil, err
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
 	}
 	rules.AddDefaults()
 
@@ -75,6 +80,9 @@ func chartFiles(src *sourceRoot) ([]*archive.BufferedFile, error) {
 			}
 			if !fi.Mode().IsRegular() {
 				return fmt.Errorf("cannot load irregular file %s as it has file mode type bits set", n)
+			}
+			if src.leftOut(n) {
+				continue // not in the Flux artifact the chart is built from
 			}
 			if budget -= fi.Size(); budget < 0 {
 				return fmt.Errorf("chart is larger than the maximum size %d", archive.MaxDecompressedChartSize)

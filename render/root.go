@@ -3,7 +3,11 @@ package render
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // sourceRoot is the folder a render may read from, opened as an os.Root so
@@ -14,6 +18,15 @@ type sourceRoot struct {
 	// dir is Options.Dir relative to the root, with forward slashes; "."
 	// for the root itself.
 	dir string
+	// artifact, when set, matches the files a Flux artifact leaves out
+	// (artifactMatcher), by their path from the root.
+	artifact gitignore.Matcher
+}
+
+// leftOut says whether the file name (a slash path relative to dir) is
+// not in the source's Flux artifact.
+func (s *sourceRoot) leftOut(name string) bool {
+	return s.artifact != nil && s.artifact.Match(strings.Split(path.Join(s.dir, name), "/"), false)
 }
 
 // openRoot opens opts.Root, or opts.Dir when Root is empty.

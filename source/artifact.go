@@ -129,16 +129,11 @@ func fetchArtifact(ctx context.Context, repo, ref string, opts ArtifactOptions) 
 	case strings.Trim(base.Path, "/") == "":
 		return Artifact{}, errors.New("repository URL: want oci://host/path, the artifact's repository")
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	client, err := chartClient(opts.CABundle)
+	f, err := newChartFetch(ChartOptions{Repo: repo, Auth: opts.Auth, Credentials: opts.Credentials, CABundle: opts.CABundle,
+		PlainHTTP: opts.PlainHTTP, Cache: opts.Cache, Getenv: opts.Getenv})
 	if err != nil {
 		return Artifact{}, err
 	}
-	f := &chartFetch{client: client, getenv: getenv, opts: ChartOptions{Repo: repo, Auth: opts.Auth,
-		Credentials: opts.Credentials, CABundle: opts.CABundle, PlainHTTP: opts.PlainHTTP, Cache: opts.Cache, Getenv: getenv}}
 	r, sent, err := f.registry(base.Host + strings.TrimRight(base.Path, "/"))
 	if err != nil {
 		return Artifact{}, err

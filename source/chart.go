@@ -144,19 +144,14 @@ func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, err
 	if base.User != nil {
 		return Chart{}, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	client, err := chartClient(opts.CABundle)
+	f, err := newChartFetch(opts)
 	if err != nil {
 		return Chart{}, err
 	}
-	f := &chartFetch{opts: opts, client: client, getenv: getenv}
 	var remote chartRemote
 	switch base.Scheme {
 	case "https", "http":
-		client.CheckRedirect = f.redirect
+		f.client.CheckRedirect = f.redirect
 		remote = &indexRemote{f: f, base: base, repo: repo}
 	case "oci":
 		if remote, err = newOCIRemote(f, base); err != nil {
@@ -420,6 +415,20 @@ type chartFetch struct {
 	opts   ChartOptions
 	client *http.Client
 	getenv func(string) string
+}
+
+// newChartFetch is the client and credentials of one fetch with opts: its
+// CA bundle trusted, its environment read (os.Getenv by default).
+func newChartFetch(opts ChartOptions) (*chartFetch, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	client, err := chartClient(opts.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	return &chartFetch{opts: opts, client: client, getenv: getenv}, nil
 }
 
 // index reads and parses the repository's index.yaml.

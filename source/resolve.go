@@ -195,13 +195,9 @@ func resolveArtifact(ctx context.Context, configDir string, src config.Source, o
 	if err != nil {
 		return Location{}, err
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	a, err := FetchArtifact(ctx, ArtifactOptions{Repo: src.Repo, Reference: src.Revision, Layer: src.Layer, Flux: src.FluxArtifact,
 		MaxBytes: opts.MaxBytes, Auth: src.Auth, Credentials: opts.Git.Credentials, CABundle: ca, PlainHTTP: src.PlainHTTP,
-		Cache: opts.Cache, Getenv: getenv})
+		Cache: opts.Cache, Getenv: opts.Getenv})
 	if err != nil {
 		return Location{}, err
 	}
