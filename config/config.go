@@ -280,6 +280,12 @@ type HelmSource struct {
 	// (.Chart.Version) when the reconciler changes it: helm-controller
 	// appends the digest of an OCIRepository's artifact ("1.1.0+f57c38d97ca9").
 	ChartVersion string `yaml:"-"`
+	// VersionMetadata, set by discovery, replaces the build metadata of
+	// the chart's own version (.Chart.Version <version>+<metadata>): as
+	// source-controller builds a HelmChart from Git (the commit's first 12
+	// hex digits with reconcileStrategy Revision) or with valuesFiles
+	// (the HelmChart's generation).
+	VersionMetadata string `yaml:"-"`
 	// IgnoreMissingValuesFiles leaves out a values file that does not
 	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
 	// file per environment, not every environment having one).

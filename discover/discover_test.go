@@ -48,6 +48,7 @@ func installCRDs(t *testing.T) {
 		fixture("crds", "gitrepositories.source.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "helmrepositories.source.toolkit.fluxcd.io.yaml"),
 		fixture("crds", "ocirepositories.source.toolkit.fluxcd.io.yaml"),
+		fixture("crds", "helmcharts.source.toolkit.fluxcd.io.yaml"),
 	)
 }
 

@@ -69,6 +69,10 @@ func (d *discovery) flux(ctx context.Context) error {
 	if len(notServed) == 2 {
 		return errors.New("discover Flux: the cluster serves neither Kustomizations (kustomize.toolkit.fluxcd.io/v1) nor HelmReleases (helm.toolkit.fluxcd.io/v2): is Flux installed?")
 	}
+	objs, err := d.withHelmCharts(ctx, objs)
+	if err != nil {
+		return err
+	}
 	repos, err := d.gitRepositories(ctx, objs)
 	if err != nil {
 		return err

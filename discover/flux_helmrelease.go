@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -79,6 +80,48 @@ type chartSpec struct {
 	ValuesFile  string    `json:"valuesFile"`
 }
 
+// helmChart holds the fields of a Flux HelmChart that discovery reads, for
+// a HelmRelease's chartRef: the chart a spec.chart would template. See
+// https://fluxcd.io/flux/components/source/helmcharts/
+type helmChart struct {
+	Spec chartSpec `json:"spec"`
+}
+
+// withHelmCharts turns each HelmRelease whose chartRef names a HelmChart
+// into one with that HelmChart's spec as its spec.chart, as helm-controller
+// reads the chart it built, so that the rest of discovery reads it as any
+// other: its source is the HelmChart's (in the HelmChart's namespace).
+func (d *discovery) withHelmCharts(ctx context.Context, objs []fluxObject) ([]fluxObject, error) {
+	charts, err := fluxSources[helmChart](ctx, d, objs, "HelmChart", HelmCharts)
+	if err != nil {
+		return nil, err
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		if o.source.Kind != "HelmChart" {
+			out = append(out, o)
+			continue
+		}
+		hc := charts[o.source.Namespace+"/"+o.source.Name]
+		if hc == nil {
+			d.fail(ref(o.u), "", fmt.Errorf("chartRef %s not found", o.source))
+			continue
+		}
+		spec := hc.Spec
+		spec.SourceRef.Namespace = o.source.Namespace
+		if k := spec.SourceRef.Kind; k != "GitRepository" && k != "HelmRepository" {
+			d.skip(ref(o.u), "chartRef %s: its chart comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", o.source, spec.SourceRef)
+			continue
+		}
+		o.hr.Spec.Chart = &struct {
+			Spec chartSpec `json:"spec"`
+		}{Spec: spec}
+		o.source = spec.SourceRef
+		out = append(out, o)
+	}
+	return out, nil
+}
+
 // helmRepository holds the fields of a Flux HelmRepository that discovery
 // reads. See https://fluxcd.io/flux/components/source/helmrepositories/
 type helmRepository struct {
@@ -108,7 +151,34 @@ func (r *helmRepository) chartSource(hr *helmRelease) (src config.Source, target
 	// insecure: plain HTTP to an OCI registry, as source-controller reads it.
 	src = config.Source{Repo: r.Spec.URL, Chart: chart.Chart, Revision: chart.Version, PlainHTTP: oci && r.Spec.Insecure}
 	src.Revision = hr.released(src.Chart, src.Revision)
+	if version, gen, ok := strings.Cut(src.Revision, "+"); ok && chart.hasValuesFiles() && generation.MatchString(gen) {
+		// source-controller gave the chart it built with valuesFiles
+		// the HelmChart's generation as build metadata: the repository
+		// lists the version without it.
+		src.Revision = version
+		src.Helm = &config.HelmSource{ChartVersion: version + "+" + gen}
+	}
 	return src, target, nil
+}
+
+// generation is the build metadata source-controller gives a chart it
+// builds with valuesFiles: the HelmChart's generation.
+var generation = regexp.MustCompile(`^[0-9]+$`)
+
+// hasValuesFiles says whether the chart is built with values files of the
+// source's, which source-controller marks in its version.
+func (c chartSpec) hasValuesFiles() bool { return len(c.ValuesFiles) > 0 || c.ValuesFile != "" }
+
+// versionMetadata is the build metadata helm-controller released a chart
+// from Git with (status.history[0]'s chart version after its "+"):
+// source-controller's commit and generation marks, which the chart's
+// templates may print (the helm.sh/chart label); "" when none.
+func (hr *helmRelease) versionMetadata() string {
+	if h := hr.Status.History; len(h) > 0 {
+		_, meta, _ := strings.Cut(h[0].ChartVersion, "+")
+		return meta
+	}
+	return ""
 }
 
 // released is the chart version helm-controller last released of chart
@@ -254,8 +324,8 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 			if r.Namespace == "" {
 				r.Namespace = u.GetNamespace()
 			}
-			if r.Kind != "OCIRepository" {
-				d.skip(ref(u), "chartRef %s: driftscan renders charts from GitRepositories, HelmRepositories and OCIRepositories only", r)
+			if r.Kind != "OCIRepository" && r.Kind != "HelmChart" {
+				d.skip(ref(u), "chartRef %s: a chartRef names an OCIRepository or a HelmChart", r)
 				continue
 			}
 			out = append(out, fluxObject{u: u, hr: &hr, source: *r})
@@ -305,6 +375,12 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName}
 	if src.Helm != nil {
 		hs.ChartVersion = src.Helm.ChartVersion
+	}
+	if src.Chart == "" {
+		// A chart in Git: source-controller marks its version with the
+		// commit (reconcileStrategy Revision) and the HelmChart's
+		// generation (valuesFiles), and helm-controller renders it so.
+		hs.VersionMetadata = hr.versionMetadata()
 	}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()

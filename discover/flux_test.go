@@ -266,6 +266,38 @@ metadata: {name: by-chart}
 spec:
   interval: 5m
   chartRef: {kind: HelmChart, name: podinfo}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata: {name: podinfo}
+spec:
+  interval: 5m
+  chart: podinfo
+  version: 6.x
+  sourceRef: {kind: HelmRepository, name: podinfo-oci}
+  valuesFiles: [values-prod.yaml]
+`, `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: by-lost-chart}
+spec:
+  interval: 5m
+  chartRef: {kind: HelmChart, name: gone}
+`, `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: by-bucket-chart}
+spec:
+  interval: 5m
+  chartRef: {kind: HelmChart, name: in-bucket}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata: {name: in-bucket}
+spec:
+  interval: 5m
+  chart: ./charts/web
+  sourceRef: {kind: Bucket, name: artifacts}
 `}
 
 func TestFluxObjects(t *testing.T) {
@@ -287,9 +319,14 @@ func TestFluxObjects(t *testing.T) {
 	// version carrying the artifact's digest.
 	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "oci-chart", types.MergePatchType,
 		`{"status":{"history":[{"chartName":"podinfo","chartVersion":"6.5.4+cdd538a0167e","name":"oci-chart","namespace":"NS","version":1,"status":"deployed"}]}}`, "status")
-	// helm-controller released 4.11.3; the spec allows any 4.x.
+	// helm-controller released 4.11.3; the spec allows any 4.x. The chart
+	// has valuesFiles: source-controller marked the version it built with
+	// its HelmChart's generation.
 	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "ingress", types.MergePatchType,
-		`{"status":{"history":[{"chartName":"ingress-nginx","chartVersion":"4.11.3","name":"ingress","namespace":"NS","version":2,"status":"deployed"}]}}`, "status")
+		`{"status":{"history":[{"chartName":"ingress-nginx","chartVersion":"4.11.3+2","name":"ingress","namespace":"NS","version":2,"status":"deployed"}]}}`, "status")
+	// The chart in Git, built with reconcileStrategy Revision and valuesFiles.
+	env.Patch(t, "helm-controller", helmReleaseGVK, ns, "web", types.MergePatchType,
+		`{"status":{"history":[{"chartName":"web","chartVersion":"0.1.0+62225de9b23f.4","name":"shop-web","namespace":"shop","version":1,"status":"deployed"}]}}`, "status")
 
 	res := discover(t, options(FromFlux, ns))
 	normalize(res.Apps, res.Ignore, ns)
@@ -339,11 +376,21 @@ func TestFluxObjects(t *testing.T) {
 			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/NS/web", Suspended: true},
 		},
 		{
+			// A chartRef to a HelmChart: the chart, version range, source
+			// and values files of the HelmChart, as helm-controller
+			// installs the chart source-controller built from it.
+			Name: "by-chart", Owner: "NS", Namespace: ns,
+			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", Revision: "6.x", PlainHTTP: true,
+				Helm: &config.HelmSource{ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}}},
+			Appliers: []string{"helm-controller"},
+			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/by-chart", Prune: true},
+		},
+		{
 			// A chart from a HelmRepository, at the version released; the
 			// newest 4.x is pending. Its values files are the chart's.
 			Name: "ingress", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{
-				ReleaseName: "ingress",
+				ReleaseName: "ingress", ChartVersion: "4.11.3+2",
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
 				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
 			}},
@@ -374,7 +421,7 @@ func TestFluxObjects(t *testing.T) {
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
 				// Built by source-controller from the artifact.
-				ReleaseName: "shop-web", FluxArtifact: true,
+				ReleaseName: "shop-web", FluxArtifact: true, VersionMetadata: "62225de9b23f.4",
 				ValuesFiles: []string{"../../envs/prod/values.yaml"},
 				Values: map[string]any{"replicas": json.Number("3"), "db": map[string]any{"host": "db.prod", "port": json.Number("6543")}, "greeting": "hi",
 					"token": "s3cr3t-token-do-not-leak", "hosts": []any{"s3cr3t-list-do-not-leak"}},
@@ -407,12 +454,13 @@ func TestFluxObjects(t *testing.T) {
 	checkRules(t, res.Ignore)
 	wantSkipped := []string{
 		"Kustomization/NS/remote: spec.kubeConfig applies it to another cluster",
-		"HelmRelease/NS/by-chart: chartRef HelmChart/NS/podinfo: driftscan renders charts from GitRepositories, HelmRepositories and OCIRepositories only",
+		"HelmRelease/NS/by-bucket-chart: chartRef HelmChart/NS/in-bucket: its chart comes from Bucket/NS/artifacts: driftscan renders charts from GitRepositories and HelmRepositories only",
 	}
 	if d := diff(wantSkipped, skippedTexts(res.Skipped, ns)); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
 	wantErrors := []string{
+		"HelmRelease/NS/by-lost-chart: chartRef HelmChart/NS/gone not found",
 		"Kustomization/NS/lost: source GitRepository/NS/gone not found",
 		"Kustomization/NS/oci-unpulled: OCIRepository ref.semverFilter is not applied by driftscan: source-controller has pulled no artifact yet, and the newest tag of the range is read",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",

@@ -118,6 +118,9 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	if h := opts.Helm; h != nil && h.ChartVersion != "" {
 		ch.Metadata.Version = h.ChartVersion // as the reconciler released it
+	} else if h != nil && h.VersionMetadata != "" {
+		v, _, _ := strings.Cut(ch.Metadata.Version, "+")
+		ch.Metadata.Version = v + "+" + h.VersionMetadata
 	}
 	s := mayDiffer
 	if keyed {

@@ -264,3 +264,24 @@ func TestAChartRendersAsTheVersionTheReconcilerGaveIt(t *testing.T) {
 		}
 	}
 }
+
+// A chart source-controller built from Git or with valuesFiles renders
+// with the build metadata it gave the version (config.HelmSource's
+// VersionMetadata), replacing the chart's own: the helm.sh/chart label
+// most charts carry shows it.
+func TestAChartRendersWithTheReconcilersVersionMetadata(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0+local\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels: {helm.sh/chart: {{ printf \"%s-%s\" .Chart.Name .Chart.Version | replace \"+\" \"_\" | quote }}}\n",
+	})
+	for meta, want := range map[string]string{"": "web-0.1.0_local", "62225de9b23f.4": "web-0.1.0_62225de9b23f.4"} {
+		ms, err := Manifests(context.Background(), Options{Dir: dir, Namespace: "web", Helm: &config.HelmSource{ReleaseName: "web", VersionMetadata: meta}})
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("%d objects, %v", len(ms), err)
+		}
+		if got := ms[0].Object.GetLabels()["helm.sh/chart"]; got != want {
+			t.Errorf("metadata %q: label %q, want %q", meta, got, want)
+		}
+	}
+}

@@ -133,6 +133,7 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('c', nil)
 	}
 	part('V', []byte(helm.ChartVersion))
+	part('M', []byte(helm.VersionMetadata))
 	part('r', []byte(releaseName(opts)))
 	part('n', []byte(releaseNamespace(opts)))
 	part('K', []byte(opts.KubeVersion))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 )
@@ -162,6 +163,17 @@ func TestArtifactLayerRules(t *testing.T) {
 			t.Errorf("%s: files %v, want %s", c.name, got, c.want)
 		}
 	}
+
+	// A config's app: Resolve fetches it, its path inside the artifact.
+	loc, err := Resolve(t.Context(), "", config.Source{Repo: chart, Revision: "v1", Path: "templates", PlainHTTP: true}, Options{Cache: cache})
+	if err != nil || loc.Version == "" || !strings.HasPrefix(loc.Version, "v1@sha256:") || readArtifact(t, loc.Dir)["cm.yaml"] == "" {
+		t.Errorf("Resolve: %+v, %v: want the chart's templates folder at v1@sha256:...", loc, err)
+	}
+	for path, want := range map[string]string{"nope": "source folder nope", "../x": "leaves the artifact"} {
+		if _, err := Resolve(t.Context(), "", config.Source{Repo: chart, Revision: "v1", Path: path, PlainHTTP: true}, Options{Cache: cache}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Resolve path %q: want an error about %q, got %v", path, want, err)
+		}
+	}
 }
 
 // A layer whose names leave the artifact is refused and writes nothing
@@ -234,4 +246,42 @@ func TestArtifactHostileLayers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzUntarArtifact: a registry's layer is anyone's; unpacking any bytes
+// never panics and never writes outside its folder, within its bound.
+func FuzzUntarArtifact(f *testing.F) {
+	f.Add(reconcilers.Tarball(f, map[string]string{"a/": "", "a/b.yaml": "x: 1\n", "l -> ../../x": ""}, true), true)
+	f.Add(reconcilers.Tarball(f, map[string]string{"../escape": "x"}, false), false)
+	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00}, true)
+	f.Fuzz(func(t *testing.T, data []byte, gz bool) {
+		parent := t.TempDir()
+		dest := filepath.Join(parent, "root")
+		if err := os.Mkdir(dest, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = untarArtifact(bytes.NewReader(data), dest, gz, 1<<20)
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 {
+			t.Fatalf("unpacking wrote %d entries beside its folder", len(entries)-1)
+		}
+		var total int64
+		_ = filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if d.Type()&os.ModeSymlink != 0 {
+					t.Errorf("a symbolic link was written: %s", p)
+				}
+				if fi, err := d.Info(); err == nil {
+					total += fi.Size()
+				}
+			}
+			return nil
+		})
+		if total > 1<<20 {
+			t.Errorf("%d bytes unpacked past the bound of %d", total, 1<<20)
+		}
+	})
 }
