@@ -286,6 +286,12 @@ type HelmSource struct {
 	// hex digits with reconcileStrategy Revision) or with valuesFiles
 	// (the HelmChart's generation).
 	VersionMetadata string `yaml:"-"`
+	// ValuesFilesReplaceDefaults: the values files (ValuesFiles, and a
+	// chart repository's ChartValues) replace the chart's values.yaml
+	// instead of merging over it, as source-controller builds a Flux
+	// HelmChart with valuesFiles: values.yaml counts only when listed.
+	// Set by discovery.
+	ValuesFilesReplaceDefaults bool `yaml:"-"`
 	// IgnoreMissingValuesFiles leaves out a values file that does not
 	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
 	// file per environment, not every environment having one).

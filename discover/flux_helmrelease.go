@@ -376,6 +376,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	if src.Helm != nil {
 		hs.ChartVersion = src.Helm.ChartVersion
 	}
+	// source-controller packages the chart with the valuesFiles merged
+	// in place of its values.yaml.
+	hs.ValuesFilesReplaceDefaults = chart.hasValuesFiles()
 	if src.Chart == "" {
 		// A chart in Git: source-controller marks its version with the
 		// commit (reconcileStrategy Revision) and the HelmChart's

@@ -381,7 +381,7 @@ func TestFluxObjects(t *testing.T) {
 			// installs the chart source-controller built from it.
 			Name: "by-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", Revision: "6.x", PlainHTTP: true,
-				Helm: &config.HelmSource{ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}}},
+				Helm: &config.HelmSource{ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}, ValuesFilesReplaceDefaults: true}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/by-chart", Prune: true},
 		},
@@ -390,7 +390,7 @@ func TestFluxObjects(t *testing.T) {
 			// newest 4.x is pending. Its values files are the chart's.
 			Name: "ingress", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{
-				ReleaseName: "ingress", ChartVersion: "4.11.3+2",
+				ReleaseName: "ingress", ChartVersion: "4.11.3+2", ValuesFilesReplaceDefaults: true,
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
 				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
 			}},
@@ -422,7 +422,9 @@ func TestFluxObjects(t *testing.T) {
 			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
 				// Built by source-controller from the artifact.
 				ReleaseName: "shop-web", FluxArtifact: true, VersionMetadata: "62225de9b23f.4",
-				ValuesFiles: []string{"../../envs/prod/values.yaml"},
+				// source-controller's values.yaml is the valuesFiles merged.
+				ValuesFilesReplaceDefaults: true,
+				ValuesFiles:                []string{"../../envs/prod/values.yaml"},
 				Values: map[string]any{"replicas": json.Number("3"), "db": map[string]any{"host": "db.prod", "port": json.Number("6543")}, "greeting": "hi",
 					"token": "s3cr3t-token-do-not-leak", "hosts": []any{"s3cr3t-list-do-not-leak"}},
 				// What came from Secrets, whole documents and their values:

@@ -18,7 +18,7 @@ import (
 func TestFluxHelmChartRefScansClean(t *testing.T) {
 	needFlux(t)
 	ns := env.Namespace(t, nil)
-	files := map[string]string{"envs/prod.yaml": "logLevel: warn\n"}
+	files := map[string]string{"envs/prod.yaml": "logLevel: warn\n", "envs/only.yaml": "logLevel: warn\nimage: nginx:1.27\n"}
 	for k, v := range helmApp {
 		files[k] = v
 	}
@@ -26,6 +26,10 @@ func TestFluxHelmChartRefScansClean(t *testing.T) {
 	// metadata (which source-controller sets) with "_" for "+".
 	files["chart/templates/config.yaml"] = strings.Replace(files["chart/templates/config.yaml"],
 		"{{ .Chart.Name }}-{{ .Chart.Version }}", `{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}`, 1)
+	// A default in the template too: without the chart's replicas: 2 it
+	// renders 1.
+	files["chart/templates/deploy.yaml"] = strings.Replace(files["chart/templates/deploy.yaml"],
+		"replicas: {{ .Values.replicas }}", "replicas: {{ .Values.replicas | default 1 }}", 1)
 	repo := gitServer.NewRepo(t, files)
 	const name = "by-helmchart"
 	createFluxSource(t, ns, name, repo)
@@ -50,20 +54,18 @@ spec:
 `, name, ns, fluxInterval, name))
 	// The same chart by spec.chart, its version marked with the commit.
 	const byRevision = "by-revision"
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: ./chart
-      reconcileStrategy: Revision
-      sourceRef: {kind: GitRepository, name: %s}
-      valuesFiles: [chart/values.yaml, envs/prod.yaml]
-  install: {disableWait: true}
-  upgrade: {disableWait: true}
-`, byRevision, ns, fluxInterval, name))
+	createGitHelmRelease(t, ns, byRevision, name, "chart", "reconcileStrategy: Revision", "valuesFiles: [chart/values.yaml, envs/prod.yaml]")
+	// valuesFiles without the chart's values.yaml: source-controller
+	// packages their merge as the chart's values.yaml, so the chart's own
+	// defaults (replicas: 2) are gone: the template's default 1 is used.
+	const onlyFiles = "only-files"
+	createGitHelmRelease(t, ns, onlyFiles, name, "chart", "valuesFiles: [envs/only.yaml]")
+	waitFluxReady(t, reconcilers.HelmRelease, ns, onlyFiles, "0.1.0+1")
+	if d, err := env.Client.AppsV1().Deployments(ns).Get(t.Context(), onlyFiles, metav1.GetOptions{}); err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Fatalf("Deployment %s: %v: the test expects the chart's default replicas: 2 dropped (the template's 1)", onlyFiles, err)
+	}
+	checkClean(t, scan(t, "--from", "flux", "--app", onlyFiles), 3)
+
 	// source-controller builds the chart with valuesFiles as 0.1.0+<its
 	// HelmChart's generation>, and with reconcileStrategy Revision as
 	// 0.1.0+<commit[:12]>.<generation>; helm-controller renders it so.

@@ -77,6 +77,18 @@ func specLines(spec []string) string {
 func createHelmRelease(t *testing.T, ns, name string, repo *reconcilers.Repo, path string, sourceSpec ...string) {
 	t.Helper()
 	createFluxSource(t, ns, name, repo, sourceSpec...)
+	createGitHelmRelease(t, ns, name, name, path, "reconcileStrategy: ChartVersion")
+}
+
+// createGitHelmRelease creates a HelmRelease named name in ns that installs
+// the chart at path of the GitRepository source; chartSpec is more of its
+// chart.spec, one field a line.
+func createGitHelmRelease(t *testing.T, ns, name, source, path string, chartSpec ...string) {
+	t.Helper()
+	var more strings.Builder
+	for _, s := range chartSpec {
+		more.WriteString("      " + s + "\n")
+	}
 	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: %s, namespace: %s}
@@ -85,11 +97,10 @@ spec:
   chart:
     spec:
       chart: ./%s
-      reconcileStrategy: ChartVersion
       sourceRef: {kind: GitRepository, name: %s}
-  install: {disableWait: true}
+%s  install: {disableWait: true}
   upgrade: {disableWait: true}
-`, name, ns, fluxInterval, path, name))
+`, name, ns, fluxInterval, path, source, more.String()))
 }
 
 func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest string) {

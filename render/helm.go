@@ -26,7 +26,8 @@ import (
 
 // renderHelm renders the chart in opts.Dir as `helm template --include-crds`
 // does, with the Helm SDK and without a cluster:
-//   - values: the chart's values.yaml, then opts.Helm.ValuesFiles in order
+//   - values: the chart's values.yaml (none when the values files replace
+//     it: ValuesFilesReplaceDefaults), then opts.Helm.ValuesFiles in order
 //     (relative to the chart folder), then opts.Helm.Set in key order. A Set
 //     key is a strvals path (image.tag, env[0].name); commas in its value are
 //     literal unless the value is a {a,b} list, as Argo CD passes parameters
@@ -190,6 +191,11 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	src := opts.Helm
 	if src == nil {
 		src = &config.HelmSource{}
+	}
+	if src.ValuesFilesReplaceDefaults && len(src.ValuesFiles)+len(opts.ExtraValues) > 0 {
+		// The chart's values.yaml is what the files merge to, as
+		// source-controller packages it: its own defaults are gone.
+		ch.Values = map[string]any{}
 	}
 	vals, err := helmValues(root, src, opts.ExtraValues)
 	if err != nil {

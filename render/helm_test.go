@@ -285,3 +285,26 @@ func TestAChartRendersWithTheReconcilersVersionMetadata(t *testing.T) {
 		}
 	}
 }
+
+// A Flux chart built with valuesFiles: their merge replaces the chart's
+// values.yaml (ValuesFilesReplaceDefaults), so a default no file repeats is
+// gone; without the flag the files merge over the defaults, as `helm -f`.
+func TestValuesFilesReplaceTheChartsDefaults(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"values.yaml":       "replicas: 2\nlevel: info\n",
+		"prod.yaml":         "level: warn\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {replicas: {{ .Values.replicas | default \"none\" | quote }}, level: {{ .Values.level | quote }}}\n",
+	})
+	for replace, want := range map[bool]string{false: "2", true: "none"} {
+		ms, err := Manifests(context.Background(), Options{Dir: dir, Namespace: "web", Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"prod.yaml"}, ValuesFilesReplaceDefaults: replace}})
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("%d objects, %v", len(ms), err)
+		}
+		data, _, _ := unstructured.NestedStringMap(ms[0].Object.Object, "data")
+		if data["replicas"] != want || data["level"] != "warn" {
+			t.Errorf("replace %v: data %v, want replicas %s and level warn", replace, data, want)
+		}
+	}
+}

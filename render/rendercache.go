@@ -134,6 +134,9 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 	}
 	part('V', []byte(helm.ChartVersion))
 	part('M', []byte(helm.VersionMetadata))
+	if helm.ValuesFilesReplaceDefaults {
+		part('D', nil)
+	}
 	part('r', []byte(releaseName(opts)))
 	part('n', []byte(releaseNamespace(opts)))
 	part('K', []byte(opts.KubeVersion))
