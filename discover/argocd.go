@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,13 +86,13 @@ func (a *application) syncedVersion() string {
 // syncedDigest is the manifest digest (sha256:<hex>) of the OCI artifact
 // the Application last synced, "" when it never synced one.
 func (a *application) syncedDigest() string {
-	if h := a.Status.History; len(h) > 0 && ociDigest.MatchString(h[len(h)-1].Revision) {
-		return h[len(h)-1].Revision
+	if h := a.Status.History; len(h) > 0 {
+		if r := h[len(h)-1].Revision; source.ArtifactDigest(r) == r {
+			return r
+		}
 	}
 	return ""
 }
-
-var ociDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // ociRepo says whether an Application's repoURL is an OCI registry: Argo CD
 // takes a Helm repository URL without a scheme (registry-1.docker.io/org)

@@ -230,7 +230,7 @@ func (r *ociRepository) artifactSource() (src config.Source, problems []string, 
 	if l := r.Spec.LayerSelector; l != nil {
 		src.Layer = l.MediaType
 	}
-	if a := r.Status.Artifact; a != nil && strings.Contains(a.Revision, "sha256:") {
+	if a := r.Status.Artifact; a != nil && source.ArtifactDigest(a.Revision) != "" {
 		src.Revision = a.Revision
 		return src, nil, nil
 	}

@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"github.com/calricon/driftscan/source"
 )
 
 // kustomization holds the fields of a Flux Kustomization that discovery
@@ -111,7 +112,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	applied := artifactCommit(ks.Status.LastAppliedRevision)
 	if src.OCIArtifact() {
 		// <tag>@sha256:<digest>, as the OCIRepository's artifact.
-		if applied = ks.Status.LastAppliedRevision; !strings.Contains(applied, "sha256:") {
+		if applied = ks.Status.LastAppliedRevision; source.ArtifactDigest(applied) == "" {
 			applied = ""
 		}
 	}

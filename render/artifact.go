@@ -48,7 +48,12 @@ func artifactMatcher(root string, spec *string) (gitignore.Matcher, error) {
 		return nil, err
 	}
 	defer r.Close()
-	ps, err := sourceIgnorePatterns(r.FS(), ".", nil)
+	return artifactMatcherOf(r.FS(), spec)
+}
+
+// artifactMatcherOf is artifactMatcher of the repository fsys.
+func artifactMatcherOf(fsys fs.FS, spec *string) (gitignore.Matcher, error) {
+	ps, err := sourceIgnorePatterns(fsys, ".", nil)
 	if err != nil {
 		return nil, err
 	}

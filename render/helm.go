@@ -80,11 +80,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	defer src.Close()
 	if h := opts.Helm; h != nil && h.FluxArtifact {
-		top := opts.Root
-		if top == "" {
-			top = opts.Dir
-		}
-		if src.artifact, err = artifactMatcher(top, h.SourceIgnore); err != nil {
+		if src.artifact, err = artifactMatcherOf(src.root.FS(), h.SourceIgnore); err != nil {
 			return nil, fmt.Errorf("helm chart %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
 		}
 	}

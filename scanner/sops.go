@@ -148,27 +148,12 @@ func sealGeneratedNames(mfs []render.Manifest, fromFiles map[*unstructured.Unstr
 	if len(names) == 0 {
 		return
 	}
-	var seal func(v any) any
-	seal = func(v any) any {
-		switch v := v.(type) {
-		case string:
-			if m, ok := names[v]; ok {
-				return m
-			}
-		case map[string]any:
-			for k, e := range v {
-				v[k] = seal(e)
-			}
-		case []any:
-			for i, e := range v {
-				v[i] = seal(e)
-			}
-		}
-		return v
-	}
 	for _, mf := range mfs {
 		if !fromFiles[mf.Object] {
-			seal(mf.Object.Object)
+			replaceStrings(mf.Object.Object, func(s string) (string, bool) {
+				m, ok := names[s]
+				return m, ok
+			})
 		}
 	}
 }
@@ -223,18 +208,29 @@ func generatedNameOf(git, live any) bool {
 // sealValues replaces each encrypted value in v by its marker, base64'd
 // when in64 (a Secret's data, whose decrypted values are base64).
 func sealValues(v any, in64 bool) any {
+	return replaceStrings(v, func(s string) (string, bool) {
+		if sopsValue.MatchString(s) {
+			return sealed(s, in64), true
+		}
+		return "", false
+	})
+}
+
+// replaceStrings replaces, in place, each string in v for which with says
+// so by what it returns, and returns v (a string replaced itself).
+func replaceStrings(v any, with func(string) (string, bool)) any {
 	switch v := v.(type) {
 	case string:
-		if sopsValue.MatchString(v) {
-			return sealed(v, in64)
+		if r, ok := with(v); ok {
+			return r
 		}
 	case map[string]any:
 		for k, e := range v {
-			v[k] = sealValues(e, in64)
+			v[k] = replaceStrings(e, with)
 		}
 	case []any:
 		for i, e := range v {
-			v[i] = sealValues(e, in64)
+			v[i] = replaceStrings(e, with)
 		}
 	}
 	return v

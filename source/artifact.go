@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -115,15 +114,13 @@ func fetchArtifact(ctx context.Context, repo, ref string, opts ArtifactOptions) 
 	if opts.Cache == nil || opts.Cache.Dir == "" {
 		return Artifact{}, errors.New("no cache folder")
 	}
-	base, err := url.Parse(repo)
+	base, err := repoURL(repo)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("repository URL: %w", err)
+		return Artifact{}, err
 	}
 	switch {
 	case base.Scheme != "oci":
 		return Artifact{}, fmt.Errorf("repository URL: want oci://, got %q", base.Scheme+"://")
-	case base.User != nil:
-		return Artifact{}, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
 	case base.RawQuery != "" || base.Fragment != "":
 		return Artifact{}, errors.New("repository URL: an oci:// URL has no query or fragment")
 	case strings.Trim(base.Path, "/") == "":
@@ -299,6 +296,16 @@ func contentLayer(mediaType string) bool {
 	return strings.HasSuffix(mediaType, "tar+gzip") || strings.HasSuffix(mediaType, "tar.gzip") || strings.HasSuffix(mediaType, "tar")
 }
 
+// ArtifactDigest is the manifest digest (sha256:<hex>) an OCI artifact's
+// revision names, <tag>@sha256:<hex> or sha256:<hex> as Flux and Argo CD
+// record it; "" when rev is no such revision.
+func ArtifactDigest(rev string) string {
+	if m := digestRef.FindStringSubmatch(rev); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
 // SameRevision reports whether two revisions a fetch resolved (Location's)
 // are the same content: equal, or the same OCI artifact digest, whichever
 // tag named it.
@@ -306,16 +313,16 @@ func SameRevision(a, b string) bool {
 	if a == b {
 		return true
 	}
-	ma, mb := digestRef.FindStringSubmatch(a), digestRef.FindStringSubmatch(b)
-	return ma != nil && mb != nil && ma[2] == mb[2]
+	da := ArtifactDigest(a)
+	return da != "" && da == ArtifactDigest(b)
 }
 
 // BuildRevision is the revision Argo CD's build environment names
 // ($ARGOCD_APP_REVISION): the commit of a Git source, the manifest digest
 // of an OCI artifact, "" otherwise.
 func (l Location) BuildRevision() string {
-	if m := digestRef.FindStringSubmatch(l.Version); l.Commit == "" && m != nil {
-		return m[2]
+	if d := ArtifactDigest(l.Version); l.Commit == "" && d != "" {
+		return d
 	}
 	return l.Commit
 }

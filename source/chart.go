@@ -137,12 +137,9 @@ func fetchChart(ctx context.Context, repo string, opts ChartOptions) (Chart, err
 	if opts.Chart == "" || strings.ContainsAny(opts.Chart, `/\`) || opts.Chart == "." || opts.Chart == ".." {
 		return Chart{}, fmt.Errorf("chart name %q: want the name of one chart in the repository", opts.Chart)
 	}
-	base, err := url.Parse(repo)
+	base, err := repoURL(repo)
 	if err != nil {
-		return Chart{}, fmt.Errorf("repository URL: %w", err)
-	}
-	if base.User != nil {
-		return Chart{}, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
+		return Chart{}, err
 	}
 	f, err := newChartFetch(opts)
 	if err != nil {
@@ -415,6 +412,19 @@ type chartFetch struct {
 	opts   ChartOptions
 	client *http.Client
 	getenv func(string) string
+}
+
+// repoURL parses a chart repository's or a registry's URL, which carries
+// no credential: those are bound to it by the config.
+func repoURL(repo string) (*url.URL, error) {
+	base, err := url.Parse(repo)
+	if err != nil {
+		return nil, fmt.Errorf("repository URL: %w", err)
+	}
+	if base.User != nil {
+		return nil, errors.New("repository URL: a user or password in the URL is not sent: name the credential with git.credentials or auth.tokenEnv")
+	}
+	return base, nil
 }
 
 // newChartFetch is the client and credentials of one fetch with opts: its
