@@ -432,21 +432,12 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	dismissed := report.Dismissed{}
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)
-		sealed := app.Decryption != "" && ch.GitPresent && holdsSealedValue(ch.Git)
-		if app.Decryption != "" && generatedNameOf(ch.Git, ch.Live) && owner != nil && cl.IsApplier(owner.Manager) {
-			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.Encrypted,
-				Detail: fmt.Sprintf("names a Secret generated from SOPS-encrypted files, whose hash suffix is of values only the key reveals; %s, which decrypts them, wrote the live name", owner.Manager)})
-			dismissed[report.Encrypted]++
-			continue
-		}
-		if sealed && isSealed(ch.Git) && ch.LivePresent && owner != nil && cl.IsApplier(owner.Manager) {
-			// Encrypted in Git, and written live by the applier that
-			// decrypts it: the value Git holds, as far as anyone without
-			// the key can tell.
-			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.Encrypted,
-				Detail: fmt.Sprintf("encrypted with SOPS in Git; %s, which decrypts it, wrote the live value", owner.Manager)})
-			dismissed[report.Encrypted]++
-			continue
+		if app.Decryption != "" && owner != nil && cl.IsApplier(owner.Manager) {
+			if why := decryptedByApplier(ch, owner.Manager); why != "" {
+				s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.Encrypted, Detail: why})
+				dismissed[report.Encrypted]++
+				continue
+			}
 		}
 		if touches(d.unstable, ch.Path) {
 			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, classify.Result{Reason: report.UnstableRender, Detail: "differs between two renders of the same commit"})
@@ -471,10 +462,10 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		f := res.Finding
 		ch.record(&f)
-		if sealed {
-			f.Hint = joinHint(f.Hint, sealedHint(ch, owner))
-		} else if app.Decryption != "" && ch.GitPresent && holdsSealedName(ch.Git) {
-			f.Hint = joinHint(f.Hint, "Git names a Secret generated from SOPS-encrypted files, whose hash suffix only the key reveals: a live name of that Secret written by the applier that decrypts them is no drift")
+		if app.Decryption != "" {
+			if h := sealedHint(ch, owner); h != "" {
+				f.Hint = joinHint(f.Hint, h)
+			}
 		}
 		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)

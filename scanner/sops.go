@@ -290,9 +290,31 @@ func holdsSealed(text string) bool {
 	return strings.Contains(text, sealedPrefix) || strings.Contains(text, sealedPrefix64)
 }
 
-// sealedHint says how a finding on a value encrypted in Git was found.
+// decryptedByApplier says why a change is no drift when Git holds it
+// sealed and manager, the applier that decrypts it, wrote it live: the
+// value (or the generated Secret's name) Git holds, as far as anyone
+// without the key can tell; "" when it is not such a change.
+func decryptedByApplier(ch change, manager string) string {
+	switch {
+	case generatedNameOf(ch.Git, ch.Live):
+		return fmt.Sprintf("names a Secret generated from SOPS-encrypted files, whose hash suffix is of values only the key reveals; %s, which decrypts them, wrote the live name", manager)
+	case ch.GitPresent && isSealed(ch.Git) && ch.LivePresent:
+		return fmt.Sprintf("encrypted with SOPS in Git; %s, which decrypts it, wrote the live value", manager)
+	}
+	return ""
+}
+
+// sealedHint says how a finding on a value encrypted in Git (or a name of
+// a Secret generated from encrypted files) was found; "" for another.
 func sealedHint(ch change, owner *classify.Entry) string {
 	switch {
+	case !ch.GitPresent:
+		return ""
+	case !holdsSealedValue(ch.Git):
+		if holdsSealedName(ch.Git) {
+			return "Git names a Secret generated from SOPS-encrypted files, whose hash suffix only the key reveals: a live name of that Secret written by the applier that decrypts them is no drift"
+		}
+		return ""
 	case ch.Type == report.TypeRemoved || !ch.LivePresent:
 		return "Git holds this value encrypted with SOPS; live has none"
 	case owner == nil:
