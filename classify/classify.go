@@ -71,11 +71,15 @@ type Change struct {
 	// sent, as far as the object tells; Filled is then what live has
 	// beyond it, as JSON, "" when nothing.
 	// InLastApplied: the path is in the live object's
-	// kubectl.kubernetes.io/last-applied-configuration.
+	// kubectl.kubernetes.io/last-applied-configuration. NullGit: an Added
+	// path is at or under a field Git's object writes as null (a template
+	// rendering an unset value): the applier sent no value, and what the
+	// server filled in is its default.
 	ZeroGit, Omitted bool
 	Contained        bool
 	Filled           string
 	InLastApplied    bool
+	NullGit          bool
 	// ContainerImage, for an Added imagePullPolicy, is the live image of
 	// its container (the default depends on it); "" for any other path.
 	ContainerImage string

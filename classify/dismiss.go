@@ -35,6 +35,13 @@ func (c *Classifier) dismiss(o Object, ch Change, f report.Finding) (Result, boo
 	}
 	owned := ch.Owner != nil && c.appliers[ch.Owner.Manager]
 	switch ch.Type {
+	case report.TypeAdded:
+		if ch.NullGit && owned {
+			// A server-side applier owns the default of a field it sent
+			// as null; a client-side one keeps the null in its
+			// last-applied configuration, which removes nothing.
+			return dismissed(f, report.Defaulted, fmt.Sprintf("Git writes null here, which %s sent and owns: a default the API server filled in", ch.Owner.Manager)), true
+		}
 	case report.TypeRemoved:
 		if !ch.ZeroGit {
 			return Result{}, false

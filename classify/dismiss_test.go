@@ -64,6 +64,20 @@ func TestDismissals(t *testing.T) {
 			ch:    Change{Path: ".spec.minReadySeconds", Type: report.TypeRemoved, Owner: apply, Git: "10"},
 			drift: true},
 
+		// Nulls Git writes.
+		{name: "a default the server filled in where the applier sent null", obj: deploy,
+			ch:     Change{Path: ".spec.replicas", Type: report.TypeAdded, Owner: apply, Live: "1", NullGit: true},
+			reason: report.Defaulted},
+		{name: "a null a client-side applier keeps in its last-applied configuration", obj: deploy,
+			ch:     Change{Path: ".spec.replicas", Type: report.TypeAdded, Owner: csa, Live: "1", NullGit: true, InLastApplied: true},
+			reason: report.Defaulted},
+		{name: "a value someone set where Git writes null is drift", obj: deploy,
+			ch:    Change{Path: ".spec.replicas", Type: report.TypeAdded, Owner: human, Live: "5", NullGit: true},
+			drift: true, class: report.ClassHuman},
+		{name: "a field the applier sent once that Git no longer declares is drift", obj: deploy,
+			ch:    Change{Path: ".spec.replicas", Type: report.TypeAdded, Owner: apply, Live: "3"},
+			drift: true, class: report.ClassUnknown},
+
 		// What the server and its controllers add.
 		{name: "the pvc-protection finalizer", obj: pvc,
 			ch:     Change{Path: `.metadata.finalizers[="kubernetes.io/pvc-protection"]`, Type: report.TypeAdded, NewKey: true},

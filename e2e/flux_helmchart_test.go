@@ -26,10 +26,6 @@ func TestFluxHelmChartRefScansClean(t *testing.T) {
 	// metadata (which source-controller sets) with "_" for "+".
 	files["chart/templates/config.yaml"] = strings.Replace(files["chart/templates/config.yaml"],
 		"{{ .Chart.Name }}-{{ .Chart.Version }}", `{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}`, 1)
-	// A default in the template too: without the chart's replicas: 2 it
-	// renders 1.
-	files["chart/templates/deploy.yaml"] = strings.Replace(files["chart/templates/deploy.yaml"],
-		"replicas: {{ .Values.replicas }}", "replicas: {{ .Values.replicas | default 1 }}", 1)
 	repo := gitServer.NewRepo(t, files)
 	const name = "by-helmchart"
 	createFluxSource(t, ns, name, repo)
@@ -57,12 +53,14 @@ spec:
 	createGitHelmRelease(t, ns, byRevision, name, "chart", "reconcileStrategy: Revision", "valuesFiles: [chart/values.yaml, envs/prod.yaml]")
 	// valuesFiles without the chart's values.yaml: source-controller
 	// packages their merge as the chart's values.yaml, so the chart's own
-	// defaults (replicas: 2) are gone: the template's default 1 is used.
+	// defaults (replicas: 2) are gone: the template renders `replicas:
+	// null`, helm-controller applies the null server-side and owns the
+	// default 1 the API server fills in, which is no drift.
 	const onlyFiles = "only-files"
 	createGitHelmRelease(t, ns, onlyFiles, name, "chart", "valuesFiles: [envs/only.yaml]")
 	waitFluxReady(t, reconcilers.HelmRelease, ns, onlyFiles, "0.1.0+1")
 	if d, err := env.Client.AppsV1().Deployments(ns).Get(t.Context(), onlyFiles, metav1.GetOptions{}); err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-		t.Fatalf("Deployment %s: %v: the test expects the chart's default replicas: 2 dropped (the template's 1)", onlyFiles, err)
+		t.Fatalf("Deployment %s: %v: the test expects the chart's default replicas: 2 dropped (the API server's 1)", onlyFiles, err)
 	}
 	checkClean(t, scan(t, "--from", "flux", "--app", onlyFiles), 3)
 

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/render"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -333,5 +335,72 @@ func TestAWebhookSettingAFieldTheServerDefaultsIsTheWebhooks(t *testing.T) {
 	}
 	if !strings.HasPrefix(edge, "defaulted: ") || !strings.Contains(edge, name) {
 		t.Errorf("imagePullPolicy Always on an image tagged latest dismissed as %q; want defaulted, naming the webhook", edge)
+	}
+}
+
+// TestAFieldGitWritesAsNullIsTheServersDefault: a chart rendering
+// `replicas: {{ .Values.replicas }}` with the value unset writes null; a
+// server-side applier sends the null and owns the default the API server
+// fills in, and a client-side one keeps the null in its last-applied
+// configuration. Neither is drift ("the next sync removes it" is false: the
+// next sync sends null again); someone scaling the Deployment is.
+func TestAFieldGitWritesAsNullIsTheServersDefault(t *testing.T) {
+	const deployment = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n" +
+		"  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n" +
+		"  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      containers:\n" +
+		"      - name: app\n        image: nginx:1.27\n        securityContext: {{ .Values.securityContext }}\n"
+	ns := env.Namespace(t, nil)
+	ssa, csa := writeChart(t, "ssa", deployment), writeChart(t, "csa", deployment)
+	applyDir(t, ssa, ns)
+	abs, _ := filepath.Abs(csa)
+	manifests, err := render.Manifests(t.Context(), render.Options{Dir: abs, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range manifests {
+		if mf.Object.GetKind() == "Deployment" {
+			if v, ok := mf.Object.Object["spec"].(map[string]any)["replicas"]; !ok || v != nil {
+				t.Fatalf("the chart renders replicas as %v (present %v), want null", v, ok)
+			}
+		}
+		sent, err := json.Marshal(mf.Object.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := mf.Object.DeepCopy()
+		obj.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(sent)})
+		env.Create(t, "kubectl-client-side-apply", ns, obj)
+	}
+	live := env.Get(t, cluster.Deployment, ns, "ssa")
+	if n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); n != 1 {
+		t.Fatalf("live replicas = %d, want the API server's default 1", n)
+	}
+	cfg := scanConfig(ns,
+		config.App{Name: "ssa", Source: config.Source{Path: ssa}},
+		config.App{Name: "csa", Source: config.Source{Path: csa}})
+	cfg.Appliers = append(cfg.Appliers, "kubectl-client-side-apply")
+	r := runScan(t, cfg, func(o *Options) { o.ExplainDismissed = true })
+	if got := rows(r); len(got) != 0 {
+		t.Errorf("a default filled in where Git writes null is drift:\n%s", dump(got))
+	}
+	for _, a := range r.Apps {
+		var why string
+		for _, o := range a.Objects {
+			for _, d := range o.Dismissed {
+				if o.Kind == "Deployment" && d.Path == ".spec.replicas" {
+					why = string(d.Reason) + ": " + d.Detail
+				}
+			}
+		}
+		if !strings.HasPrefix(why, "defaulted: ") {
+			t.Errorf("%s: replicas dismissed as %q, want defaulted", a.Name, why)
+		}
+	}
+
+	env.Scale(t, "kubectl", cluster.Deployment, ns, "ssa", 4)
+	r = runScan(t, cfg)
+	want := []row{{Object: "Deployment/ssa", Path: ".spec.replicas", Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl", Live: "4"}}
+	if diff := cmp.Diff(want, rows(r)); diff != "" {
+		t.Errorf("someone scaling where Git writes null (-want +got):\n%s", diff)
 	}
 }

@@ -398,7 +398,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	}
 	// The live object was decoded for this compare: its content is taken.
 	liveObj := normalizeLive(l)
-	git := normalizeSent(app.AppliedAs, d.obj, liveObj)
+	git, nulls := normalizeSent(app.AppliedAs, d.obj, liveObj)
 	changes, err := diff(s.c.typer, gvk, git, liveObj)
 	if err != nil {
 		return err
@@ -428,7 +428,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	// Options.JQ: a slow one holds up no other object.
 	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
 	obj.Tracking = s.tracking[d.app]
-	facts := &objectFacts{typer: s.c.typer, gvk: gvk, git: git, live: l}
+	facts := &objectFacts{typer: s.c.typer, gvk: gvk, git: git, nulls: nulls, live: l}
 	dismissed := report.Dismissed{}
 	for _, ch := range changes {
 		owner := ownerOf(owners, ch.Path)

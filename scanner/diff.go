@@ -58,11 +58,14 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 // `strategy: {}` whatever Git says (see applied_flux.go), and kubectl and
 // Argo CD send the one Git holds (`kubectl create --dry-run=client -o
 // yaml` writes it), so an empty map Git declares is kept where live holds
-// a non-empty one (pruneEmptyAgainst). Nulls are removed all the same.
-func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured, live map[string]any) map[string]any {
+// a non-empty one (pruneEmptyAgainst). Nulls are removed all the same;
+// nulls is where they were (see nullMark), nil when nowhere.
+func normalizeSent(how config.AppliedAs, obj *unstructured.Unstructured, live map[string]any) (git, nulls map[string]any) {
 	out := serverFieldsRemoved(obj, obj.Object)
 	if how == config.AppliedAsFlux {
-		return pruneNulls(out).(map[string]any)
+		_, n := pruneNulls(out)
+		nulls, _ = n.(map[string]any)
+		return out, nulls
 	}
 	return pruneEmptyAgainst(out, live)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // sameSeeds are pairs of objects as a page and a manifest decode them: one
@@ -86,8 +87,60 @@ func TestPruneEmptyAgainstKeepsAnEmptyMapLiveFilledIn(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := pruneEmptyAgainst(git, live); !reflect.DeepEqual(want, got) {
+		if got, _ := pruneEmptyAgainst(git, live); !reflect.DeepEqual(want, got) {
 			t.Errorf("%s: pruneEmptyAgainst(%s, %s) = %v, want %s", c.name, c.git, c.live, got, c.want)
 		}
+	}
+}
+
+// TestNullsAreRememberedWherePruned: a null Git's object holds (a chart's
+// unset value) is pruned before the compare, and the place it was is kept
+// for the change there, through maps and keyed list items, by both
+// prunings.
+func TestNullsAreRememberedWherePruned(t *testing.T) {
+	const git = `{"spec":{"replicas":null,"strategy":{"rollingUpdate":null},"template":{"spec":{"containers":[` +
+		`{"name":"sidecar","image":"envoy"},{"name":"app","image":"web","resources":null,"ports":[{"containerPort":80,"hostPort":null}]}]}}}}`
+	container := func(name string, rest ...any) fieldpath.Path {
+		return fieldpath.MakePathOrDie(append([]any{"spec", "template", "spec", "containers", fieldpath.KeyByFields("name", name)}, rest...)...)
+	}
+	for _, c := range []struct {
+		path fieldpath.Path
+		want bool
+	}{
+		{fieldpath.MakePathOrDie("spec", "replicas"), true},
+		{fieldpath.MakePathOrDie("spec", "strategy", "rollingUpdate", "maxSurge"), true},
+		{fieldpath.MakePathOrDie("spec", "strategy", "type"), false},
+		{fieldpath.MakePathOrDie("spec", "minReadySeconds"), false},
+		{container("app", "resources", "limits"), true},
+		{container("app", "image"), false},
+		{container("sidecar", "resources"), false},
+		{container("app", "ports", 0, "hostPort"), true},
+		{container("app", "ports", 0, "protocol"), false},
+		{container("other", "resources"), false},
+	} {
+		for _, flux := range []bool{false, true} {
+			var obj map[string]any
+			if err := utiljson.Unmarshal([]byte(git), &obj); err != nil {
+				t.Fatal(err)
+			}
+			var nulls map[string]any
+			if flux {
+				_, n := pruneNulls(obj)
+				nulls, _ = n.(map[string]any)
+			} else {
+				_, nulls = pruneEmptyAgainst(obj, nil)
+			}
+			if got := underNull(nulls, c.path); got != c.want {
+				t.Errorf("flux %v: underNull(%s) = %v, want %v", flux, c.path, got, c.want)
+			}
+			if _, ok := lookup(obj, fieldpath.MakePathOrDie("spec", "replicas")); ok {
+				t.Errorf("flux %v: the null was not pruned", flux)
+			}
+		}
+	}
+	var plain map[string]any
+	_ = utiljson.Unmarshal([]byte(`{"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app"}]}}}}`), &plain)
+	if _, nulls := pruneEmptyAgainst(plain, nil); nulls != nil {
+		t.Errorf("an object without nulls has marks: %v", nulls)
 	}
 }

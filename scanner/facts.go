@@ -23,6 +23,7 @@ type objectFacts struct {
 	typer *typer
 	gvk   schema.GroupVersionKind
 	git   map[string]any // normalized, as compared
+	nulls map[string]any // where Git's object held nulls (see nullMark)
 	live  *unstructured.Unstructured
 
 	lastOnce    sync.Once
@@ -52,6 +53,7 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 			}
 		}
 	case report.TypeAdded:
+		cc.NullGit = underNull(of.nulls, ch.Path)
 		if last := of.lastAppliedConfig(); last != nil {
 			_, cc.InLastApplied = lookup(last, ch.Path)
 		}

@@ -182,40 +182,162 @@ func PruneEmpty(v any) any {
 // theirs, where the whole map would read as the applier's and as drift.
 // A list's items are matched to live's by name, where both lists' items
 // have distinct names (containers, volumes, env); an item matched to
-// nothing is pruned as PruneEmpty prunes it.
-func pruneEmptyAgainst(git, live map[string]any) map[string]any {
+// nothing is pruned as PruneEmpty prunes it. nulls is where git held a
+// null (see nullMark), nil when nowhere.
+func pruneEmptyAgainst(git, live map[string]any) (pruned, nulls map[string]any) {
 	for k, child := range git {
 		switch c := child.(type) {
 		case map[string]any:
 			l, _ := live[k].(map[string]any)
-			if len(pruneEmptyAgainst(c, l)) == 0 && len(l) == 0 {
+			kept, n := pruneEmptyAgainst(c, l)
+			nulls = markNull(nulls, k, n)
+			if len(kept) == 0 && len(l) == 0 {
 				delete(git, k)
 			}
 		case []any:
 			l, _ := live[k].([]any)
-			if len(pruneItemsAgainst(c, l)) == 0 {
+			kept, n := pruneItemsAgainst(c, l)
+			nulls = markNull(nulls, k, n)
+			if len(kept) == 0 {
 				delete(git, k)
 			}
 		case nil:
+			nulls = markNull(nulls, k, nullMark{})
 			delete(git, k)
 		}
 	}
-	return git
+	return git, nulls
 }
 
 // pruneItemsAgainst is pruneEmptyAgainst for a list's items.
-func pruneItemsAgainst(git, live []any) []any {
+func pruneItemsAgainst(git, live []any) (pruned, nulls []any) {
 	byName := itemsByName(live)
-	for _, item := range git {
+	for i, item := range git {
 		switch it := item.(type) {
 		case map[string]any:
 			name, _ := it["name"].(string)
-			pruneEmptyAgainst(it, byName[name])
+			_, n := pruneEmptyAgainst(it, byName[name])
+			nulls = markItem(nulls, git, i, n)
 		case []any:
-			pruneItemsAgainst(it, nil)
+			_, n := pruneItemsAgainst(it, nil)
+			nulls = markItem(nulls, git, i, n)
 		}
 	}
-	return git
+	return git, nulls
+}
+
+// pruneNulls removes nulls, recursively, in place, and keeps empty lists
+// and maps. nulls is where v held a null (see nullMark), nil when nowhere.
+func pruneNulls(v any) (pruned, nulls any) {
+	switch t := v.(type) {
+	case map[string]any:
+		var marks map[string]any
+		for k, child := range t {
+			if child == nil {
+				marks = markNull(marks, k, nullMark{})
+				delete(t, k)
+				continue
+			}
+			var n any
+			t[k], n = pruneNulls(child)
+			marks = markNull(marks, k, n)
+		}
+		if marks != nil {
+			return v, marks
+		}
+	case []any:
+		var marks []any
+		for i, child := range t {
+			var n any
+			t[i], n = pruneNulls(child)
+			marks = markItem(marks, t, i, n)
+		}
+		if marks != nil {
+			return v, marks
+		}
+	}
+	return v, nil
+}
+
+// Where Git's object held nulls is kept as the object's skeleton: the maps
+// and lists that lead to a null, a null itself as nullMark, and a list's
+// items in their places, each with its scalar members (the keys a keyed
+// path element matches) and nil for an item that held no null. lookup
+// follows a field path in it as in the object (underNull).
+//
+// A null is what the applier sent: Helm renders `replicas: {{
+// .Values.replicas }}` with the value unset as `replicas: null`, a
+// server-side applier sends it and owns the field, and the API server
+// fills in its default, recorded as the applier's (seen with the real
+// helm-controller). Pruned, Git's object no longer says so, and the field
+// would read as one Git stopped declaring.
+type nullMark struct{}
+
+// holdsNull reports whether n, a member's marks, records a null.
+func holdsNull(n any) bool {
+	switch t := n.(type) {
+	case nullMark:
+		return true
+	case map[string]any:
+		return t != nil
+	case []any:
+		return t != nil
+	}
+	return false
+}
+
+// markNull records in marks (made on first need) that member k held a
+// null, n being the member's marks.
+func markNull(marks map[string]any, k string, n any) map[string]any {
+	if !holdsNull(n) {
+		return marks
+	}
+	if marks == nil {
+		marks = map[string]any{}
+	}
+	marks[k] = n
+	return marks
+}
+
+// markItem records in marks (made on first need, one place per item of
+// items) that item i held a null, n being the item's marks.
+func markItem(marks, items []any, i int, n any) []any {
+	if !holdsNull(n) {
+		return marks
+	}
+	if marks == nil {
+		marks = make([]any, len(items))
+	}
+	if m, ok := n.(map[string]any); ok {
+		item, _ := items[i].(map[string]any)
+		for k, v := range item {
+			switch v.(type) {
+			case map[string]any, []any:
+			default:
+				m[k] = v
+			}
+		}
+	}
+	marks[i] = n
+	return marks
+}
+
+// underNull reports whether path is at or under a null of Git's object,
+// nulls being where it held them.
+func underNull(nulls map[string]any, path fieldpath.Path) bool {
+	if nulls == nil {
+		return false
+	}
+	for i := 1; i <= len(path); i++ {
+		v, ok := lookup(nulls, path[:i])
+		if !ok {
+			return false
+		}
+		if _, null := v.(nullMark); null {
+			return true
+		}
+	}
+	return false
 }
 
 // itemsByName indexes a list's items by their name, or is nil when an
@@ -237,24 +359,4 @@ func itemsByName(items []any) map[string]map[string]any {
 		out[name] = m
 	}
 	return out
-}
-
-// pruneNulls removes nulls, recursively, in place, and keeps empty lists
-// and maps.
-func pruneNulls(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, child := range t {
-			if child == nil {
-				delete(t, k)
-				continue
-			}
-			t[k] = pruneNulls(child)
-		}
-	case []any:
-		for i, child := range t {
-			t[i] = pruneNulls(child)
-		}
-	}
-	return v
 }
