@@ -208,6 +208,11 @@ type Source struct {
 	// OCIRepository: the first layer (or the first of type Layer), a gzip
 	// tarball. Set by discovery.
 	FluxArtifact bool `yaml:"-"`
+	// Includes are a Flux GitRepository's spec.include: the artifacts of
+	// other GitRepositories that source-controller copies into this
+	// repository's files before anything is built from them. Set by
+	// discovery.
+	Includes []Include `yaml:"-"`
 	// Auth names where Git credentials come from; values are never printed.
 	Auth      GitAuth          `yaml:"auth"`
 	Helm      *HelmSource      `yaml:"helm"`
@@ -221,6 +226,21 @@ type Source struct {
 	// the Application's name, because that is what Argo CD names the release
 	// of every chart it renders.
 	ReleaseName string `yaml:"-"`
+}
+
+// Include is one GitRepository whose artifact source-controller copies into
+// another's (spec.include): its files as its own artifact holds them (its
+// includes copied in, what its ignore rules match left out), FromPath of
+// them copied to ToPath of the including repository.
+type Include struct {
+	// Source is the included repository: its Repo, the Revision of the
+	// artifact included, and its own Includes.
+	Source Source
+	// Ignore is the included GitRepository's spec.ignore.
+	Ignore *string
+	// FromPath is the folder (or file) of its artifact copied, "" the
+	// whole; ToPath is where, relative to the including repository's root.
+	FromPath, ToPath string
 }
 
 // GitAuth names environment variables or files that hold Git credentials.
@@ -240,7 +260,7 @@ type HelmSource struct {
 	ReleaseName string `yaml:"releaseName"`
 	// FluxArtifact says the chart is read from a Flux GitRepository's
 	// artifact: what its .sourceignore files and SourceIgnore (its
-	// spec.ignore) match is not in the chart (render's artifact.go). Set
+	// spec.ignore) match is not in the chart (internal/sourceignore). Set
 	// by discovery.
 	FluxArtifact bool     `yaml:"-"`
 	SourceIgnore *string  `yaml:"-"`
@@ -370,7 +390,7 @@ type KustomizeReplica struct {
 type FluxBuild struct {
 	// SourceIgnore is the GitRepository's spec.ignore: gitignore patterns
 	// of files source-controller leaves out of the artifact, besides the
-	// repository's .sourceignore files (render's artifact.go).
+	// repository's .sourceignore files (internal/sourceignore).
 	SourceIgnore *string
 	// Unfiltered says the artifact is an OCI layer kept as it is (an
 	// OCIRepository's layerSelector operation copy): no ignore rule, not

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -123,6 +124,9 @@ func (d *discovery) flux(ctx context.Context) error {
 			}
 		default:
 			src, err = d.gitSource(repos[key])
+			if err == nil {
+				src.Includes, err = d.includes(repos, o.source.Namespace, repos[key], []string{o.source.Name})
+			}
 			repoProblems = repos[key].problems()
 		}
 		if err != nil {
@@ -188,7 +192,13 @@ type gitRepository struct {
 			Name   string `json:"name"`
 			Commit string `json:"commit"`
 		} `json:"ref"`
-		Include           []any   `json:"include"`
+		Include []struct {
+			Repository struct {
+				Name string `json:"name"`
+			} `json:"repository"`
+			FromPath string `json:"fromPath"`
+			ToPath   string `json:"toPath"`
+		} `json:"include"`
 		Ignore            *string `json:"ignore"`
 		RecurseSubmodules bool    `json:"recurseSubmodules"`
 	} `json:"spec"`
@@ -196,18 +206,20 @@ type gitRepository struct {
 		Artifact *struct {
 			Revision string `json:"revision"`
 		} `json:"artifact"`
+		// IncludedArtifacts are the artifacts of spec.include, in its
+		// order, as the artifact holds them.
+		IncludedArtifacts []struct {
+			Revision string `json:"revision"`
+		} `json:"includedArtifacts"`
 	} `json:"status"`
 }
 
 // problems says which settings of the repository change its files in ways
 // the scanner's checkout does not. A Kustomization and a HelmRelease's
 // chart build from the files of the artifact (spec.ignore and .sourceignore
-// applied: render's artifact.go).
+// applied: internal/sourceignore).
 func (g *gitRepository) problems() []string {
 	var out []string
-	if len(g.Spec.Include) > 0 {
-		out = append(out, "GitRepository include is not applied by driftscan yet: the included repositories' files are missing")
-	}
 	if g.Spec.RecurseSubmodules {
 		out = append(out, "GitRepository recurseSubmodules: driftscan does not check out submodules")
 	}
@@ -291,6 +303,43 @@ func (d *discovery) gitSource(g *gitRepository) (config.Source, error) {
 		src.Revision = "master"
 	}
 	return src, nil
+}
+
+// includes are the GitRepository g's spec.include (in namespace ns, as
+// the repositories it names): each included repository at the commit its
+// artifact held when g's artifact was made (status.includedArtifacts),
+// else at its own artifact's. via names g and the repositories that
+// include it.
+func (d *discovery) includes(repos map[string]*gitRepository, ns string, g *gitRepository, via []string) ([]config.Include, error) {
+	var out []config.Include
+	for i, inc := range g.Spec.Include {
+		name := inc.Repository.Name
+		if slices.Contains(via, name) || len(via) > 8 {
+			return nil, fmt.Errorf("spec.include: the includes go round: %s -> %s", strings.Join(via, " -> "), name)
+		}
+		ig := repos[ns+"/"+name]
+		if ig == nil {
+			return nil, fmt.Errorf("spec.include: GitRepository %s/%s not found", ns, name)
+		}
+		src, err := d.gitSource(ig)
+		if err != nil {
+			return nil, fmt.Errorf("spec.include %s: %w", name, err)
+		}
+		if i < len(g.Status.IncludedArtifacts) {
+			if sha := artifactCommit(g.Status.IncludedArtifacts[i].Revision); sha != "" {
+				src.Revision = sha
+			}
+		}
+		if src.Includes, err = d.includes(repos, ns, ig, append(via[:len(via):len(via)], name)); err != nil {
+			return nil, err
+		}
+		to := inc.ToPath
+		if to == "" {
+			to = name // source-controller's default
+		}
+		out = append(out, config.Include{Source: src, Ignore: ig.Spec.Ignore, FromPath: inc.FromPath, ToPath: to})
+	}
+	return out, nil
 }
 
 var hexCommit = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)

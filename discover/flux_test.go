@@ -593,3 +593,106 @@ func TestRelativePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxGitRepositoryIncludes: a GitRepository's spec.include is read
+// into the source: each included repository at the commit the including
+// artifact holds (status.includedArtifacts, in spec order), else at its own
+// artifact's; toPath defaults to the included GitRepository's name; its own
+// includes and spec.ignore come along. A missing or cyclic include is an
+// error on the app, not a build without the files.
+func TestFluxGitRepositoryIncludes(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	const older, newer, policy = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222", "3333333333333333333333333333333333333333"
+	const platformCommit = "4444444444444444444444444444444444444444"
+	applyAll(t, "flux", ns, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: platform}
+spec:
+  interval: 1m
+  url: https://git.example/platform
+  include:
+  - repository: {name: shared}
+    fromPath: deploy
+    toPath: base/shared
+  - repository: {name: policies}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: shared}
+spec: {interval: 1m, url: https://git.example/shared, ignore: "*.md\n", include: [{repository: {name: policies}, toPath: deploy/policies}]}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: policies}
+spec: {interval: 1m, url: https://git.example/policies, ref: {tag: v2}}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: loop-a}
+spec: {interval: 1m, url: https://git.example/a, include: [{repository: {name: loop-b}}]}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: loop-b}
+spec: {interval: 1m, url: https://git.example/b, include: [{repository: {name: loop-a}}]}
+`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: lonely}
+spec: {interval: 1m, url: https://git.example/lonely, include: [{repository: {name: nowhere}}]}
+`, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: platform}
+spec: {interval: 5m, sourceRef: {kind: GitRepository, name: platform}, path: ./clusters/prod, prune: true}
+`, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: loop}
+spec: {interval: 5m, sourceRef: {kind: GitRepository, name: loop-a}, path: ./, prune: true}
+`, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: lonely}
+spec: {interval: 5m, sourceRef: {kind: GitRepository, name: lonely}, path: ./, prune: true}
+`)
+	// platform's artifact was made with shared at the older commit; shared
+	// has pulled a newer one since.
+	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "platform", types.MergePatchType,
+		`{"status":{"artifact":{"revision":"main@sha1:`+platformCommit+`","path":"p.tar.gz"},"includedArtifacts":[{"revision":"main@sha1:`+older+`","path":"s.tar.gz"}]}}`, "status")
+	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "shared", types.MergePatchType,
+		`{"status":{"artifact":{"revision":"main@sha1:`+newer+`","path":"s.tar.gz"}}}`, "status")
+	env.Patch(t, "source-controller", gitRepositoryGVK, ns, "policies", types.MergePatchType,
+		`{"status":{"artifact":{"revision":"v2@sha1:`+policy+`","path":"p.tar.gz"}}}`, "status")
+
+	res := discover(t, options(FromFlux, ns))
+	normalize(res.Apps, res.Ignore, ns)
+	var got []config.Include
+	for _, a := range res.Apps {
+		if a.Name == "platform" {
+			if a.Source.Revision != platformCommit {
+				t.Errorf("platform at %s, want its artifact's commit", a.Source.Revision)
+			}
+			got = a.Source.Includes
+		}
+	}
+	policies := config.Source{Repo: "https://git.example/policies", Revision: policy}
+	want := []config.Include{
+		{Source: config.Source{Repo: "https://git.example/shared", Revision: older,
+			Includes: []config.Include{{Source: policies, ToPath: "deploy/policies"}}},
+			Ignore: new("*.md\n"), FromPath: "deploy", ToPath: "base/shared"},
+		{Source: policies, ToPath: "policies"},
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("platform's includes (-want +got):\n%s", d)
+	}
+	wantErrors := []string{
+		"Kustomization/NS/lonely: source GitRepository/NS/lonely: spec.include: GitRepository NS/nowhere not found",
+		"Kustomization/NS/loop: source GitRepository/NS/loop-a: spec.include: the includes go round: loop-a -> loop-b -> loop-a",
+	}
+	if d := diff(wantErrors, errorTexts(res.Errors, ns)); d != "" {
+		t.Errorf("errors (-want +got):\n%s", d)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/internal/sourceignore"
 	"github.com/calricon/driftscan/redact"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
@@ -80,7 +81,7 @@ func renderChart(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	defer src.Close()
 	if h := opts.Helm; h != nil && h.FluxArtifact {
-		if src.artifact, err = artifactMatcherOf(src.root.FS(), h.SourceIgnore); err != nil {
+		if src.artifact, err = sourceignore.Matcher(src.root.FS(), h.SourceIgnore); err != nil {
 			return nil, fmt.Errorf("helm chart %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
 		}
 	}

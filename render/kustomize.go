@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/internal/sourceignore"
 	"github.com/calricon/driftscan/redact"
 
 	kyaml "go.yaml.in/yaml/v3"
@@ -91,7 +92,7 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 		if fb != nil {
 			// The files of the source's artifact, not of the checkout.
 			if !fb.Unfiltered {
-				if bounded.ignore, err = artifactMatcher(bounded.root, fb.SourceIgnore); err != nil {
+				if bounded.ignore, err = sourceignore.MatcherAt(bounded.root, fb.SourceIgnore); err != nil {
 					return nil, fmt.Errorf("kustomize %s: the Flux artifact's ignore patterns: %w", opts.Dir, err)
 				}
 			}

@@ -57,7 +57,7 @@ type boundedFS struct {
 	// path: the kustomization Flux builds with (flux.go).
 	virtual map[string][]byte
 	// ignore, when set, matches the files a Flux artifact leaves out of
-	// the repository (artifact.go): to krusty they do not exist. A folder
+	// the repository (internal/sourceignore): to krusty they do not exist. A folder
 	// is always there: the artifact has it when it has any file below it.
 	ignore gitignore.Matcher
 }

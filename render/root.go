@@ -19,7 +19,7 @@ type sourceRoot struct {
 	// for the root itself.
 	dir string
 	// artifact, when set, matches the files a Flux artifact leaves out
-	// (artifactMatcher), by their path from the root.
+	// (sourceignore.Matcher), by their path from the root.
 	artifact gitignore.Matcher
 }
 

@@ -130,7 +130,13 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if err != nil {
 			return Location{}, err
 		}
-		loc = Location{Dir: filepath.Join(co.Dir, filepath.FromSlash(src.Path)), Root: co.Dir, Commit: co.Commit}
+		root := co.Dir
+		if len(src.Includes) > 0 {
+			if root, err = opts.withIncludes(ctx, src.Repo, co, src.Includes, ca, 0); err != nil {
+				return Location{}, fmt.Errorf("%s at %s: %w", SafeURL(src.Repo), co.Commit, err)
+			}
+		}
+		loc = Location{Dir: filepath.Join(root, filepath.FromSlash(src.Path)), Root: root, Commit: co.Commit}
 	}
 	if _, err := os.Stat(loc.Dir); err != nil {
 		return Location{}, fmt.Errorf("source folder: %w", err)

@@ -1,4 +1,6 @@
-package render
+// Package sourceignore is what a Flux source-controller artifact leaves out
+// of a repository, read as source-controller reads it.
+package sourceignore
 
 import (
 	"bufio"
@@ -40,19 +42,22 @@ const (
 // leaves out.
 const sourceIgnoreFile = ".sourceignore"
 
-// artifactMatcher is what source-controller leaves out of the artifact
-// of the repository at root, given its GitRepository's spec.ignore.
-func artifactMatcher(root string, spec *string) (gitignore.Matcher, error) {
+// maxFileBytes bounds the reading of one .sourceignore file.
+const maxFileBytes = 8 << 20
+
+// MatcherAt is what source-controller leaves out of the artifact of the
+// repository at root, given its GitRepository's spec.ignore.
+func MatcherAt(root string, spec *string) (gitignore.Matcher, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return artifactMatcherOf(r.FS(), spec)
+	return Matcher(r.FS(), spec)
 }
 
-// artifactMatcherOf is artifactMatcher of the repository fsys.
-func artifactMatcherOf(fsys fs.FS, spec *string) (gitignore.Matcher, error) {
+// Matcher is MatcherAt of the repository fsys.
+func Matcher(fsys fs.FS, spec *string) (gitignore.Matcher, error) {
 	ps, err := sourceIgnorePatterns(fsys, ".", nil)
 	if err != nil {
 		return nil, err
@@ -78,7 +83,7 @@ func sourceIgnorePatterns(fsys fs.FS, dir string, domain []string) ([]gitignore.
 	case err == nil:
 		st, serr := f.Stat()
 		if serr == nil && st.Mode().IsRegular() {
-			ps = ignorePatterns(io.LimitReader(f, MaxManifestBytes), domain)
+			ps = ignorePatterns(io.LimitReader(f, maxFileBytes), domain)
 		}
 		f.Close()
 	case !errors.Is(err, fs.ErrNotExist):

@@ -1,0 +1,126 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/gitrepo"
+)
+
+// TestIncludesAreCopiedAsSourceControllerCopiesThem: a GitRepository's
+// spec.include puts another repository's artifact (its own includes in,
+// what its ignore rules match out, no symlinks) at toPath, fromPath of it
+// only; the including repository's files are all there; the tree is
+// composed once per set of commits; a toPath the repository already holds
+// fails, as source-controller's rename does.
+func TestIncludesAreCopiedAsSourceControllerCopiesThem(t *testing.T) {
+	mainDir, mainSHAs := gitrepo.Bare(t, "", map[string]string{
+		"apps/kustomization.yaml": "resources: [../shared/base]\n",
+		"apps/link.yaml":          gitrepo.Link("kustomization.yaml"),
+		"taken/readme.md":         "mine\n",
+	})
+	sharedDir, sharedSHAs := gitrepo.Bare(t, "", map[string]string{
+		"deploy/base/cm.yaml":         "kind: ConfigMap\n",
+		"deploy/base/notes.txt":       "left out by spec.ignore\n",
+		"deploy/base/.sourceignore":   "secret.env\n",
+		"deploy/base/secret.env":      "left out by .sourceignore\n",
+		"deploy/base/link.yaml":       gitrepo.Link("cm.yaml"),
+		"deploy/base/.github/ci.yaml": "kept: where ignore rules exist, CI folders are not left out by default\n",
+		"README.md":                   "outside fromPath\n",
+	}, map[string]string{"deploy/base/cm.yaml": "kind: ConfigMap # v2\n"})
+	nestedDir, nestedSHAs := gitrepo.Bare(t, "", map[string]string{"policy.yaml": "kind: Policy\n"})
+
+	ignore := "*.txt\n"
+	opts := Options{Cache: NewCache(t.TempDir()), Getenv: os.Getenv}
+	src := config.Source{Repo: "file://" + mainDir, Revision: mainSHAs[0], Path: "apps", Includes: []config.Include{{
+		Source: config.Source{Repo: "file://" + sharedDir, Revision: sharedSHAs[0], Includes: []config.Include{{
+			Source: config.Source{Repo: "file://" + nestedDir, Revision: nestedSHAs[0]}, ToPath: "deploy/base/nested",
+		}}},
+		Ignore: &ignore, FromPath: "deploy", ToPath: "shared",
+	}}}
+	loc, err := Resolve(t.Context(), t.TempDir(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc.Commit != mainSHAs[0] || loc.Dir != filepath.Join(loc.Root, "apps") {
+		t.Errorf("location %+v: want the main commit %s and apps under the root", loc, mainSHAs[0])
+	}
+	want := map[string]string{
+		"apps/kustomization.yaml":        "resources: [../shared/base]\n",
+		"apps/link.yaml":                 "-> kustomization.yaml",
+		"taken/readme.md":                "mine\n",
+		"shared/base/cm.yaml":            "kind: ConfigMap\n",
+		"shared/base/.sourceignore":      "secret.env\n",
+		"shared/base/.github/ci.yaml":    "kept: where ignore rules exist, CI folders are not left out by default\n",
+		"shared/base/nested/policy.yaml": "kind: Policy\n",
+	}
+	if diff := cmp.Diff(want, treeFiles(t, loc.Root)); diff != "" {
+		t.Errorf("composed tree (-want +got):\n%s", diff)
+	}
+
+	again, err := Resolve(t.Context(), t.TempDir(), src, opts)
+	if err != nil || again.Root != loc.Root {
+		t.Errorf("the same commits composed again: %v, root %s, want %s", err, again.Root, loc.Root)
+	}
+	src.Includes[0].Source.Revision = sharedSHAs[1]
+	moved, err := Resolve(t.Context(), t.TempDir(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Root == loc.Root {
+		t.Error("a newer commit of the included repository gives the same tree")
+	}
+	if data, _ := os.ReadFile(filepath.Join(moved.Root, "shared", "base", "cm.yaml")); string(data) != "kind: ConfigMap # v2\n" {
+		t.Errorf("the newer include's cm.yaml = %q", data)
+	}
+
+	for _, c := range []struct {
+		name    string
+		mutate  func(*config.Include)
+		message string
+	}{
+		{"a toPath the repository holds", func(i *config.Include) { i.ToPath = "taken" }, `toPath "taken" already exists`},
+		{"a fromPath the artifact lacks", func(i *config.Include) { i.FromPath = "nowhere" }, `fromPath "nowhere": not in its artifact`},
+		{"a toPath out of the repository", func(i *config.Include) { i.ToPath = "../up" }, `toPath "../up" is not a folder inside`},
+		{"a fromPath out of the repository", func(i *config.Include) { i.FromPath = "../../etc" }, `fromPath "../../etc" leaves`},
+		{"a revision that is not there", func(i *config.Include) { i.Source.Revision = strings.Repeat("0", 40) }, "include file://"},
+	} {
+		bad := src
+		inc := src.Includes[0]
+		c.mutate(&inc)
+		bad.Includes = []config.Include{inc}
+		_, err := Resolve(t.Context(), t.TempDir(), bad, opts)
+		if err == nil || !strings.Contains(err.Error(), c.message) || !strings.Contains(err.Error(), mainSHAs[0]) {
+			t.Errorf("%s: error %v, want one naming the commit and %q", c.name, err, c.message)
+		}
+	}
+}
+
+// treeFiles is every file and symlink under root, a symlink as "-> target".
+func treeFiles(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.Type()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[filepath.ToSlash(rel)] = "-> " + target
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
