@@ -208,6 +208,11 @@ type Source struct {
 	// OCIRepository: the first layer (or the first of type Layer), a gzip
 	// tarball. Set by discovery.
 	FluxArtifact bool `yaml:"-"`
+	// RecurseSubmodules checks out the Git repository's submodules, at the
+	// commits it records, from the URLs its .gitmodules names (relative
+	// ones against Repo), as a Flux GitRepository with recurseSubmodules
+	// does; without it a submodule's folder is empty.
+	RecurseSubmodules bool `yaml:"recurseSubmodules"`
 	// Includes are a Flux GitRepository's spec.include: the artifacts of
 	// other GitRepositories that source-controller copies into this
 	// repository's files before anything is built from them. Set by

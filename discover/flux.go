@@ -127,7 +127,6 @@ func (d *discovery) flux(ctx context.Context) error {
 			if err == nil {
 				src.Includes, err = d.includes(repos, o.source.Namespace, repos[key], []string{o.source.Name})
 			}
-			repoProblems = repos[key].problems()
 		}
 		if err != nil {
 			d.fail(ref(o.u), "", fmt.Errorf("source %s: %w", o.source, err))
@@ -214,18 +213,6 @@ type gitRepository struct {
 	} `json:"status"`
 }
 
-// problems says which settings of the repository change its files in ways
-// the scanner's checkout does not. A Kustomization and a HelmRelease's
-// chart build from the files of the artifact (spec.ignore and .sourceignore
-// applied: internal/sourceignore).
-func (g *gitRepository) problems() []string {
-	var out []string
-	if g.Spec.RecurseSubmodules {
-		out = append(out, "GitRepository recurseSubmodules: driftscan does not check out submodules")
-	}
-	return out
-}
-
 // gitRepositories lists the GitRepositories objs refer to.
 func (d *discovery) gitRepositories(ctx context.Context, objs []fluxObject) (map[string]*gitRepository, error) {
 	return fluxSources[gitRepository](ctx, d, objs, "GitRepository", GitRepositories)
@@ -278,7 +265,7 @@ func fluxSources[T any](ctx context.Context, d *discovery, objs []fluxObject, ki
 // commit of its artifact when source-controller has fetched one, else its
 // spec.ref (commit, name, tag, branch, or Flux's default branch master).
 func (d *discovery) gitSource(g *gitRepository) (config.Source, error) {
-	src := config.Source{Repo: g.Spec.URL}
+	src := config.Source{Repo: g.Spec.URL, RecurseSubmodules: g.Spec.RecurseSubmodules}
 	if a := g.Status.Artifact; a != nil {
 		if sha := artifactCommit(a.Revision); sha != "" {
 			src.Revision = sha

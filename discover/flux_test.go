@@ -598,7 +598,7 @@ func TestRelativePaths(t *testing.T) {
 // into the source: each included repository at the commit the including
 // artifact holds (status.includedArtifacts, in spec order), else at its own
 // artifact's; toPath defaults to the included GitRepository's name; its own
-// includes and spec.ignore come along. A missing or cyclic include is an
+// includes, spec.ignore and recurseSubmodules come along. A missing or cyclic include is an
 // error on the app, not a build without the files.
 func TestFluxGitRepositoryIncludes(t *testing.T) {
 	installCRDs(t)
@@ -626,7 +626,7 @@ spec: {interval: 1m, url: https://git.example/shared, ignore: "*.md\n", include:
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: policies}
-spec: {interval: 1m, url: https://git.example/policies, ref: {tag: v2}}
+spec: {interval: 1m, url: https://git.example/policies, ref: {tag: v2}, recurseSubmodules: true}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
@@ -678,7 +678,7 @@ spec: {interval: 5m, sourceRef: {kind: GitRepository, name: lonely}, path: ./, p
 			got = a.Source.Includes
 		}
 	}
-	policies := config.Source{Repo: "https://git.example/policies", Revision: policy}
+	policies := config.Source{Repo: "https://git.example/policies", Revision: policy, RecurseSubmodules: true}
 	want := []config.Include{
 		{Source: config.Source{Repo: "https://git.example/shared", Revision: older,
 			Includes: []config.Include{{Source: policies, ToPath: "deploy/policies"}}},

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/calricon/driftscan/fixtures/gitrepo"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 	"github.com/calricon/driftscan/report"
 )
@@ -52,4 +53,29 @@ func TestFluxGitRepositoryIncludeScansClean(t *testing.T) {
 	if len(got) != 1 || got[0].Path != ".data.LOG_LEVEL" || got[0].Git != "warn" || got[0].Live != "debug" || got[0].Class != report.ClassHuman {
 		t.Errorf("want one human finding LOG_LEVEL warn -> debug in the included ConfigMap, got:\n%s", describe(got))
 	}
+}
+
+// A GitRepository with recurseSubmodules: the real source-controller
+// checks the submodule out at the commit the repository records (not the
+// submodule's newest), and kustomize-controller builds a kustomization
+// that reaches into it. driftscan checks out the same and scans clean; it
+// was an app error before ("driftscan does not check out submodules").
+func TestFluxGitRepositorySubmodulesScanClean(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	lib := gitServer.NewRepo(t, map[string]string{
+		"base/kustomization.yaml": "resources: [config.yaml]\n",
+		"base/config.yaml":        configMap,
+	}, map[string]string{"base/config.yaml": strings.Replace(configMap, "LOG_LEVEL: info", "LOG_LEVEL: newer-not-recorded", 1)})
+	app := gitServer.NewRepo(t, map[string]string{
+		".gitmodules":             "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = " + lib.URL + "\n",
+		"vendor/lib":              gitrepo.Gitlink(lib.Commits[0]),
+		"apps/kustomization.yaml": "resources: [../vendor/lib/base, service.yaml]\n",
+		"apps/service.yaml":       service,
+	})
+	createFluxSource(t, ns, "with-lib", app, "recurseSubmodules: true\n")
+	createKustomizationOf(t, ns, "with-lib", "apps", fluxInterval)
+	waitFluxReady(t, reconcilers.Kustomization, ns, "with-lib", app.Head())
+	waitReverted(t, ns, "info", 2*time.Minute) // the recorded commit's ConfigMap
+	checkClean(t, scan(t, "--from", "flux", "--app", "with-lib"), 2)
 }

@@ -67,6 +67,15 @@ type GitOptions struct {
 	// files); 0 means no bound. A commit over it is an error, nothing is
 	// written.
 	MaxBytes int64
+	// Submodules lists the commit's submodules in Checkout.Submodules
+	// (they are never checked out into its tree).
+	Submodules bool
+}
+
+// Submodule is a submodule of a commit: where its tree goes and the commit
+// the superproject records (a gitlink).
+type Submodule struct {
+	Path, Commit string
 }
 
 // Checkout is the tree of one commit, checked out.
@@ -75,6 +84,8 @@ type Checkout struct {
 	Dir string
 	// Commit is the full SHA of the commit.
 	Commit string
+	// Submodules are the commit's gitlinks, when GitOptions.Submodules.
+	Submodules []Submodule
 }
 
 // FetchGit checks out opts.Revision of opts.Repo under opts.Cache and
@@ -207,7 +218,36 @@ func (f *gitFetch) checkout(ctx context.Context, dir string, want wanted) (Check
 	if err := writeTree(ctx, commit, tree, f.opts.MaxBytes); err != nil {
 		return Checkout{}, err
 	}
-	return Checkout{Dir: tree, Commit: commit.Hash.String()}, nil
+	co := Checkout{Dir: tree, Commit: commit.Hash.String()}
+	if f.opts.Submodules {
+		if co.Submodules, err = gitlinks(commit); err != nil {
+			return Checkout{}, err
+		}
+	}
+	return co, nil
+}
+
+// gitlinks are the submodules commit records, in tree order.
+func gitlinks(commit *object.Commit) ([]Submodule, error) {
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, err
+	}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	var out []Submodule
+	for {
+		name, entry, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if entry.Mode == filemode.Submodule {
+			out = append(out, Submodule{Path: name, Commit: entry.Hash.String()})
+		}
+	}
 }
 
 // gitAuth picks the credentials for ep (see Auth) and remembers the

@@ -9,73 +9,130 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/internal/sourceignore"
 )
 
-// maxIncludeDepth bounds how deep includes nest (a repository including one
-// that includes another ...); source-controller has no bound, but a cycle
-// never gets an artifact there, and here it must end.
-const maxIncludeDepth = 8
-
-// A Flux GitRepository's spec.include copies other GitRepositories'
-// artifacts into its own before it is archived (source-controller v1.9.6,
-// reconcileInclude and Storage.CopyToPath): each included artifact (the
-// included repository's files, its own includes copied in, what its ignore
-// rules match left out, no symlinks: an artifact holds only files and
-// folders) is unpacked, and its FromPath is renamed to ToPath of the
-// checkout. A rename onto anything already there fails, and so the
-// reconcile: ToPath must not exist in the including repository. The
-// including repository's own ignore rules then apply to the whole, as the
-// render applies them to the root (.sourceignore files that came with an
-// include count).
+// A Git source's tree is more than its commit's files when it has
+// submodules (RecurseSubmodules) or is a Flux GitRepository with
+// spec.include: other trees are grafted in.
 //
-// withIncludes composes that tree once per commit and set of included
-// commits, under <Cache.Dir>/includes/<repository>/<key>/root: the
-// checkout's files hard-linked (trees are never changed once written) or
-// copied, then each include. It returns the root to render from.
-func (o Options) withIncludes(ctx context.Context, repo string, co Checkout, includes []config.Include, ca []byte, depth int) (string, error) {
-	if depth >= maxIncludeDepth {
-		return "", fmt.Errorf("includes nest more than %d repositories deep (an include cycle?)", maxIncludeDepth)
+// Submodules are checked out as source-controller's go-git clone does with
+// recurseSubmodules (up to ten levels): each at the commit the
+// superproject records, from the URL its .gitmodules names (a relative one
+// against the superproject's), with its own submodules, files and symlinks
+// as they are.
+//
+// spec.include copies other GitRepositories' artifacts in before the
+// artifact is archived (source-controller v1.9.6, reconcileInclude and
+// Storage.CopyToPath): each included artifact (the included repository's
+// files, its own includes copied in, what its ignore rules match left
+// out, no symlinks: an artifact holds only files and folders) is unpacked,
+// and its FromPath is renamed to ToPath of the checkout. A rename onto
+// anything already there fails, and so the reconcile: ToPath must not
+// exist in the including repository. The including repository's own
+// ignore rules then apply to the whole, as the render applies them to the
+// root (.sourceignore files that came with an include count).
+
+// maxGraftDepth bounds how deep submodules and includes nest (go-git's
+// submodule recursion stops at 10; an include cycle never gets an
+// artifact in Flux, and here it must end).
+const maxGraftDepth = 10
+
+// graft is one tree grafted into a checkout.
+type graft struct {
+	name     string // the repository, for errors
+	root     string // its tree, composed
+	from, to string // slash-separated, relative to root and to the checkout
+	// artifact copies only what a Flux artifact of root holds: what ignore
+	// (and root's .sourceignore files) match left out, no symlinks.
+	artifact bool
+	ignore   *string
+}
+
+// fetchComposed fetches src's commit and grafts its submodules (when
+// RecurseSubmodules) and includes into it: the root to render from.
+func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte, depth int) (string, Checkout, error) {
+	if depth > maxGraftDepth {
+		return "", Checkout{}, fmt.Errorf("%s: submodules and includes nest more than %d repositories deep", SafeURL(src.Repo), maxGraftDepth)
 	}
-	if o.Cache == nil || o.Cache.Dir == "" {
-		return "", errors.New("no cache folder")
+	co, err := o.fetchGit(ctx, src.Repo, src.Revision, src.Auth, ca, src.RecurseSubmodules)
+	if err != nil {
+		return "", Checkout{}, err
 	}
-	type part struct {
-		root string
-		inc  config.Include
+	if len(co.Submodules) == 0 && len(src.Includes) == 0 {
+		return co.Dir, co, nil
 	}
-	key := sha256.New()
-	fmt.Fprintf(key, "%s\n", co.Commit)
-	parts := make([]part, 0, len(includes))
-	for _, inc := range includes {
+	fail := func(err error) (string, Checkout, error) {
+		return "", Checkout{}, fmt.Errorf("%s at %s: %w", SafeURL(src.Repo), co.Commit, err)
+	}
+	var grafts []graft
+	if len(co.Submodules) > 0 {
+		urls, err := submoduleURLs(co.Dir, src.Repo)
+		if err != nil {
+			return fail(err)
+		}
+		for _, sm := range co.Submodules {
+			url, ok := urls[sm.Path]
+			if !ok {
+				return fail(fmt.Errorf("submodule %s: not in .gitmodules", sm.Path))
+			}
+			sub := config.Source{Repo: url, Revision: sm.Commit, RecurseSubmodules: true}
+			if sameHost(url, src.Repo) {
+				sub.Auth = src.Auth
+			}
+			root, _, err := o.fetchComposed(ctx, sub, ca, depth+1)
+			if err != nil {
+				return fail(fmt.Errorf("submodule %s: %w", sm.Path, err))
+			}
+			grafts = append(grafts, graft{name: SafeURL(url), root: root, to: sm.Path})
+		}
+	}
+	for _, inc := range src.Includes {
 		name := SafeURL(inc.Source.Repo)
 		switch {
 		case inc.ToPath == "" || !config.InRepo(inc.ToPath) || filepath.Clean(filepath.FromSlash(inc.ToPath)) == ".":
-			return "", fmt.Errorf("include %s: toPath %q is not a folder inside the repository", name, inc.ToPath)
+			return fail(fmt.Errorf("include %s: toPath %q is not a folder inside the repository", name, inc.ToPath))
 		case !config.InRepo(inc.FromPath):
-			return "", fmt.Errorf("include %s: fromPath %q leaves its repository", name, inc.FromPath)
+			return fail(fmt.Errorf("include %s: fromPath %q leaves its repository", name, inc.FromPath))
 		}
-		ico, err := o.fetchGit(ctx, inc.Source.Repo, inc.Source.Revision, inc.Source.Auth, ca)
+		root, _, err := o.fetchComposed(ctx, inc.Source, ca, depth+1)
 		if err != nil {
-			return "", fmt.Errorf("include %s: %w", name, err)
+			return fail(fmt.Errorf("include %s: %w", name, err))
 		}
-		root := ico.Dir
-		if len(inc.Source.Includes) > 0 {
-			if root, err = o.withIncludes(ctx, inc.Source.Repo, ico, inc.Source.Includes, ca, depth+1); err != nil {
-				return "", fmt.Errorf("include %s: %w", name, err)
-			}
-		}
+		grafts = append(grafts, graft{name: "include " + name, root: root, from: inc.FromPath, to: inc.ToPath, artifact: true, ignore: inc.Ignore})
+	}
+	root, err := o.grafted(ctx, src.Repo, co, grafts)
+	if err != nil {
+		return fail(err)
+	}
+	return root, co, nil
+}
+
+// grafted composes co's tree with grafts once per commit and set of
+// grafted trees, under <Cache.Dir>/includes/<repository>/<key>/root: the
+// checkout's files hard-linked (trees are never changed once written) or
+// copied, then each graft.
+func (o Options) grafted(ctx context.Context, repo string, co Checkout, grafts []graft) (string, error) {
+	if o.Cache == nil || o.Cache.Dir == "" {
+		return "", errors.New("no cache folder")
+	}
+	key := sha256.New()
+	fmt.Fprintf(key, "%s\n", co.Commit)
+	for _, g := range grafts {
 		ignore := "-"
-		if inc.Ignore != nil {
-			ignore = "+" + *inc.Ignore
+		if g.ignore != nil {
+			ignore = "+" + *g.ignore
 		}
-		// root names the included commit and, composed, its own includes.
-		fmt.Fprintf(key, "%q %q %q %q %q\n", name, root, inc.FromPath, inc.ToPath, ignore)
-		parts = append(parts, part{root, inc})
+		// root names the grafted commit and, composed, its own grafts.
+		fmt.Fprintf(key, "%q %q %q %q %v %q\n", g.name, g.root, g.from, g.to, g.artifact, ignore)
 	}
 	sum := sha256.Sum256([]byte(SafeURL(repo)))
 	dir := filepath.Join(o.Cache.Dir, "includes", hex.EncodeToString(sum[:16]))
@@ -96,11 +153,11 @@ func (o Options) withIncludes(ctx context.Context, repo string, co Checkout, inc
 	defer os.RemoveAll(tmp)
 	into := filepath.Join(tmp, "root")
 	if err := copyTree(co.Dir, into, nil, true); err != nil {
-		return "", fmt.Errorf("compose the includes: %w", err)
+		return "", fmt.Errorf("compose the tree: %w", err)
 	}
-	for _, p := range parts {
-		if err := includeInto(into, p.root, p.inc); err != nil {
-			return "", fmt.Errorf("include %s: %w", SafeURL(p.inc.Source.Repo), err)
+	for _, g := range grafts {
+		if err := graftInto(into, g); err != nil {
+			return "", fmt.Errorf("%s: %w", g.name, err)
 		}
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, tree)); err != nil {
@@ -109,25 +166,28 @@ func (o Options) withIncludes(ctx context.Context, repo string, co Checkout, inc
 	return root, o.Cache.used(dir, tree)
 }
 
-// includeInto copies inc's FromPath of the included repository at root
-// (as its artifact holds it) to ToPath of the tree into.
-func includeInto(into, root string, inc config.Include) error {
-	ignore, err := sourceignore.MatcherAt(root, inc.Ignore)
+// graftInto copies g's from of its tree to its to of the tree into.
+func graftInto(into string, g graft) error {
+	from := filepath.Join(g.root, filepath.FromSlash(g.from))
+	if _, err := os.Lstat(from); err != nil {
+		return fmt.Errorf("fromPath %q: not in its artifact", g.from)
+	}
+	to := filepath.Join(into, filepath.FromSlash(g.to))
+	if !g.artifact {
+		// A submodule's folder: git leaves it empty in the checkout.
+		return copyTree(from, to, nil, true)
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("toPath %q already exists in the repository: source-controller cannot copy the include there", g.to)
+	}
+	ignore, err := sourceignore.MatcherAt(g.root, g.ignore)
 	if err != nil {
 		return fmt.Errorf("read its ignore rules: %w", err)
-	}
-	from := filepath.Join(root, filepath.FromSlash(inc.FromPath))
-	if _, err := os.Lstat(from); err != nil {
-		return fmt.Errorf("fromPath %q: not in its artifact", inc.FromPath)
-	}
-	to := filepath.Join(into, filepath.FromSlash(inc.ToPath))
-	if _, err := os.Lstat(to); err == nil {
-		return fmt.Errorf("toPath %q already exists in the repository: source-controller cannot copy the include there", inc.ToPath)
 	}
 	// Only what the artifact holds: what the included repository's
 	// rules match is not in it.
 	kept := func(p string, dir bool) bool {
-		rel, err := filepath.Rel(root, p)
+		rel, err := filepath.Rel(g.root, p)
 		return err == nil && (rel == "." || !ignore.Match(strings.Split(filepath.ToSlash(rel), "/"), dir))
 	}
 	return copyTree(from, to, kept, false)
@@ -198,4 +258,52 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// submoduleURLs reads the .gitmodules of the tree at dir: each submodule's
+// path and URL, a relative URL ("../shared.git") resolved against the
+// superproject's repo, as git and go-git resolve it.
+func submoduleURLs(dir, repo string) (map[string]string, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := r.ReadFile(".gitmodules")
+	if err != nil {
+		return nil, fmt.Errorf("the commit has submodules: read .gitmodules: %w", err)
+	}
+	m := gitconfig.NewModules()
+	if err := m.Unmarshal(data); err != nil {
+		return nil, fmt.Errorf(".gitmodules: %w", err)
+	}
+	out := map[string]string{}
+	for _, s := range m.Submodules {
+		url := s.URL
+		if strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../") {
+			ep, err := transport.NewEndpoint(repo)
+			if err != nil {
+				return nil, err
+			}
+			ep.Path = path.Join(ep.Path, url)
+			if ep.Protocol == "file" {
+				url = "file://" + ep.Path
+			} else {
+				url = ep.String()
+			}
+		}
+		out[path.Clean(s.Path)] = url
+	}
+	return out, nil
+}
+
+// sameHost reports whether two Git URLs name the same host (a credential
+// given for one is sent to the other).
+func sameHost(a, b string) bool {
+	ea, err := transport.NewEndpoint(a)
+	if err != nil {
+		return false
+	}
+	eb, err := transport.NewEndpoint(b)
+	return err == nil && ea.Protocol == eb.Protocol && ea.Host == eb.Host && ea.Port == eb.Port
 }

@@ -124,3 +124,60 @@ func treeFiles(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
+
+// TestSubmodulesAreCheckedOutAtTheirRecordedCommits: with
+// RecurseSubmodules, a submodule's folder holds its repository at the
+// commit the superproject records (not its newest), from the URL
+// .gitmodules names (relative to the superproject's), its own submodules
+// too; without it the folder is not there, as before.
+func TestSubmodulesAreCheckedOutAtTheirRecordedCommits(t *testing.T) {
+	base := t.TempDir()
+	leafDir := filepath.Join(base, "leaf.git")
+	leaf := gitrepo.BareAt(t, leafDir, "", map[string]string{"policy.yaml": "kind: Policy\n"})
+	libDir := filepath.Join(base, "lib.git")
+	lib := gitrepo.BareAt(t, libDir, "", map[string]string{
+		"base/cm.yaml":   "kind: ConfigMap # recorded\n",
+		"base/link.yaml": gitrepo.Link("cm.yaml"),
+		".gitmodules":    "[submodule \"leaf\"]\n\tpath = policies\n\turl = ../leaf.git\n",
+		"policies":       gitrepo.Gitlink(leaf[0]),
+	}, map[string]string{"base/cm.yaml": "kind: ConfigMap # newer, not recorded\n"})
+	mainDir := filepath.Join(base, "main.git")
+	main := gitrepo.BareAt(t, mainDir, "", map[string]string{
+		"apps/kustomization.yaml": "resources: [../vendor/lib/base]\n",
+		".gitmodules":             "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = ../lib.git\n",
+		"vendor/lib":              gitrepo.Gitlink(lib[0]),
+	})
+	opts := Options{Cache: NewCache(t.TempDir()), Getenv: os.Getenv}
+	src := config.Source{Repo: "file://" + mainDir, Revision: main[0], Path: "apps", RecurseSubmodules: true}
+	loc, err := Resolve(t.Context(), t.TempDir(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		".gitmodules":                     "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = ../lib.git\n",
+		"apps/kustomization.yaml":         "resources: [../vendor/lib/base]\n",
+		"vendor/lib/.gitmodules":          "[submodule \"leaf\"]\n\tpath = policies\n\turl = ../leaf.git\n",
+		"vendor/lib/base/cm.yaml":         "kind: ConfigMap # recorded\n",
+		"vendor/lib/base/link.yaml":       "-> cm.yaml",
+		"vendor/lib/policies/policy.yaml": "kind: Policy\n",
+	}
+	if diff := cmp.Diff(want, treeFiles(t, loc.Root)); diff != "" {
+		t.Errorf("tree with submodules (-want +got):\n%s", diff)
+	}
+
+	src.RecurseSubmodules = false
+	plain, err := Resolve(t.Context(), t.TempDir(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(plain.Root, "vendor", "lib", "base")); err == nil {
+		t.Error("without RecurseSubmodules the submodule is checked out")
+	}
+
+	// A submodule .gitmodules does not name is an error naming it.
+	broken := gitrepo.BareAt(t, filepath.Join(base, "broken.git"), "", map[string]string{"vendor/x": gitrepo.Gitlink(lib[0]), ".gitmodules": ""})
+	_, err = Resolve(t.Context(), t.TempDir(), config.Source{Repo: "file://" + filepath.Join(base, "broken.git"), Revision: broken[0], RecurseSubmodules: true}, opts)
+	if err == nil || !strings.Contains(err.Error(), "submodule vendor/x: not in .gitmodules") {
+		t.Errorf("a submodule without a URL: %v", err)
+	}
+}

@@ -75,14 +75,14 @@ type Location struct {
 
 // fetchGit fetches repo at rev with FetchGit, with the options' cache,
 // credentials (auth first) and bound, and ca.
-func (o Options) fetchGit(ctx context.Context, repo, rev string, auth config.GitAuth, ca []byte) (Checkout, error) {
+func (o Options) fetchGit(ctx context.Context, repo, rev string, auth config.GitAuth, ca []byte, submodules bool) (Checkout, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	return FetchGit(ctx, GitOptions{
 		Repo: repo, Revision: rev, Auth: auth, Credentials: o.Git.Credentials, CABundle: ca,
-		Cache: o.Cache, Getenv: getenv, MaxBytes: o.MaxBytes,
+		Cache: o.Cache, Getenv: getenv, MaxBytes: o.MaxBytes, Submodules: submodules,
 	})
 }
 
@@ -126,15 +126,9 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if err != nil {
 			return Location{}, err
 		}
-		co, err := opts.fetchGit(ctx, src.Repo, src.Revision, src.Auth, ca)
+		root, co, err := opts.fetchComposed(ctx, src, ca, 0)
 		if err != nil {
 			return Location{}, err
-		}
-		root := co.Dir
-		if len(src.Includes) > 0 {
-			if root, err = opts.withIncludes(ctx, src.Repo, co, src.Includes, ca, 0); err != nil {
-				return Location{}, fmt.Errorf("%s at %s: %w", SafeURL(src.Repo), co.Commit, err)
-			}
 		}
 		loc = Location{Dir: filepath.Join(root, filepath.FromSlash(src.Path)), Root: root, Commit: co.Commit}
 	}
@@ -220,7 +214,7 @@ func resolveArtifact(ctx context.Context, configDir string, src config.Source, o
 func chartValues(ctx context.Context, chartDir string, v config.ValuesFile, opts Options, ca []byte) ([]byte, error) {
 	dir, where := chartDir, "the chart"
 	if v.Repo != "" {
-		co, err := opts.fetchGit(ctx, v.Repo, v.Revision, config.GitAuth{}, ca)
+		co, err := opts.fetchGit(ctx, v.Repo, v.Revision, config.GitAuth{}, ca, false)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", v.Path, err)
 		}
