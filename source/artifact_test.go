@@ -15,28 +15,6 @@ import (
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 )
 
-// readArtifact is the files below dir, slash path to text.
-func readArtifact(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if d.Type()&os.ModeSymlink != 0 {
-			out[filepath.ToSlash(p[len(dir)+1:])] = "symlink"
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		out[filepath.ToSlash(p[len(dir)+1:])] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // An OCI artifact as `flux push artifact` pushes it, in a real registry, is
 // read as source-controller reads it: by tag, by the newest tag of a semver
 // range, by digest (alone or after a tag, as Flux records a revision), its
@@ -73,7 +51,7 @@ func TestFetchAFluxArtifact(t *testing.T) {
 		if a.Revision != c.revision {
 			t.Errorf("reference %q: revision %s, want %s", c.ref, a.Revision, c.revision)
 		}
-		got := readArtifact(t, a.Dir)
+		got := treeFiles(t, a.Dir)
 		if !strings.Contains(got["apps/cm.yaml"], "v: "+c.v) || got["apps/nested/deep.yaml"] == "" || got["drafts/ignored.yaml"] == "" {
 			t.Errorf("reference %q: files %v, want every file of the layer (ignore rules are the build's), cm.yaml with v: %s", c.ref, got, c.v)
 		}
@@ -132,7 +110,7 @@ func TestArtifactLayerRules(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return readArtifact(t, a.Dir), nil
+		return treeFiles(t, a.Dir), nil
 	}
 	for _, c := range []struct {
 		name, repo, layer string
@@ -166,7 +144,7 @@ func TestArtifactLayerRules(t *testing.T) {
 
 	// A config's app: Resolve fetches it, its path inside the artifact.
 	loc, err := Resolve(t.Context(), "", config.Source{Repo: chart, Revision: "v1", Path: "templates", PlainHTTP: true}, Options{Cache: cache})
-	if err != nil || loc.Version == "" || !strings.HasPrefix(loc.Version, "v1@sha256:") || readArtifact(t, loc.Dir)["cm.yaml"] == "" {
+	if err != nil || loc.Version == "" || !strings.HasPrefix(loc.Version, "v1@sha256:") || treeFiles(t, loc.Dir)["cm.yaml"] == "" {
 		t.Errorf("Resolve: %+v, %v: want the chart's templates folder at v1@sha256:...", loc, err)
 	}
 	for path, want := range map[string]string{"nope": "source folder nope", "../x": "leaves the artifact"} {

@@ -54,27 +54,6 @@ func bareRepo(t *testing.T, tag string, commits ...map[string]string) (dir strin
 	return gitrepo.Bare(t, tag, commits...)
 }
 
-// gitTreeFiles reads every file under dir.
-func gitTreeFiles(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(data)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 func TestFetchGit(t *testing.T) {
 	repo := newGitTestRepo(t)
@@ -108,7 +87,7 @@ func TestFetchGit(t *testing.T) {
 			if want := filepath.Join(cacheDir.Dir, filepath.Base(filepath.Dir(got.Dir)), tt.wantCommit); got.Dir != want {
 				t.Errorf("Dir = %s, want %s", got.Dir, want)
 			}
-			if diff := cmp.Diff(tt.wantFiles, gitTreeFiles(t, got.Dir)); diff != "" {
+			if diff := cmp.Diff(tt.wantFiles, treeFiles(t, got.Dir)); diff != "" {
 				t.Errorf("files (-want +got):\n%s", diff)
 			}
 		})
@@ -141,7 +120,7 @@ func TestFetchGitSharesOneCachePerRepository(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("cache holds %d folders, want 1 for the one repository", len(entries))
 	}
-	if diff := cmp.Diff(repo.v1Files, gitTreeFiles(t, dirs[0])); diff != "" {
+	if diff := cmp.Diff(repo.v1Files, treeFiles(t, dirs[0])); diff != "" {
 		t.Errorf("v1.0.0 files after a concurrent fetch of main (-want +got):\n%s", diff)
 	}
 }
