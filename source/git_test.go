@@ -54,7 +54,6 @@ func bareRepo(t *testing.T, tag string, commits ...map[string]string) (dir strin
 	return gitrepo.Bare(t, tag, commits...)
 }
 
-
 func TestFetchGit(t *testing.T) {
 	repo := newGitTestRepo(t)
 	cacheDir := NewCache(t.TempDir())
