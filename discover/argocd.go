@@ -482,6 +482,10 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 			src.Repo = "oci://" + s.RepoURL
 		}
 	}
+	// argocd-repo-server checks a Git repository's submodules out
+	// (`git submodule update --init --recursive`) unless
+	// ARGOCD_GIT_MODULES_ENABLED is false, which driftscan cannot see.
+	src.RecurseSubmodules = src.Chart == "" && !src.OCIArtifact()
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles,

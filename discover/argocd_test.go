@@ -53,6 +53,11 @@ func TestApplications(t *testing.T) {
 					// directory source.
 					src.Directory = &config.DirectorySource{}
 				}
+				if src := &tt.apps[i].Source; tt.apps[i].Error == "" && src.Chart == "" && !src.OCIArtifact() {
+					// argocd-repo-server's default: a Git source's
+					// submodules are checked out.
+					src.RecurseSubmodules = true
+				}
 				if tt.apps[i].KustomizeBuild == nil && tt.argocdCM == "" {
 					// Without argocd-cm, Argo CD's defaults: no --enable-helm,
 					// no --load-restrictor.

@@ -227,11 +227,16 @@ func (f *gitFetch) checkout(ctx context.Context, dir string, want wanted) (Check
 	return co, nil
 }
 
-// gitlinks are the submodules commit records, in tree order.
+// gitlinks are the submodules commit records, in tree order; none without
+// a .gitmodules at its root, where neither git nor go-git looks for any (a
+// tree walk saved on every commit of a repository without submodules).
 func gitlinks(commit *object.Commit) ([]Submodule, error) {
 	tree, err := commit.Tree()
 	if err != nil {
 		return nil, err
+	}
+	if _, err := tree.FindEntry(".gitmodules"); err != nil {
+		return nil, nil
 	}
 	w := object.NewTreeWalker(tree, true, nil)
 	defer w.Close()
