@@ -80,6 +80,9 @@ func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte
 			return fail(err)
 		}
 		for _, sm := range co.Submodules {
+			if !config.InRepo(sm.Path) {
+				return fail(refused{fmt.Errorf("submodule %q: path leaves the repository", sm.Path)})
+			}
 			url, ok := urls[sm.Path]
 			if !ok {
 				return fail(fmt.Errorf("submodule %s: not in .gitmodules", sm.Path))
@@ -277,20 +280,42 @@ func submoduleURLs(dir, repo string) (map[string]string, error) {
 	if err := m.Unmarshal(data); err != nil {
 		return nil, fmt.Errorf(".gitmodules: %w", err)
 	}
+	parent, err := transport.NewEndpoint(repo)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
 	for _, s := range m.Submodules {
 		url := s.URL
 		if strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../") {
-			ep, err := transport.NewEndpoint(repo)
-			if err != nil {
-				return nil, err
-			}
+			ep := *parent
 			ep.Path = path.Join(ep.Path, url)
 			if ep.Protocol == "file" {
 				url = "file://" + ep.Path
 			} else {
 				url = ep.String()
 			}
+		}
+		// .gitmodules is the repository's, written by anyone who can
+		// push: it may not point driftscan at this machine's own files
+		// (git refuses file:// submodules by default since CVE-2022-39253)
+		// or at a transport it does not speak.
+		if helper, _, ok := strings.Cut(url, "::"); ok {
+			// git's <transport>::<address> (ext:: runs a command).
+			return nil, fmt.Errorf("submodule %s: URL %s: the %s transport is not supported", s.Path, SafeURL(url), helper)
+		}
+		ep, err := transport.NewEndpoint(url)
+		if err != nil {
+			return nil, fmt.Errorf("submodule %s: URL %s: %v", s.Path, SafeURL(url), err)
+		}
+		switch ep.Protocol {
+		case "https", "http", "ssh", "git":
+		case "file":
+			if parent.Protocol != "file" {
+				return nil, fmt.Errorf("submodule %s: URL %s is a path on this machine, and the repository is not: refused", s.Path, SafeURL(url))
+			}
+		default:
+			return nil, fmt.Errorf("submodule %s: URL %s: the %s transport is not supported", s.Path, SafeURL(url), ep.Protocol)
 		}
 		out[path.Clean(s.Path)] = url
 	}

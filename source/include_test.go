@@ -181,3 +181,35 @@ func TestSubmodulesAreCheckedOutAtTheirRecordedCommits(t *testing.T) {
 		t.Errorf("a submodule without a URL: %v", err)
 	}
 }
+
+// TestSubmoduleURLsStayOffThisMachine: .gitmodules is written by anyone who
+// can push, so a submodule may not point driftscan at a path of the machine
+// it runs on (git refuses file:// submodules by default since
+// CVE-2022-39253) unless the repository itself is one, nor at a transport
+// it does not speak; relative URLs resolve against the repository's.
+func TestSubmoduleURLsStayOffThisMachine(t *testing.T) {
+	for _, c := range []struct {
+		repo, url, want, err string
+	}{
+		{"https://git.example/org/app.git", "../lib.git", "https://git.example/org/lib.git", ""},
+		{"https://git.example/org/app.git", "./sub/lib.git", "https://git.example/org/app.git/sub/lib.git", ""},
+		{"ssh://git@git.example/org/app.git", "../lib.git", "ssh://git@git.example/org/lib.git", ""},
+		{"https://git.example/org/app.git", "https://other.example/lib.git", "https://other.example/lib.git", ""},
+		{"file:///srv/git/app.git", "../lib.git", "file:///srv/git/lib.git", ""},
+		{"https://git.example/org/app.git", "file:///etc/deploy-keys.git", "", "is a path on this machine"},
+		{"https://git.example/org/app.git", "/var/lib/secrets.git", "", "is a path on this machine"},
+		{"https://git.example/org/app.git", "ext::sh -c touch% /tmp/pwned", "", "not supported"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ".gitmodules"), []byte("[submodule \"lib\"]\n\tpath = lib\n\turl = "+c.url+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := submoduleURLs(dir, c.repo)
+		switch {
+		case c.err == "" && (err != nil || got["lib"] != c.want):
+			t.Errorf("%s in %s: %v, %v; want %s", c.url, c.repo, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "submodule lib")):
+			t.Errorf("%s in %s: %v, %v; want an error naming the submodule and %q", c.url, c.repo, got, err, c.err)
+		}
+	}
+}
