@@ -43,8 +43,14 @@ import (
 
 // maxGraftDepth bounds how deep submodules and includes nest (go-git's
 // submodule recursion stops at 10; an include cycle never gets an
-// artifact in Flux, and here it must end).
-const maxGraftDepth = 10
+// artifact in Flux, and here it must end), and maxGrafts how many
+// repositories one source may graft in all: a .gitmodules is the
+// repository's, and a hundred submodules each with a hundred more would
+// otherwise be ten thousand fetches for one app.
+const (
+	maxGraftDepth = 10
+	maxGrafts     = 100
+)
 
 // graft is one tree grafted into a checkout.
 type graft struct {
@@ -59,9 +65,13 @@ type graft struct {
 
 // fetchComposed fetches src's commit and grafts its submodules (when
 // RecurseSubmodules) and includes into it: the root to render from.
-func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte, depth int) (string, Checkout, error) {
+// fetched counts the repositories fetched for one source.
+func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte, depth int, fetched *int) (string, Checkout, error) {
 	if depth > maxGraftDepth {
 		return "", Checkout{}, fmt.Errorf("%s: submodules and includes nest more than %d repositories deep", SafeURL(src.Repo), maxGraftDepth)
+	}
+	if *fetched++; *fetched > maxGrafts+1 {
+		return "", Checkout{}, fmt.Errorf("%s: more than %d submodules and includes in all: refused", SafeURL(src.Repo), maxGrafts)
 	}
 	co, err := o.fetchGit(ctx, src.Repo, src.Revision, src.Auth, ca, src.RecurseSubmodules)
 	if err != nil {
@@ -91,7 +101,7 @@ func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte
 			if sameHost(url, src.Repo) {
 				sub.Auth = src.Auth
 			}
-			root, _, err := o.fetchComposed(ctx, sub, ca, depth+1)
+			root, _, err := o.fetchComposed(ctx, sub, ca, depth+1, fetched)
 			if err != nil {
 				return fail(fmt.Errorf("submodule %s: %w", sm.Path, err))
 			}
@@ -106,7 +116,7 @@ func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte
 		case !config.InRepo(inc.FromPath):
 			return fail(fmt.Errorf("include %s: fromPath %q leaves its repository", name, inc.FromPath))
 		}
-		root, _, err := o.fetchComposed(ctx, inc.Source, ca, depth+1)
+		root, _, err := o.fetchComposed(ctx, inc.Source, ca, depth+1, fetched)
 		if err != nil {
 			return fail(fmt.Errorf("include %s: %w", name, err))
 		}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,5 +212,27 @@ func TestSubmoduleURLsStayOffThisMachine(t *testing.T) {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "submodule lib")):
 			t.Errorf("%s in %s: %v, %v; want an error naming the submodule and %q", c.url, c.repo, got, err, c.err)
 		}
+	}
+}
+
+// TestSubmodulesAreBounded: a repository's .gitmodules decides how many
+// repositories a scan fetches for it; past 100 in all the source is an app
+// error naming the bound, not ten thousand fetches.
+func TestSubmodulesAreBounded(t *testing.T) {
+	base := t.TempDir()
+	lib := gitrepo.BareAt(t, filepath.Join(base, "lib.git"), "", map[string]string{"cm.yaml": "kind: ConfigMap\n"})
+	files := map[string]string{}
+	var modules strings.Builder
+	for i := range 101 {
+		p := fmt.Sprintf("vendor/lib%d", i)
+		files[p] = gitrepo.Gitlink(lib[0])
+		fmt.Fprintf(&modules, "[submodule %q]\n\tpath = %s\n\turl = ../lib.git\n", p, p)
+	}
+	files[".gitmodules"] = modules.String()
+	main := gitrepo.BareAt(t, filepath.Join(base, "main.git"), "", files)
+	opts := Options{Cache: NewCache(t.TempDir()), Getenv: os.Getenv}
+	_, err := Resolve(t.Context(), t.TempDir(), config.Source{Repo: "file://" + filepath.Join(base, "main.git"), Revision: main[0], RecurseSubmodules: true}, opts)
+	if err == nil || !strings.Contains(err.Error(), "more than 100 submodules and includes") {
+		t.Errorf("101 submodules: %v, want the bound named", err)
 	}
 }

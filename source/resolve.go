@@ -126,7 +126,8 @@ func Resolve(ctx context.Context, configDir string, src config.Source, opts Opti
 		if err != nil {
 			return Location{}, err
 		}
-		root, co, err := opts.fetchComposed(ctx, src, ca, 0)
+		var fetched int
+		root, co, err := opts.fetchComposed(ctx, src, ca, 0, &fetched)
 		if err != nil {
 			return Location{}, err
 		}
