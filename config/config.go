@@ -311,6 +311,12 @@ type HelmSource struct {
 	// hex digits with reconcileStrategy Revision) or with valuesFiles
 	// (the HelmChart's generation).
 	VersionMetadata string `yaml:"-"`
+	// KeptChartVersion, set by discovery, is the version helm-controller
+	// last released of a chart that source-controller builds from Git with
+	// reconcileStrategy ChartVersion (the default): source-controller keeps
+	// the chart it built for a version, so a change to the chart in Git
+	// that keeps this version is never released.
+	KeptChartVersion string `yaml:"-"`
 	// ValuesFilesReplaceDefaults: the values files (ValuesFiles, and a
 	// chart repository's ChartValues) replace the chart's values.yaml
 	// instead of merging over it, as source-controller builds a Flux

@@ -73,11 +73,12 @@ type helmRelease struct {
 
 // chartSpec is a HelmRelease's spec.chart.spec.
 type chartSpec struct {
-	Chart       string    `json:"chart"`
-	Version     string    `json:"version"`
-	SourceRef   sourceRef `json:"sourceRef"`
-	ValuesFiles []string  `json:"valuesFiles"`
-	ValuesFile  string    `json:"valuesFile"`
+	Chart             string    `json:"chart"`
+	Version           string    `json:"version"`
+	SourceRef         sourceRef `json:"sourceRef"`
+	ValuesFiles       []string  `json:"valuesFiles"`
+	ValuesFile        string    `json:"valuesFile"`
+	ReconcileStrategy string    `json:"reconcileStrategy"`
 }
 
 // helmChart holds the fields of a Flux HelmChart that discovery reads, for
@@ -384,6 +385,13 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		// commit (reconcileStrategy Revision) and the HelmChart's
 		// generation (valuesFiles), and helm-controller renders it so.
 		hs.VersionMetadata = hr.versionMetadata()
+		if chart.ReconcileStrategy != "Revision" {
+			// source-controller builds it again only for a new version
+			// (helmchart_controller.go, BuildOptions.CachedChart).
+			if h := hr.Status.History; len(h) > 0 {
+				hs.KeptChartVersion, _, _ = strings.Cut(h[0].ChartVersion, "+")
+			}
+		}
 	}
 	if hs.ReleaseName == "" {
 		hs.ReleaseName = u.GetName()

@@ -150,6 +150,7 @@ spec:
       chart: ./charts/web
       sourceRef: {kind: GitRepository, name: deploy}
       valuesFiles: [envs/prod/values.yaml]
+      reconcileStrategy: Revision
   valuesFrom:
   - {kind: ConfigMap, name: web-values}
   - {kind: Secret, name: web-token, valuesKey: token, targetPath: token}

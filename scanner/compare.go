@@ -470,6 +470,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
+		if h := keptChartHint(app.Source.Helm, f, cl); h != "" {
+			f.Hint = joinHint(f.Hint, h)
+		}
 		s.masker.mask(d.app, gvk.Group, gvk.Kind, &f)
 		ignores.Apply(f.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)

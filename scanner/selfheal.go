@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -33,4 +35,16 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 		return fmt.Sprintf("self-heal is on for %s: kustomize-controller takes over fields that kubectl wrote and removes this one at the next reconcile, since Git does not declare it; carry it back to Git or suspend the Kustomization first", g.Object)
 	}
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
+}
+
+// keptChartHint explains a difference the applier owns in an app whose
+// chart source-controller builds from Git with reconcileStrategy
+// ChartVersion (config.HelmSource.KeptChartVersion): a chart changed in Git
+// at the version released is never built, so helm-controller never applies
+// the change, however long one waits.
+func keptChartHint(h *config.HelmSource, f report.Finding, cl *classify.Classifier) string {
+	if h == nil || h.KeptChartVersion == "" || f.Manager == "" || !cl.IsApplier(f.Manager) {
+		return ""
+	}
+	return fmt.Sprintf("if the chart's version in Git is still %s, %s never applies this: source-controller (reconcileStrategy ChartVersion, the default) keeps the chart it built for that version; bump the version in Chart.yaml, or set reconcileStrategy: Revision", h.KeptChartVersion, f.Manager)
 }
