@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/calricon/driftscan/fixtures/gitrepo"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 	"github.com/calricon/driftscan/report"
 )
@@ -63,16 +62,7 @@ func TestFluxGitRepositoryIncludeScansClean(t *testing.T) {
 func TestFluxGitRepositorySubmodulesScanClean(t *testing.T) {
 	needFlux(t)
 	ns := env.Namespace(t, nil)
-	lib := gitServer.NewRepo(t, map[string]string{
-		"base/kustomization.yaml": "resources: [config.yaml]\n",
-		"base/config.yaml":        configMap,
-	}, map[string]string{"base/config.yaml": strings.Replace(configMap, "LOG_LEVEL: info", "LOG_LEVEL: newer-not-recorded", 1)})
-	app := gitServer.NewRepo(t, map[string]string{
-		".gitmodules":             "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = " + lib.URL + "\n",
-		"vendor/lib":              gitrepo.Gitlink(lib.Commits[0]),
-		"apps/kustomization.yaml": "resources: [../vendor/lib/base, service.yaml]\n",
-		"apps/service.yaml":       service,
-	})
+	app := withSubmodule(t)
 	createFluxSource(t, ns, "with-lib", app, "recurseSubmodules: true\n")
 	createKustomizationOf(t, ns, "with-lib", "apps", fluxInterval)
 	waitFluxReady(t, reconcilers.Kustomization, ns, "with-lib", app.Head())
