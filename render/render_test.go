@@ -128,6 +128,8 @@ func TestRenderBrokenFolderKeepsGoodObjects(t *testing.T) {
 	}
 	wantErrs := []string{
 		`broken.json:6: invalid character '}' looking for beginning of object key string`,
+		// Stored in Git LFS: a scalar document, which reads as no object.
+		`lfs.yaml:1: a Git LFS pointer, not the file: driftscan reads the repository's Git objects, not LFS storage, so its manifests are not compared`,
 		`malformed.yaml:11: mapping values are not allowed in this context`,
 		`nokind.yaml:1: object has apiVersion v1 but no kind`,
 		`nokind.yaml:5: object has kind Service but no apiVersion`,

@@ -74,6 +74,9 @@ const MaxManifestBytes = 8 << 20
 // Each of these is an error naming the file and line, and the documents
 // around it are still returned:
 //   - malformed YAML or JSON;
+//   - a Git LFS pointer in place of the file (its content is in LFS
+//     storage, which driftscan does not read; as a scalar document it
+//     would otherwise be skipped, and its objects silently not compared);
 //   - an object with apiVersion but no kind, or kind but no apiVersion;
 //   - an object with kind but neither metadata.name nor
 //     metadata.generateName.
@@ -201,6 +204,13 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 	return out, errors.Join(errs...)
 }
 
+// lfsPointer begins a Git LFS pointer file: the repository holds it in
+// place of the file, whose content is in LFS storage (Argo CD checks it out
+// with a repository's enableLfs; driftscan reads Git objects only).
+var lfsPointer = []byte("version https://git-lfs.github.com/spec/v1\n")
+
+var errLFSPointer = errors.New("a Git LFS pointer, not the file: driftscan reads the repository's Git objects, not LFS storage, so its manifests are not compared")
+
 // fileWorkers is how many files of one source folder are read and parsed
 // at once.
 const fileWorkers = 4
@@ -219,6 +229,10 @@ func parseFile(cache *ParseCache, file string, data []byte, lazy bool) (_ []Mani
 		if ms, ok := cache.lookup(key, file, lazy); ok {
 			return ms, nil, key
 		}
+	}
+	if bytes.HasPrefix(data, lfsPointer) {
+		// A scalar document, which would be skipped as no object.
+		return nil, []*FileError{{File: file, Line: 1, Err: errLFSPointer}}, key
 	}
 	var docs []document
 	var docErrs []*FileError
