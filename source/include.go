@@ -54,7 +54,7 @@ const (
 
 // graft is one tree grafted into a checkout.
 type graft struct {
-	name     string // the repository, for errors
+	name     string // what it is, for errors: "submodule <path>", "include <repository>"
 	root     string // its tree, composed
 	from, to string // slash-separated, relative to root and to the checkout
 	// artifact copies only what a Flux artifact of root holds: what ignore
@@ -105,7 +105,7 @@ func (o Options) fetchComposed(ctx context.Context, src config.Source, ca []byte
 			if err != nil {
 				return fail(fmt.Errorf("submodule %s: %w", sm.Path, err))
 			}
-			grafts = append(grafts, graft{name: SafeURL(url), root: root, to: sm.Path})
+			grafts = append(grafts, graft{name: "submodule " + sm.Path, root: root, to: sm.Path})
 		}
 	}
 	for _, inc := range src.Includes {
