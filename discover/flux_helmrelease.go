@@ -170,16 +170,16 @@ var generation = regexp.MustCompile(`^[0-9]+$`)
 // source's, which source-controller marks in its version.
 func (c chartSpec) hasValuesFiles() bool { return len(c.ValuesFiles) > 0 || c.ValuesFile != "" }
 
-// versionMetadata is the build metadata helm-controller released a chart
-// from Git with (status.history[0]'s chart version after its "+"):
-// source-controller's commit and generation marks, which the chart's
-// templates may print (the helm.sh/chart label); "" when none.
-func (hr *helmRelease) versionMetadata() string {
+// releasedVersion is the chart version helm-controller last released
+// (status.history[0]), split at its "+": the version, and the build
+// metadata of a chart from Git (source-controller's commit and generation
+// marks, which the chart's templates may print: the helm.sh/chart label);
+// "" for what it has not.
+func (hr *helmRelease) releasedVersion() (version, metadata string) {
 	if h := hr.Status.History; len(h) > 0 {
-		_, meta, _ := strings.Cut(h[0].ChartVersion, "+")
-		return meta
+		version, metadata, _ = strings.Cut(h[0].ChartVersion, "+")
 	}
-	return ""
+	return version, metadata
 }
 
 // released is the chart version helm-controller last released of chart
@@ -384,13 +384,12 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		// A chart in Git: source-controller marks its version with the
 		// commit (reconcileStrategy Revision) and the HelmChart's
 		// generation (valuesFiles), and helm-controller renders it so.
-		hs.VersionMetadata = hr.versionMetadata()
+		var version string
+		version, hs.VersionMetadata = hr.releasedVersion()
 		if chart.ReconcileStrategy != "Revision" {
 			// source-controller builds it again only for a new version
 			// (helmchart_controller.go, BuildOptions.CachedChart).
-			if h := hr.Status.History; len(h) > 0 {
-				hs.KeptChartVersion, _, _ = strings.Cut(h[0].ChartVersion, "+")
-			}
+			hs.KeptChartVersion = version
 		}
 	}
 	if hs.ReleaseName == "" {

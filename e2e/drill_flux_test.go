@@ -125,16 +125,23 @@ func waitFluxArtifact(t *testing.T, ns, name, commit string) {
 // artifact ends in commit (a Git commit, an OCI digest).
 func waitSourceArtifact(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string) {
 	t.Helper()
+	waitRevisionField(t, gvr, ns, name, commit, "status", "artifact", "revision")
+}
+
+// waitRevisionField waits until the Flux object's revision at field ends
+// in commit.
+func waitRevisionField(t *testing.T, gvr schema.GroupVersionResource, ns, name, commit string, field ...string) {
+	t.Helper()
 	var rev string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		u, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		rev, _, _ = unstructured.NestedString(u.Object, "status", "artifact", "revision")
+		rev, _, _ = unstructured.NestedString(u.Object, field...)
 		return strings.HasSuffix(rev, commit), nil
 	})
 	if err != nil {
-		t.Fatalf("%s %s/%s never fetched %s: artifact %q\n%s", gvr.Resource, ns, name, commit, rev, flux.Logs(2000))
+		t.Fatalf("%s %s/%s never reached %s: %s is %q\n%s", gvr.Resource, ns, name, commit, strings.Join(field, "."), rev, flux.Logs(2000))
 	}
 }

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 	"github.com/calricon/driftscan/report"
@@ -34,18 +31,7 @@ func TestFluxChartChangedWithoutAVersionBump(t *testing.T) {
 	})
 	waitFluxArtifact(t, ns, name, changed)
 	// The HelmChart helm-controller made saw the commit and kept its chart.
-	var observed string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.HelmChart).Namespace(ns).Get(ctx, ns+"-"+name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		observed, _, _ = unstructured.NestedString(u.Object, "status", "observedSourceArtifactRevision")
-		return strings.HasSuffix(observed, changed), nil
-	})
-	if err != nil {
-		t.Fatalf("HelmChart %s-%s never observed %s (observed %q)", ns, name, changed, observed)
-	}
+	waitRevisionField(t, reconcilers.HelmChart, ns, ns+"-"+name, changed, "status", "observedSourceArtifactRevision")
 	time.Sleep(3 * time.Second) // a helm-controller interval
 	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), name+"-config", metav1.GetOptions{})
 	if err != nil || cm.Data["GREETING"] != "hello" {

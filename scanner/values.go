@@ -37,37 +37,42 @@ func pointer(obj map[string]any, path fieldpath.Path) string {
 func walk(obj map[string]any, path fieldpath.Path, b *strings.Builder) (v any, ok bool) {
 	var cur any = obj
 	for _, pe := range path {
-		switch {
-		case pe.FieldName != nil:
-			m, isMap := cur.(map[string]any)
-			if !isMap {
-				return nil, false
-			}
-			cur, ok = m[*pe.FieldName]
-			if !ok {
-				return nil, false
-			}
-			if b != nil {
-				b.WriteByte('/')
-				b.WriteString(strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
-			}
-		default:
-			list, isList := cur.([]any)
-			if !isList {
-				return nil, false
-			}
-			i := findItem(list, pe)
-			if i < 0 {
-				return nil, false
-			}
-			cur = list[i]
-			if b != nil {
-				b.WriteByte('/')
-				b.WriteString(strconv.Itoa(i))
-			}
+		var i int
+		if cur, i, ok = step(cur, pe); !ok {
+			return nil, false
+		}
+		if b == nil {
+			continue
+		}
+		b.WriteByte('/')
+		if i < 0 {
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
+		} else {
+			b.WriteString(strconv.Itoa(i))
 		}
 	}
 	return cur, true
+}
+
+// step follows one path element from cur: a map's member (i is -1) or a
+// list's item i.
+func step(cur any, pe fieldpath.PathElement) (next any, i int, ok bool) {
+	if pe.FieldName != nil {
+		m, isMap := cur.(map[string]any)
+		if !isMap {
+			return nil, -1, false
+		}
+		next, ok = m[*pe.FieldName]
+		return next, -1, ok
+	}
+	list, isList := cur.([]any)
+	if !isList {
+		return nil, -1, false
+	}
+	if i = findItem(list, pe); i < 0 {
+		return nil, -1, false
+	}
+	return list[i], i, true
 }
 
 // findItem finds a list item by a keyed, set or index path element.
@@ -328,12 +333,13 @@ func underNull(nulls map[string]any, path fieldpath.Path) bool {
 	if nulls == nil {
 		return false
 	}
-	for i := 1; i <= len(path); i++ {
-		v, ok := lookup(nulls, path[:i])
-		if !ok {
+	var cur any = nulls
+	for _, pe := range path {
+		var ok bool
+		if cur, _, ok = step(cur, pe); !ok {
 			return false
 		}
-		if _, null := v.(nullMark); null {
+		if _, null := cur.(nullMark); null {
 			return true
 		}
 	}
