@@ -291,6 +291,13 @@ type HelmSource struct {
 	// metadata after the post-renderers, as helm-controller's common
 	// renderer sets them.
 	CommonLabels, CommonAnnotations map[string]string `yaml:"-"`
+	// Lookup says the chart's applier renders it against the cluster
+	// (helm install and upgrade, Flux's helm-controller): Helm's lookup
+	// reads the live object there, and so does the scan (a GET, or a LIST
+	// without a name; never a write). False, lookup gives an empty map, as
+	// `helm template` and Argo CD render. Set by discovery for a Flux
+	// HelmRelease.
+	Lookup bool `yaml:"lookup"`
 	// SkipCRDs leaves out the chart's crds/ folder (Argo CD's
 	// helm.skipCrds, `helm template --skip-crds`).
 	SkipCRDs bool `yaml:"skipCrds"`
@@ -372,6 +379,12 @@ type KustomizeSource struct {
 	// is applied to the folder's kustomization as Argo CD applies it, with
 	// `kustomize edit` before it builds (render's kustomize_argo.go).
 	Argo *ArgoKustomize `yaml:"-"`
+	// KubeVersion and APIVersions are the .Capabilities the kustomization's
+	// helmCharts render with, in place of the cluster's: Argo CD's
+	// kustomize.kubeVersion and kustomize.apiVersions, which it passes to
+	// kustomize as --helm-kube-version and --helm-api-versions.
+	KubeVersion string   `yaml:"kubeVersion"`
+	APIVersions []string `yaml:"apiVersions"`
 }
 
 // ArgoKustomize are the overrides of an Application's spec.source.kustomize.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
@@ -489,7 +490,11 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles,
-			SkipCRDs: h.SkipCrds, Namespace: h.Namespace, KubeVersion: h.KubeVersion, APIVersions: h.APIVersions}
+			SkipCRDs: h.SkipCrds, Namespace: h.Namespace, APIVersions: h.APIVersions}
+		var err error
+		if hs.KubeVersion, err = argoKubeVersion(h.KubeVersion); err != nil {
+			problems = append(problems, "spec.source.helm."+err.Error())
+		}
 		if hs.ReleaseName == "" {
 			hs.ReleaseName = appName
 		}
@@ -548,16 +553,16 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		src.Helm = hs
 	}
 	if s.Kustomize != nil {
-		src.Kustomize = &config.KustomizeSource{}
-		ak, notApplied, err := argoKustomize(s.Kustomize)
+		src.Kustomize = &config.KustomizeSource{APIVersions: s.Kustomize.APIVersions}
+		ak, err := argoKustomize(s.Kustomize)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("spec.source.kustomize: %v", err))
 		case ak != nil:
 			src.Kustomize.Argo = ak
 		}
-		if len(notApplied) > 0 {
-			problems = append(problems, "kustomize overrides in the Application are not applied by driftscan yet: "+strings.Join(notApplied, ", "))
+		if src.Kustomize.KubeVersion, err = argoKubeVersion(s.Kustomize.KubeVersion); err != nil {
+			problems = append(problems, "spec.source.kustomize."+err.Error())
 		}
 	}
 	if src.Helm == nil && src.Kustomize == nil && src.Chart == "" {
@@ -575,20 +580,27 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	return src, problems
 }
 
+// argoKubeVersion is an Application's kubeVersion as argocd-repo-server
+// hands it on (parseKubeVersion): the numbers only, so v1.29.3+k3s1 is
+// 1.29.3. One that does not parse fails Argo CD's manifest generation.
+func argoKubeVersion(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	parsed, err := version.ParseGeneric(v)
+	if err != nil {
+		return "", fmt.Errorf("kubeVersion %q is not a Kubernetes version: %w", v, err)
+	}
+	return parsed.String(), nil
+}
+
 // argoKustomize reads an Application's spec.source.kustomize into the
-// overrides render applies as Argo CD does, or nil when it sets none, and
-// names the settings it cannot apply: kubeVersion and apiVersions (for a
-// kustomization's charts). Argo CD's build environment ($ARGOCD_APP_NAME,
+// overrides render applies as Argo CD does, or nil when it sets none
+// (kubeVersion and apiVersions are not overrides of the kustomization: the
+// caller reads them). Argo CD's build environment ($ARGOCD_APP_NAME,
 // ...) in its images and labels is substituted by ArgoSourceFiles, once the
 // revision is known.
-func argoKustomize(k *appKustomize) (*config.ArgoKustomize, []string, error) {
-	var notApplied []string
-	if k.KubeVersion != "" {
-		notApplied = append(notApplied, "kubeVersion")
-	}
-	if len(k.APIVersions) > 0 {
-		notApplied = append(notApplied, "apiVersions")
-	}
+func argoKustomize(k *appKustomize) (*config.ArgoKustomize, error) {
 	ak := &config.ArgoKustomize{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace, Images: k.Images,
 		CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations,
 		ForceCommonLabels: k.ForceCommonLabels, ForceCommonAnnotations: k.ForceCommonAnnotations,
@@ -599,16 +611,16 @@ func argoKustomize(k *appKustomize) (*config.ArgoKustomize, []string, error) {
 		if r.Count.Type == intstr.String {
 			v, err := strconv.ParseInt(r.Count.StrVal, 10, 64)
 			if err != nil {
-				return nil, notApplied, fmt.Errorf("replicas %s: count %q is not a number", r.Name, r.Count.StrVal)
+				return nil, fmt.Errorf("replicas %s: count %q is not a number", r.Name, r.Count.StrVal)
 			}
 			n = v
 		}
 		ak.Replicas = append(ak.Replicas, config.KustomizeReplica{Name: r.Name, Count: n})
 	}
 	if ak.NamePrefix == "" && ak.NameSuffix == "" && ak.Namespace == "" && len(ak.Images)+len(ak.Replicas)+len(ak.CommonLabels)+len(ak.CommonAnnotations)+len(ak.Patches)+len(ak.Components) == 0 {
-		return nil, notApplied, nil
+		return nil, nil
 	}
-	return ak, notApplied, nil
+	return ak, nil
 }
 
 // setKeys lists the keys of m whose values are set (not empty, not false),

@@ -231,7 +231,7 @@ spec:
 		},
 	},
 	{
-		name: "Kustomize overrides are applied, those driftscan cannot apply and Helm settings it does not are errors; the app is still scanned",
+		name: "Kustomize overrides are applied, the capabilities of its charts as Argo CD hands them on; Helm settings driftscan does not apply are errors; the app is still scanned",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -251,7 +251,8 @@ spec:
       patches: [{target: {kind: Deployment}, patch: "- op: remove\n  path: /spec/replicas"}]
       components: [../components/audit]
       ignoreMissingComponents: true
-      kubeVersion: "1.30"
+      kubeVersion: v1.30.2+k3s1
+      apiVersions: [monitoring.coreos.com/v1/ServiceMonitor]
 `, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -265,6 +266,7 @@ spec:
     helm:
       skipCrds: true
       namespace: other
+      kubeVersion: latest
       fileParameters:
       - {name: dashboards.shop, path: files/shop.json}
       - {name: secret, path: ../../../etc/passwd}
@@ -297,15 +299,15 @@ spec:
 					Replicas:   []config.KustomizeReplica{{Name: "web", Count: 3}, {Name: "worker", Count: 2}},
 					Patches:    []map[string]any{{"target": map[string]any{"kind": "Deployment"}, "patch": "- op: remove\n  path: /spec/replicas"}},
 					Components: []string{"../components/audit"}, IgnoreMissingComponents: true,
-				}}},
+				}, KubeVersion: "1.30.2", APIVersions: []string{"monitoring.coreos.com/v1/ServiceMonitor"}}},
 				Appliers: argoAppliers,
 				GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web-kustomize", Suspended: true},
 			},
 		},
 		errors: []string{
+			`Application/NS/web-helm: spec.source.helm.kubeVersion "latest" is not a Kubernetes version: could not parse "latest" as version`,
 			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
 			"Application/NS/web-helm: fileParameters secret: ../../../etc/passwd leaves the repository; left out",
-			"Application/NS/web-kustomize: kustomize overrides in the Application are not applied by driftscan yet: kubeVersion",
 		},
 	},
 	{

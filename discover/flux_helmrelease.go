@@ -373,7 +373,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	if src.Chart == "" {
 		src.Path = cleanPath(chart.Chart)
 	}
-	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName}
+	// helm-controller installs and upgrades with a client of the
+	// cluster: the chart's lookup reads it.
+	hs := &config.HelmSource{ReleaseName: hr.Spec.ReleaseName, Lookup: true}
 	if src.Helm != nil {
 		hs.ChartVersion = src.Helm.ChartVersion
 	}

@@ -382,7 +382,7 @@ func TestFluxObjects(t *testing.T) {
 			// installs the chart source-controller built from it.
 			Name: "by-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", Revision: "6.x", PlainHTTP: true,
-				Helm: &config.HelmSource{ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}, ValuesFilesReplaceDefaults: true}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}, ValuesFilesReplaceDefaults: true}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/by-chart", Prune: true},
 		},
@@ -390,7 +390,7 @@ func TestFluxObjects(t *testing.T) {
 			// A chart from a HelmRepository, at the version released; the
 			// newest 4.x is pending. Its values files are the chart's.
 			Name: "ingress", Owner: "NS", Namespace: ns,
-			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{
+			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", Helm: &config.HelmSource{Lookup: true,
 				ReleaseName: "ingress", ChartVersion: "4.11.3+2", ValuesFilesReplaceDefaults: true,
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
 				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
@@ -405,7 +405,7 @@ func TestFluxObjects(t *testing.T) {
 			// released renders with the artifact's digest.
 			Name: "oci-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: "6.5.4",
-				Helm: &config.HelmSource{ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e"}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e"}},
 			TargetRevision: ">=6.0.0",
 			Appliers:       []string{"helm-controller"},
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},
@@ -414,13 +414,13 @@ func TestFluxObjects(t *testing.T) {
 			// From an OCI HelmRepository; insecure is plain HTTP.
 			Name: "podinfo", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", PlainHTTP: true,
-				Helm: &config.HelmSource{ReleaseName: "podinfo"}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "podinfo"}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/podinfo", Prune: true},
 		},
 		{
 			Name: "HelmRelease/NS/web", Owner: "team-web", Namespace: "shop",
-			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{
+			Source: config.Source{Repo: "REPO", Revision: commit, Path: "charts/web", Helm: &config.HelmSource{Lookup: true,
 				// Built by source-controller from the artifact.
 				ReleaseName: "shop-web", FluxArtifact: true, VersionMetadata: "62225de9b23f.4",
 				// source-controller's values.yaml is the valuesFiles merged.

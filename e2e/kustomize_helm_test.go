@@ -81,3 +81,45 @@ data:
 		t.Errorf("after a person's edit, want exactly size large -> huge by kubectl-edit, a person; got:\n%s", describe(got))
 	}
 }
+
+// An Application's kustomize.kubeVersion and apiVersions are what Argo CD
+// gives the kustomization's charts as .Capabilities, in place of the
+// cluster's (as --helm-kube-version and --helm-api-versions, the version's
+// build metadata dropped): a chart that picks its output by them is
+// synced that way, and a scan that rendered with the cluster's would show
+// drift Argo CD never makes.
+func TestArgoCDKustomizeCapabilitiesAreTheApplications(t *testing.T) {
+	needArgo(t)
+	if err := argo.Set(t.Context(), "kustomize.buildOptions", "--enable-helm --load-restrictor LoadRestrictionsNone"); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, map[string]string{
+		"app/kustomization.yaml":     "helmCharts:\n  - name: caps\n    releaseName: caps\n",
+		"app/charts/caps/Chart.yaml": "apiVersion: v2\nname: caps\nversion: 0.1.0\n",
+		// kustomize reads a chart's values.yaml whatever the entry says:
+		// without one its build fails (seen with Argo CD's).
+		"app/charts/caps/values.yaml": "{}\n",
+		"app/charts/caps/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-caps
+data:
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  monitors: {{ .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" | quote }}
+  {{- if semverCompare "<1.31-0" .Capabilities.KubeVersion.Version }}
+  legacy: "true"
+  {{- end }}
+`,
+	})
+	const name = "kustomize-caps"
+	createGitApp(t, name, ns, repo.URL, "app",
+		"kustomize:\n  kubeVersion: v1.30.2+k3s1\n  apiVersions: [monitoring.coreos.com/v1/ServiceMonitor]")
+	waitArgoSynced(t, name, "")
+	cm := env.Get(t, cluster.ConfigMap, ns, "caps-caps")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	if want := map[string]string{"kube": "v1.30.2", "monitors": "true", "legacy": "true"}; fmt.Sprint(data) != fmt.Sprint(want) {
+		t.Fatalf("Argo CD synced %v, want the Application's capabilities %v", data, want)
+	}
+	checkClean(t, scan(t, "--from", "argocd", "--app", name), 1)
+}

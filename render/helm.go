@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/internal/sourceignore"
@@ -156,9 +157,9 @@ func releaseName(opts Options) string {
 	return filepath.Base(opts.Dir)
 }
 
-// releaseNamespace is the namespace a chart renders in: the source's, else
-// the app's, else default.
-func releaseNamespace(opts Options) string {
+// ReleaseNamespace is the namespace a chart renders in (.Release.Namespace):
+// the source's, else the app's, else default.
+func (opts Options) ReleaseNamespace() string {
 	if opts.Helm != nil && opts.Helm.Namespace != "" {
 		return opts.Helm.Namespace
 	}
@@ -198,7 +199,7 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	if err != nil {
 		return "", err
 	}
-	name, namespace := releaseName(opts), releaseNamespace(opts)
+	name, namespace := releaseName(opts), opts.ReleaseNamespace()
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return "", fmt.Errorf("release name check failed: release name %q: %w", name, err)
 	}
@@ -227,6 +228,9 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", want, caps.KubeVersion.Version)
 	}
 	var e engine.Engine
+	if opts.Lookup != nil {
+		e.CustomTemplateFuncs = template.FuncMap{"lookup": opts.Lookup}
+	}
 	files, err := e.RenderWithContext(ctx, ch, values)
 	if err != nil {
 		return "", err

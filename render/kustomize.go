@@ -112,6 +112,16 @@ func buildKustomize(ctx context.Context, opts Options) ([]Manifest, error) {
 	}
 	var helm *buildHelm
 	if !opts.KustomizeWithoutHelm {
+		if k := opts.Kustomize; k != nil {
+			// The source's own capabilities replace the cluster's for its
+			// charts, as Argo CD's kustomize.kubeVersion and apiVersions do.
+			if k.KubeVersion != "" {
+				opts.KubeVersion = k.KubeVersion
+			}
+			if len(k.APIVersions) > 0 {
+				opts.APIVersions = k.APIVersions
+			}
+		}
 		if helm = newBuildHelm(ctx, opts, bounded.root); helm != nil {
 			defer helm.close()
 			bounded.helm = helm

@@ -17,6 +17,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/bounded"
 	"github.com/calricon/driftscan/fixtures/chartrepo"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
@@ -139,16 +140,29 @@ func TestKustomizeHelmChartsAgreeWithKustomizeBuildEnableHelm(t *testing.T) {
 		return fetched, nil
 	}
 
-	for _, app := range []string{"apps/local", "apps/shared", "apps/replace", "overlays/prod", "apps/remote"} {
-		t.Run(app, func(t *testing.T) {
-			want := kustomizeBuild(t, filepath.Join(assets, "kustomize"), filepath.Join(assets, "helm"), filepath.Join(theirs, app),
-				"--helm-kube-version", "v1.36.0", "--helm-api-versions", "example.com/v1")
+	for _, tc := range []struct {
+		app string
+		// source is the app's own kubeVersion and apiVersions (Argo CD's
+		// kustomize.kubeVersion and apiVersions), which replace the
+		// cluster's v1.36.0 and example.com/v1 as Argo CD's flags do.
+		source *config.KustomizeSource
+	}{
+		{app: "apps/local"}, {app: "apps/shared"}, {app: "apps/replace"}, {app: "overlays/prod"}, {app: "apps/remote"},
+		{app: "apps/local", source: &config.KustomizeSource{KubeVersion: "1.30.2", APIVersions: []string{"example.com/v2"}}},
+	} {
+		app := tc.app
+		name, caps := app, []string{"--helm-kube-version", "v1.36.0", "--helm-api-versions", "example.com/v1"}
+		if s := tc.source; s != nil {
+			name, caps = app+" with its own capabilities", []string{"--helm-kube-version", s.KubeVersion, "--helm-api-versions", s.APIVersions[0]}
+		}
+		t.Run(name, func(t *testing.T) {
+			want := kustomizeBuild(t, filepath.Join(assets, "kustomize"), filepath.Join(assets, "helm"), filepath.Join(theirs, app), caps...)
 			if len(want) < 2 {
 				t.Fatalf("the real build made %d objects: the case tests too little", len(want))
 			}
 			asked = nil
 			got, err := Manifests(context.Background(), Options{Dir: filepath.Join(ours, app), Root: ours,
-				KubeVersion: "v1.36.0", APIVersions: []string{"example.com/v1"}, FetchChart: fetch})
+				KubeVersion: "v1.36.0", APIVersions: []string{"example.com/v1"}, FetchChart: fetch, Kustomize: tc.source})
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}

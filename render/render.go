@@ -150,6 +150,13 @@ type Options struct {
 	// is called when a chart is rendered and not otherwise, so a render of
 	// plain files or a kustomization never waits on the cluster's discovery.
 	DiscoverAPIVersions func() []string
+	// Lookup, when set, is Helm's lookup for a chart whose applier renders
+	// it against the cluster (Helm.Lookup): the object's content, an empty
+	// map when it does not exist, or an error that fails the render, as
+	// Helm's own. Nil, lookup gives an empty map, as `helm template` does.
+	// A chart that calls it is neither taken from nor kept in Parsed: its
+	// output follows the cluster.
+	Lookup func(apiVersion, kind, namespace, name string) (map[string]any, error)
 	// Parsed, when set, holds what earlier renders parsed: a plain manifest
 	// file, or a document of a chart's output, whose bytes it has seen is
 	// read from it instead of being parsed again (see ParseCache); so is a

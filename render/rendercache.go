@@ -58,6 +58,8 @@ type renderedDoc struct {
 type chartInput struct {
 	key    cacheKey
 	values [][]byte // the values files, the extra values and the set values
+	// lookup: Helm's lookup reads the cluster (Options.Lookup).
+	lookup bool
 }
 
 // chartInputs reads what a render of the chart whose files are files
@@ -138,8 +140,11 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('D', nil)
 	}
 	part('r', []byte(releaseName(opts)))
-	part('n', []byte(releaseNamespace(opts)))
+	part('n', []byte(opts.ReleaseNamespace()))
 	part('K', []byte(opts.KubeVersion))
+	if in.lookup = opts.Lookup != nil; in.lookup {
+		part('L', nil)
+	}
 	for _, v := range opts.APIVersions {
 		part('a', []byte(v))
 	}
@@ -165,7 +170,7 @@ const (
 func (in chartInput) settlement(ch *chart.Chart) settlement {
 	least := settles
 	for _, v := range in.values {
-		least = min(least, textSettlement(v))
+		least = min(least, textSettlement(v, in.lookup))
 	}
 	var walk func(c *chart.Chart)
 	walk = func(c *chart.Chart) {
@@ -174,7 +179,7 @@ func (in chartInput) settlement(ch *chart.Chart) settlement {
 				if least == mayDiffer {
 					return
 				}
-				least = min(least, textSettlement(f.Data))
+				least = min(least, textSettlement(f.Data, in.lookup))
 			}
 		}
 		for _, d := range c.Dependencies() {
@@ -192,7 +197,7 @@ func (in chartInput) settlement(ch *chart.Chart) settlement {
 // which changes from one call to the next (prometheus-pushgateway takes
 // `first (keys .Values.webConfiguration.basicAuthUsers)`). Helm's lookup
 // and getHostByName return nothing without a cluster and DNS, as driftscan
-// renders, and env is not in Helm's map.
+// renders unless Options.Lookup is set, and env is not in Helm's map.
 var unsettledFuncs = map[string]bool{
 	"keys": true, "values": true,
 	"now": true, "ago": true, "date": true, "date_in_zone": true, "dateInZone": true,
@@ -206,8 +211,9 @@ var unsettledFuncs = map[string]bool{
 
 // textSettlement is the settlement of text: every identifier between "{{"
 // and the next "}}" is read, wherever it stands (a field of that name
-// counts too).
-func textSettlement(text []byte) settlement {
+// counts too). With lookup, Helm's lookup reads the cluster, so a text
+// that names it may differ too.
+func textSettlement(text []byte, lookup bool) settlement {
 	least := settles
 	for {
 		i := bytes.Index(text, []byte("{{"))
@@ -231,7 +237,7 @@ func textSettlement(text []byte) settlement {
 				k++
 			}
 			switch name := string(action[j:k]); {
-			case unsettledFuncs[name]:
+			case unsettledFuncs[name], lookup && name == "lookup":
 				return mayDiffer
 			case name == "tpl":
 				least = mayAssemble

@@ -301,9 +301,18 @@ func TestTextSettlement(t *testing.T) {
 		`{{ tpl .Values.x . }} {{ uuidv4 }}`:           mayDiffer,
 		`{{ uuidv4 }} {{ tpl .Values.x . }}`:           mayDiffer,
 	} {
-		if got := textSettlement([]byte(text)); got != want {
+		if got := textSettlement([]byte(text), false); got != want {
 			t.Errorf("textSettlement(%q) = %v, want %v", text, got, want)
 		}
+	}
+	// Helm's lookup gives nothing without a cluster, and the live object
+	// when the applier renders against one.
+	const lookup = `{{ (lookup "v1" "Secret" .Release.Namespace "db").data }}`
+	if got := textSettlement([]byte(lookup), false); got != settles {
+		t.Errorf("without a cluster, textSettlement(%q) = %v, want settles", lookup, got)
+	}
+	if got := textSettlement([]byte(lookup), true); got != mayDiffer {
+		t.Errorf("with the cluster's lookup, textSettlement(%q) = %v, want mayDiffer", lookup, got)
 	}
 }
 

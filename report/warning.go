@@ -54,6 +54,13 @@ const (
 	// from the same commit (a generated password, a checksum of it), so the
 	// fields that differ between two renders were not compared.
 	WarnUnstableRender WarningCode = "UnstableRender"
+	// WarnLookupUnread: the app's chart looks an object up (Helm's lookup)
+	// that its applier reads when it renders (helm-controller, helm
+	// install) and the scan could not (forbidden to its identity, or a
+	// LIST of Secrets across namespaces, which it never makes): the chart
+	// rendered with nothing there, so fields it takes from that object may
+	// show as drift.
+	WarnLookupUnread WarningCode = "LookupUnread"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

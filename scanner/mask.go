@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/redact"
@@ -24,9 +25,34 @@ type masker struct {
 	// reveal leaves Sensitive values unmasked (they are still marked).
 	reveal bool
 	// secrets are, by app, the values its render took from Secrets (a
-	// HelmRelease's valuesFrom, a Flux Kustomization's substituteFrom): a
-	// value that holds one is masked wherever it is.
-	secrets [][]string
+	// HelmRelease's valuesFrom, a Flux Kustomization's substituteFrom, a
+	// chart's lookup of one): a value that holds one is masked wherever
+	// it is. Renders add to them (addSecrets) while others are compared.
+	secretsMu sync.RWMutex
+	secrets   [][]string
+}
+
+// addSecrets adds values an app's render read from Secrets to its secrets.
+func (m *masker) addSecrets(app int, values []string) {
+	values = redact.Maskable(values)
+	if len(values) == 0 {
+		return
+	}
+	m.secretsMu.Lock()
+	defer m.secretsMu.Unlock()
+	if app >= 0 && app < len(m.secrets) {
+		m.secrets[app] = append(m.secrets[app], values...)
+	}
+}
+
+// secretsOf are app's secrets.
+func (m *masker) secretsOf(app int) []string {
+	m.secretsMu.RLock()
+	defer m.secretsMu.RUnlock()
+	if app < 0 || app >= len(m.secrets) {
+		return nil
+	}
+	return m.secrets[app]
 }
 
 // appSecrets are the texts of each app's values from Secrets worth
@@ -48,10 +74,7 @@ func appSecrets(apps []config.App) [][]string {
 
 // holdsSecret says whether the finding's values hold one of app's secrets.
 func (m *masker) holdsSecret(app int, f *report.Finding) bool {
-	if app < 0 || app >= len(m.secrets) {
-		return false
-	}
-	for _, v := range m.secrets[app] {
+	for _, v := range m.secretsOf(app) {
 		if strings.Contains(f.Git, v) || strings.Contains(f.Live, v) {
 			return true
 		}

@@ -399,7 +399,15 @@ func (s *scan) render(ctx context.Context) error {
 					FetchChart: func(ctx context.Context, c render.ChartRef) (string, error) {
 						return source.KustomizeChart(ctx, s.cfg.Dir, c.Repo, c.Name, c.Version, src)
 					}}
+				if loc.Helm != nil && loc.Helm.Lookup {
+					l := &helmLookup{ctx: ctx, c: s.c, masker: s.masker, app: i, name: app.Name, namespace: ropts.ReleaseNamespace(), warn: s.warn}
+					ropts.Lookup = l.lookup
+				}
 				res.manifests, err = render.Manifests(ctx, ropts)
+				if ropts.Lookup != nil {
+					// A template's error may quote what it looked up.
+					err = redact.Error(err, s.masker.secretsOf(i)...)
+				}
 				for _, mf := range res.manifests {
 					id := mf.Ident()
 					s.c.typer.prefetch(schema.FromAPIVersionAndKind(id.APIVersion, id.Kind).GroupVersion())

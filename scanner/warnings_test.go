@@ -17,10 +17,15 @@ import (
 // kinds plus what extra names.
 func reader(t *testing.T, name string, extra ...rbacv1.PolicyRule) *rest.Config {
 	t.Helper()
-	env.Need(t)
-	rules := append([]rbacv1.PolicyRule{
+	return user(t, name, append([]rbacv1.PolicyRule{
 		{APIGroups: []string{"", "apps"}, Resources: []string{"deployments", "configmaps", "secrets", "services"}, Verbs: []string{"get", "list"}},
-	}, extra...)
+	}, extra...)...)
+}
+
+// user is a user, bound cluster-wide, that may do what rules say.
+func user(t *testing.T, name string, rules ...rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	env.Need(t)
 	if _, err := env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
