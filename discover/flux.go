@@ -164,8 +164,11 @@ func (d *discovery) flux(ctx context.Context) error {
 		for _, p := range problems {
 			d.fail(ref(o.u), name, errors.New(p))
 		}
-		if o.hr != nil {
-			d.driftIgnores(o.u, o.hr, app)
+		if o.hr != nil && o.hr.Spec.DriftDetection != nil {
+			d.fluxIgnores(o.u, "driftDetection.ignore", o.hr.Spec.DriftDetection.Ignore, app)
+		}
+		if o.ks != nil {
+			d.fluxIgnores(o.u, "ignore", o.ks.Spec.Ignore, app)
 		}
 	}
 	return nil

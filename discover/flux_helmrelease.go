@@ -14,7 +14,6 @@ import (
 
 	"helm.sh/helm/v4/pkg/strvals"
 
-	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/source"
 )
@@ -47,18 +46,8 @@ type helmRelease struct {
 			} `json:"kustomize"`
 		} `json:"postRenderers"`
 		DriftDetection *struct {
-			Mode   string `json:"mode"`
-			Ignore []struct {
-				Paths  []string `json:"paths"`
-				Target *struct {
-					Group              string `json:"group"`
-					Kind               string `json:"kind"`
-					Name               string `json:"name"`
-					Namespace          string `json:"namespace"`
-					LabelSelector      string `json:"labelSelector"`
-					AnnotationSelector string `json:"annotationSelector"`
-				} `json:"target"`
-			} `json:"ignore"`
+			Mode   string           `json:"mode"`
+			Ignore []fluxIgnoreRule `json:"ignore"`
 		} `json:"driftDetection"`
 	} `json:"spec"`
 	Status struct {
@@ -577,25 +566,4 @@ func valuesData(obj *unstructured.Unstructured, kind, key string) (string, bool,
 // escaped.
 func escapeSetValue(v string) string {
 	return strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(v)
-}
-
-// driftIgnores imports a HelmRelease's driftDetection.ignore entries. A
-// target with a label or annotation selector cannot be expressed as an
-// ignore rule: it is not imported, which hides less, and gets an error.
-func (d *discovery) driftIgnores(u *unstructured.Unstructured, hr *helmRelease, app config.App) {
-	dd := hr.Spec.DriftDetection
-	if dd == nil {
-		return
-	}
-	for i, ig := range dd.Ignore {
-		r := classify.IgnoreRule{JSONPointers: ig.Paths, Owner: app.Owner, Reason: "imported from Flux", Expires: d.expires(), App: app.Name}
-		if t := ig.Target; t != nil {
-			if t.LabelSelector != "" || t.AnnotationSelector != "" {
-				d.fail(ref(u), app.Name, fmt.Errorf("driftDetection.ignore[%d] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule", i))
-				continue
-			}
-			r.Group, r.Kind, r.Name, r.Namespace = t.Group, t.Kind, t.Name, t.Namespace
-		}
-		d.addRule(ref(u), r)
-	}
 }

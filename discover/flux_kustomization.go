@@ -50,6 +50,9 @@ type kustomization struct {
 		Decryption *struct {
 			Provider string `json:"provider"`
 		} `json:"decryption"`
+		// Ignore are the paths kustomize-controller leaves as they are
+		// live (v1.9: fluxcd/pkg/ssa's DriftIgnoreRules).
+		Ignore []fluxIgnoreRule `json:"ignore"`
 	} `json:"spec"`
 	Status struct {
 		// LastAppliedRevision is the artifact revision last applied:

@@ -58,6 +58,11 @@ spec:
     - {kind: Secret, name: cluster-secrets}
     - {kind: ConfigMap, name: absent, optional: true}
     - {kind: ConfigMap, name: needed}
+  ignore:
+  - paths: [/spec/replicas, /spec/template/spec/containers/0/resources]
+    target: {group: apps, version: v1, kind: Deployment, name: web}
+  - paths: [/data]
+    target: {kind: ConfigMap|Secret}
 `, `
 apiVersion: v1
 kind: ConfigMap
@@ -176,6 +181,8 @@ spec:
     - paths: [/data]
       target: {kind: ConfigMap, labelSelector: app=web}
     - paths: [/metadata/annotations]
+    - paths: [/spec/replicas]
+      target: {kind: Deployment, name: web-.*}
 `, `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -448,6 +455,9 @@ func TestFluxObjects(t *testing.T) {
 		t.Errorf("apps (-want +got):\n%s", d)
 	}
 	wantRules := []classify.IgnoreRule{
+		// A Kustomization's ignore (kustomize-controller v1.9).
+		{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas", "/spec/template/spec/containers/0/resources"},
+			Owner: "team-shop", Reason: "imported from Flux", Expires: "2027-03-01", App: "shop"},
 		{Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web"},
 		{JSONPointers: []string{"/metadata/annotations"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web"},
 	}
@@ -468,9 +478,11 @@ func TestFluxObjects(t *testing.T) {
 		"Kustomization/NS/oci-unpulled: OCIRepository ref.semverFilter is not applied by driftscan: source-controller has pulled no artifact yet, and the newest tag of the range is read",
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
 		"Kustomization/NS/shop: substituteFrom ConfigMap NS/needed: configmaps \"needed\" not found: Flux cannot build the Kustomization either",
+		`Kustomization/NS/shop: ignore[1] not imported: target kind "ConfigMap|Secret" is a regular expression, which a driftscan ignore rule cannot express`,
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
 		"HelmRelease/NS/web: driftDetection.ignore[1] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule",
+		`HelmRelease/NS/web: driftDetection.ignore[3] not imported: target name "web-.*" is a regular expression, which a driftscan ignore rule cannot express`,
 	}
 	if d := diff(wantErrors, errorTexts(res.Errors, ns)); d != "" {
 		t.Errorf("errors (-want +got):\n%s", d)
