@@ -37,25 +37,7 @@ func TestFluxKustomizationIgnoreIsADebt(t *testing.T) {
 	}
 
 	// What the real controller does with the two edits.
-	at := time.Now().UTC().Format(time.RFC3339Nano)
-	if _, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Patch(t.Context(), name, types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at), metav1.PatchOptions{FieldManager: "flux-cli"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ks, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if handled, _, _ := unstructured.NestedString(ks.Object, "status", "lastHandledReconcileAt"); handled == at {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kustomize-controller did not handle the reconcile requested at %s", at)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	reconcileKustomization(t, ns, name)
 	data, _, _ := unstructured.NestedStringMap(env.Get(t, cluster.ConfigMap, ns, "cfg").Object, "data")
 	if data["mode"] != "fast" || data["level"] != "info" {
 		t.Fatalf("after a reconcile the ConfigMap holds %v: the test expects kustomize-controller to keep mode fast (ignored) and put level back to info", data)
@@ -76,5 +58,31 @@ func TestFluxKustomizationIgnoreIsADebt(t *testing.T) {
 	}
 	if len(ignored) != 1 || ignored[0] != "ConfigMap/cfg .data.mode fast" {
 		t.Errorf("want mode's edit ignored by the rule imported from the Kustomization, got %v", ignored)
+	}
+}
+
+// reconcileKustomization has kustomize-controller reconcile the
+// Kustomization now (as `flux reconcile` asks it: the requestedAt
+// annotation) and waits until it has handled that request.
+func reconcileKustomization(t *testing.T, ns, name string) {
+	t.Helper()
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	if _, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Patch(t.Context(), name, types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at), metav1.PatchOptions{FieldManager: "flux-cli"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ks, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if handled, _, _ := unstructured.NestedString(ks.Object, "status", "lastHandledReconcileAt"); handled == at {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kustomize-controller did not handle the reconcile requested at %s", at)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

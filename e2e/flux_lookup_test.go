@@ -18,13 +18,9 @@ import (
 func TestFluxHelmReleaseLookupScansClean(t *testing.T) {
 	needFlux(t)
 	ns := env.Namespace(t, nil)
-	env.Create(t, "kubectl-create", ns, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db"},
-		"stringData": map[string]any{"user": "alice-db-user"},
-	}})
-	env.Create(t, "kubectl-create", ns, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "seed"},
-	}})
+	for _, obj := range chartrepo.LookupObjects() {
+		env.Create(t, "kubectl-create", ns, obj)
+	}
 	files := map[string]string{}
 	for name, text := range chartrepo.Lookup().Files {
 		files["chart/"+name] = text

@@ -61,6 +61,12 @@ const (
 	// rendered with nothing there, so fields it takes from that object may
 	// show as drift.
 	WarnLookupUnread WarningCode = "LookupUnread"
+	// WarnNotApplied: Git marks the object for kustomize-controller never
+	// to apply (kustomize.toolkit.fluxcd.io/ssa: Ignore, or
+	// kustomize.toolkit.fluxcd.io/reconcile: disabled), and it is not
+	// compared; or to create only (ssa: IfNotPresent), and only whether it
+	// exists is compared: what anyone changes in it later stays.
+	WarnNotApplied WarningCode = "NotApplied"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

@@ -361,6 +361,11 @@ func (q *objectQueue) close() {
 // compareFound diffs d with the live object f that a page held, unless
 // the verdict cache says it is in sync.
 func (s *scan) compareFound(d desired, f foundObject) {
+	if d.createOnly {
+		// Its applier never updates it: that it exists is all Git says.
+		s.r.Apps[d.app].Objects[d.object].Status = report.StatusInSync
+		return
+	}
 	if f.verdict != nil {
 		if s.verdictHolds(d, *f.verdict) {
 			s.useVerdict(f.index, f.verdict)

@@ -41,3 +41,34 @@ func hookOf(app config.App, ann map[string]string) string {
 	}
 	return ""
 }
+
+// The annotations by which Git tells Flux's kustomize-controller how to
+// apply an object (its apply options: ExclusionSelector and
+// IfNotPresentSelector, kustomization_controller.go).
+const (
+	fluxSSAAnnotation       = "kustomize.toolkit.fluxcd.io/ssa"
+	fluxReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
+)
+
+// fluxApplyPolicy says how kustomize-controller applies an object of app
+// annotated ann, when it is app's applier (AppliedAsFlux): never (why it
+// does not, for `ssa: Ignore` and `reconcile: disabled`), only while it is
+// missing (createOnly, for `ssa: IfNotPresent`: it creates it and never
+// updates it), or as any other ("", false). Values compare as
+// kustomize-controller compares them (fluxcd/pkg/ssa utils.AnyInMetadata),
+// without case. kustomize-controller reads labels too; only annotations
+// are read here.
+func fluxApplyPolicy(app config.App, ann map[string]string) (never string, createOnly bool) {
+	if app.AppliedAs != config.AppliedAsFlux {
+		return "", false
+	}
+	switch ssa := ann[fluxSSAAnnotation]; {
+	case strings.EqualFold(ann[fluxReconcileAnnotation], "disabled"):
+		return fluxReconcileAnnotation + ": " + ann[fluxReconcileAnnotation], false
+	case strings.EqualFold(ssa, "Ignore"):
+		return fluxSSAAnnotation + ": " + ssa, false
+	case strings.EqualFold(ssa, "IfNotPresent"):
+		return "", true
+	}
+	return "", false
+}

@@ -26,13 +26,9 @@ import (
 func TestAChartsLookupReadsTheClusterAsItsApplierDid(t *testing.T) {
 	env.Need(t)
 	ns := env.Namespace(t, nil)
-	env.Create(t, "kubectl-create", ns, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db"},
-		"stringData": map[string]any{"user": "alice-db-user"},
-	}})
-	env.Create(t, "kubectl-create", ns, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "seed"},
-	}})
+	for _, obj := range chartrepo.LookupObjects() {
+		env.Create(t, "kubectl-create", ns, obj)
+	}
 	dir := t.TempDir()
 	for name, text := range chartrepo.Lookup().Files {
 		p := filepath.Join(dir, "client", filepath.FromSlash(name))

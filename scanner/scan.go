@@ -152,6 +152,9 @@ type desired struct {
 	// which stands for that hash when there is one (hashDesired).
 	content string
 	digest  string
+	// createOnly: its applier creates it when it is missing and never
+	// updates it (fluxApplyPolicy): a live one is not compared.
+	createOnly bool
 }
 
 type listKey struct {
@@ -520,6 +523,18 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 			Message: fmt.Sprintf("%s (%s line %d) is a hook, so it is not compared: %s", ref, mf.File, mf.Line, why)})
 		return
 	}
+	never, createOnly := fluxApplyPolicy(app, id.Annotations)
+	if never != "" {
+		ref := ro.Ref()
+		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s line %d) is marked %s: kustomize-controller never applies it, so it is not compared", ref, mf.File, mf.Line, never)})
+		return
+	}
+	if createOnly {
+		ref := ro.Ref()
+		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s line %d) is marked %s: IfNotPresent: kustomize-controller creates it when it is missing and never updates it, so only whether it exists is compared", ref, mf.File, mf.Line, fluxSSAAnnotation)})
+	}
 	if fromSOPSFiles && hashSuffix.MatchString(name) {
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnEncryptedNameSkipped, App: app.Name, Object: ref,
@@ -543,7 +558,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest}
+	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest, createOnly: createOnly}
 	if mf.Object == nil {
 		d.load = mf.Load // git gives what it decodes the key's namespace
 	} else {

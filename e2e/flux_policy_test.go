@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
+)
+
+// Objects a Kustomization's Git marks for kustomize-controller: create
+// only (ssa: IfNotPresent), never apply (ssa: Ignore), reconcile disabled.
+// The real controller creates the first, never the second, and keeps a
+// person's edits of the first and third after a reconcile, while it puts
+// back one of an object marked nothing. driftscan must not call any of the
+// kept edits drift the next sync undoes.
+func TestFluxApplyPolicyAnnotationsAreNoDrift(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	cm := func(name, annotation string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  annotations: {" + annotation + "}\ndata: {mode: safe}\n"
+	}
+	repo := gitServer.NewRepo(t, map[string]string{
+		"app/seed.yaml":     cm("seed", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
+		"app/ignored.yaml":  cm("ignored", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
+		"app/disabled.yaml": cm("disabled", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
+		"app/plain.yaml":    cm("plain", "team: web"),
+	})
+	const name = "policies"
+	createFluxSource(t, ns, name, repo)
+	createKustomizationOf(t, ns, name, "app", "1h")
+	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "ignored", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ConfigMap ignored: %v; the test expects kustomize-controller never to create an object marked ssa: Ignore", err)
+	}
+	// disabled was never applied either: a person creates it.
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "disabled", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ConfigMap disabled: %v; the test expects kustomize-controller never to create an object marked reconcile: disabled", err)
+	}
+	for _, n := range []string{"seed", "plain"} {
+		env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, n, types.MergePatchType, `{"data":{"mode":"fast"}}`)
+	}
+	reconcileKustomization(t, ns, name)
+	for n, want := range map[string]string{"seed": "fast", "plain": "safe"} {
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{})
+		if err != nil || cm.Data["mode"] != want {
+			t.Fatalf("ConfigMap %s after a reconcile: %v, %v; the test expects mode %s", n, cm.Data, err, want)
+		}
+	}
+
+	r := scan(t, "--from", "flux", "--app", name)
+	if got := activeFindings(r); len(got) != 0 || len(appErrors(r)) != 0 {
+		t.Errorf("want no finding (the create-only edit stays, the other was put back), got:\n%s\nerrors %v", describe(got), appErrors(r))
+	}
+	var warned []string
+	for _, w := range r.Warnings {
+		if w.Code == report.WarnNotApplied {
+			warned = append(warned, strings.TrimPrefix(w.Object, "ConfigMap/"+ns+"/"))
+		}
+	}
+	slices.Sort(warned)
+	if strings.Join(warned, ",") != "disabled,ignored,seed" {
+		t.Errorf("NotApplied warnings for %v, want disabled, ignored and seed", warned)
+	}
+}
