@@ -31,6 +31,9 @@ type IgnoreRule struct {
 	Expires               string   `yaml:"expires"`
 	// App limits the rule to one app (rules imported from Argo CD).
 	App string `yaml:"app"`
+	// Tool limits the rule to the apps of one reconciler (report.GitOps
+	// Tool): argocd-cm's rules are every Argo CD app's, and no other's.
+	Tool string `yaml:"-"`
 
 	expires time.Time
 	jq      []*jqExpr
@@ -104,7 +107,9 @@ func (r *IgnoreRule) Expired(now time.Time) bool { return !now.Before(r.expires.
 
 // IgnoreObject is the live object ignore rules are matched against.
 type IgnoreObject struct {
-	App                          string
+	App string
+	// Tool is the app's reconciler (report.GitOps Tool), "" for none.
+	Tool                         string
 	Group, Kind, Namespace, Name string
 	// Live is the live object, for jq path expressions.
 	Live map[string]any
@@ -124,7 +129,9 @@ func (o IgnoreObject) ref() string {
 // IgnoreTarget is one finding's place: the object and the finding's JSON
 // pointer (list items by index, as Argo CD writes them).
 type IgnoreTarget struct {
-	App                          string
+	App string
+	// Tool is the app's reconciler (report.GitOps Tool), "" for none.
+	Tool                         string
 	Group, Kind, Namespace, Name string
 	// Live is the live object, for jq path expressions.
 	Live map[string]any
@@ -204,7 +211,7 @@ func (ig *Ignorer) CountFor(app string) int {
 // For several findings of one object, For is cheaper: it runs each jq
 // expression once per object.
 func (ig *Ignorer) Apply(t IgnoreTarget, f *report.Finding) {
-	ig.For(IgnoreObject{App: t.App, Group: t.Group, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Live: t.Live}).Apply(t.Pointer, f)
+	ig.For(IgnoreObject{App: t.App, Tool: t.Tool, Group: t.Group, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Live: t.Live}).Apply(t.Pointer, f)
 }
 
 // For returns the rules as they apply to one live object. The result is
@@ -242,7 +249,7 @@ func (oi *ObjectIgnorer) Apply(pointer string, f *report.Finding) {
 
 func (oi *ObjectIgnorer) matches(i int, r *IgnoreRule, pointer string, f *report.Finding) bool {
 	t := oi.obj
-	if (r.App != "" && r.App != t.App) || (r.Group != "" && r.Group != t.Group) || (r.Kind != "" && r.Kind != t.Kind) ||
+	if (r.App != "" && r.App != t.App) || (r.Tool != "" && r.Tool != t.Tool) || (r.Group != "" && r.Group != t.Group) || (r.Kind != "" && r.Kind != t.Kind) ||
 		(r.Namespace != "" && r.Namespace != t.Namespace) || (r.Name != "" && r.Name != t.Name) {
 		return false
 	}

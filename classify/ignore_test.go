@@ -15,7 +15,7 @@ func TestIgnoreRulesMatchLikeArgoCD(t *testing.T) {
 		map[string]any{"name": "app", "image": "nginx", "env": []any{map[string]any{"name": "A", "value": "1"}}},
 	}}}}}
 	target := func(pointer string) IgnoreTarget {
-		return IgnoreTarget{App: "web", Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Live: live, Pointer: pointer}
+		return IgnoreTarget{App: "web", Tool: "argocd", Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Live: live, Pointer: pointer}
 	}
 	cases := []struct {
 		name    string
@@ -32,6 +32,8 @@ func TestIgnoreRulesMatchLikeArgoCD(t *testing.T) {
 		{"a manager hides what it owns", IgnoreRule{ManagedFieldsManagers: []string{"kube-controller-manager"}}, "/spec/replicas", "kube-controller-manager", true},
 		{"another kind is not matched", IgnoreRule{Kind: "StatefulSet", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", false},
 		{"another app's rule is not matched", IgnoreRule{App: "api", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", false},
+		{"a rule of the app's reconciler (argocd-cm's) is matched", IgnoreRule{Tool: "argocd", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", true},
+		{"another reconciler's rule is not matched", IgnoreRule{Tool: "flux", JSONPointers: []string{"/spec"}}, "/spec/replicas", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

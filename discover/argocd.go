@@ -232,7 +232,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 		apps[ref(u)] = &a
 	}
 	names := appNames(kept)
-	build := d.kustomizeBuild(ctx, projectNS)
+	build := d.argoSettings(ctx, projectNS)
 	for _, u := range kept {
 		first := len(d.res.Apps)
 		d.application(u, apps[ref(u)], names[ref(u)], func(repo string) string {
@@ -271,12 +271,13 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 	return a
 }
 
-// kustomizeBuild is how Argo CD runs `kustomize build`: argocd-cm's
-// kustomize.buildOptions in its namespace (--enable-helm, --load-restrictor
-// LoadRestrictionsNone); Argo CD's defaults without argocd-cm; nil, the
-// scan's own defaults, when argocd-cm cannot be read (the scan's identity
-// may not get it).
-func (d *discovery) kustomizeBuild(ctx context.Context, ns string) *config.KustomizeBuild {
+// argoSettings reads argocd-cm in Argo CD's namespace and returns how Argo
+// CD runs `kustomize build` (its kustomize.buildOptions: --enable-helm,
+// --load-restrictor LoadRestrictionsNone) and imports its system-level
+// ignore rules (argoCMIgnores). Without argocd-cm, Argo CD's defaults and
+// no rules; when it cannot be read (the scan's identity may not get it),
+// a nil build, the scan's own defaults, and no rules.
+func (d *discovery) argoSettings(ctx context.Context, ns string) *config.KustomizeBuild {
 	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &config.KustomizeBuild{}
@@ -284,8 +285,9 @@ func (d *discovery) kustomizeBuild(ctx context.Context, ns string) *config.Kusto
 	if err != nil {
 		return nil
 	}
-	opts, _, _ := unstructured.NestedString(cm.Object, "data", "kustomize.buildOptions")
-	return kustomizeBuildOptions(opts)
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	d.argoCMIgnores(cm, data)
+	return kustomizeBuildOptions(data["kustomize.buildOptions"])
 }
 
 // kustomizeBuildOptions reads the `kustomize build` flags that change a

@@ -110,6 +110,55 @@ spec:
 		}},
 	},
 	{
+		name: "argocd-cm's system-level ignoreDifferences are every Argo CD app's debts; a split key replaces the combined one for its kind",
+		argocdCM: `  resource.customizations: |
+    apps/Deployment:
+      ignoreDifferences: |
+        jsonPointers: [/spec/template/metadata/annotations]
+    admissionregistration.k8s.io/MutatingWebhookConfiguration:
+      ignoreDifferences: |
+        jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle']
+    "*.crossplane.io/*":
+      ignoreDifferences: |
+        jsonPointers: [/spec/forProvider]
+  resource.customizations.ignoreDifferences.apps_Deployment: |
+    jsonPointers: [/spec/replicas]
+    managedFieldsManagers: [kube-controller-manager]
+  resource.customizations.ignoreDifferences.Service: |
+    jsonPointers: [/spec/clusterIP]
+  resource.customizations.ignoreDifferences.all: |
+    managedFieldsManagers: [vpa-recommender]
+  resource.customizations.health.apps_Deployment: "hs = {}"
+  resource.compareoptions: |
+    ignoreAggregatedRoles: true
+`,
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: built}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`},
+		apps: []config.App{{
+			Name: "built", Owner: "shop", Namespace: "shop",
+			Source:         config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web"},
+			Appliers:       argoAppliers,
+			GitOps:         &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
+			KustomizeBuild: &config.KustomizeBuild{},
+		}},
+		rules: []classify.IgnoreRule{
+			{JSONPointers: nil, ManagedFieldsManagers: []string{"vpa-recommender"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.all)", Expires: "2027-03-01", Tool: "argocd"},
+			{Kind: "Service", JSONPointers: []string{"/spec/clusterIP"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.Service)", Expires: "2027-03-01", Tool: "argocd"},
+			{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration", JQPathExpressions: []string{".webhooks[]?.clientConfig.caBundle"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations admissionregistration.k8s.io/MutatingWebhookConfiguration)", Expires: "2027-03-01", Tool: "argocd"},
+			{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.apps_Deployment)", Expires: "2027-03-01", Tool: "argocd"},
+		},
+		errors: []string{
+			`ConfigMap/NS/argocd-cm: resource.customizations *.crossplane.io/* not imported: group "*.crossplane.io" is a pattern, which a driftscan ignore rule cannot express`,
+		},
+	},
+	{
 		name: "a Helm source keeps its release name, values files, parameters and inline values",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1

@@ -431,7 +431,11 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	cl := s.classifiers[d.app]
 	// The ignore rules' jq expressions run here, in this worker, bounded by
 	// Options.JQ: a slow one holds up no other object.
-	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
+	var tool string
+	if app.GitOps != nil {
+		tool = app.GitOps.Tool
+	}
+	ignores := s.ignorer.For(classify.IgnoreObject{App: s.r.Apps[d.app].Name, Tool: tool, Group: gvk.Group, Kind: gvk.Kind, Namespace: l.GetNamespace(), Name: l.GetName(), Live: liveObj})
 	obj.Tracking = s.tracking[d.app]
 	facts := &objectFacts{typer: s.c.typer, gvk: gvk, git: git, nulls: nulls, live: l}
 	dismissed := report.Dismissed{}

@@ -1,0 +1,117 @@
+package discover
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/calricon/driftscan/classify"
+)
+
+// argoOverrideIgnore is the ignoreDifferences of an argocd-cm resource
+// customization (v1alpha1.OverrideIgnoreDiff).
+type argoOverrideIgnore struct {
+	JSONPointers          []string `json:"jsonPointers"`
+	JQPathExpressions     []string `json:"jqPathExpressions"`
+	ManagedFieldsManagers []string `json:"managedFieldsManagers"`
+}
+
+const argoCustomizations = "resource.customizations"
+
+// argoCMIgnores imports argocd-cm's system-level ignore rules, which Argo
+// CD applies to every Application (util/settings GetResourceOverrides):
+// the ignoreDifferences of each group/kind in resource.customizations (a
+// YAML map whose ignoreDifferences is itself YAML text), replaced by a
+// resource.customizations.ignoreDifferences.<group>_<kind> key (<kind>
+// alone for the core group, `all` for every kind) for the same group and
+// kind. Each becomes a rule of every Argo CD app (Tool), owned by
+// argocd-cm's owner (the owner label, else "argocd"), to review by the
+// import expiry. A group or kind that is a glob other than `*` cannot be a
+// driftscan rule: it is not imported, and is an error naming the key.
+func (d *discovery) argoCMIgnores(cm *unstructured.Unstructured, data map[string]string) {
+	object := ref(cm)
+	overrides := map[string]argoOverrideIgnore{}
+	origin := map[string]string{}
+	if text := data[argoCustomizations]; text != "" {
+		var combined map[string]struct {
+			IgnoreDifferences string `json:"ignoreDifferences"`
+		}
+		if err := yaml.Unmarshal([]byte(text), &combined); err != nil {
+			d.fail(object, "", fmt.Errorf("%s: %w", argoCustomizations, err))
+		}
+		for key, c := range combined {
+			if c.IgnoreDifferences == "" {
+				continue
+			}
+			var ig argoOverrideIgnore
+			if err := yaml.Unmarshal([]byte(c.IgnoreDifferences), &ig); err != nil {
+				d.fail(object, "", fmt.Errorf("%s %s ignoreDifferences: %w", argoCustomizations, key, err))
+				continue
+			}
+			overrides[key], origin[key] = ig, argoCustomizations+" "+key
+		}
+	}
+	const split = argoCustomizations + ".ignoreDifferences."
+	for k, text := range data {
+		gk, ok := strings.CutPrefix(k, split)
+		if !ok {
+			continue
+		}
+		key, err := argoOverrideKey(gk)
+		if err != nil {
+			d.fail(object, "", fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		var ig argoOverrideIgnore
+		if err := yaml.Unmarshal([]byte(text), &ig); err != nil {
+			d.fail(object, "", fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		overrides[key], origin[key] = ig, k
+	}
+	owner := d.owner(cm, "argocd")
+	for _, key := range slices.Sorted(maps.Keys(overrides)) {
+		ig := overrides[key]
+		if len(ig.JSONPointers)+len(ig.JQPathExpressions)+len(ig.ManagedFieldsManagers) == 0 {
+			continue
+		}
+		group, kind, _ := strings.Cut(key, "/")
+		if !strings.Contains(key, "/") {
+			group, kind = "", key
+		}
+		var globs []string
+		for _, f := range []struct{ name, value string }{{"group", group}, {"kind", kind}} {
+			if f.value != "*" && strings.ContainsAny(f.value, "*?[]{}\\") {
+				globs = append(globs, fmt.Sprintf("%s %q", f.name, f.value))
+			}
+		}
+		if len(globs) > 0 {
+			d.fail(object, "", fmt.Errorf("%s not imported: %s is a pattern, which a driftscan ignore rule cannot express", origin[key], strings.Join(globs, ", ")))
+			continue
+		}
+		d.addRule(object, classify.IgnoreRule{Group: anyIfStar(group), Kind: anyIfStar(kind),
+			JSONPointers: ig.JSONPointers, JQPathExpressions: ig.JQPathExpressions, ManagedFieldsManagers: ig.ManagedFieldsManagers,
+			Owner: owner, Reason: "imported from Argo CD's argocd-cm (" + origin[key] + ")", Expires: d.expires(), Tool: FromArgoCD})
+	}
+}
+
+// argoOverrideKey is the group/kind of a split key's <group>_<kind> (Argo
+// CD's convertToOverrideKey): <kind> alone for the core group, and `all`
+// for every group and kind.
+func argoOverrideKey(gk string) (string, error) {
+	if gk == "all" {
+		return "*/*", nil
+	}
+	parts := strings.Split(gk, "_")
+	switch {
+	case len(parts) == 2:
+		return parts[0] + "/" + parts[1], nil
+	case len(parts) == 1 && gk != "":
+		return gk, nil
+	}
+	return "", fmt.Errorf("want <group>_<kind> or <kind> after ignoreDifferences., have %q", gk)
+}
