@@ -68,4 +68,24 @@ func TestFluxApplyPolicyAnnotationsAreNoDrift(t *testing.T) {
 	if strings.Join(warned, ",") != "disabled,ignored,seed" {
 		t.Errorf("NotApplied warnings for %v, want disabled, ignored and seed", warned)
 	}
+
+	// On-call pauses Flux on one object by hand and edits it: the real
+	// controller leaves it, and the finding says so rather than that the
+	// next reconcile reverts it.
+	env.Patch(t, "kubectl-annotate", cluster.ConfigMap, ns, "plain", types.MergePatchType,
+		`{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/reconcile":"disabled"}}}`)
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "plain", types.MergePatchType, `{"data":{"mode":"hotfix"}}`)
+	reconcileKustomization(t, ns, name)
+	if cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "plain", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "hotfix" {
+		t.Fatalf("ConfigMap plain after a reconcile: %v, %v; the test expects kustomize-controller to skip a live object marked reconcile: disabled", cm.Data, err)
+	}
+	var mode *finding
+	for _, f := range activeFindings(scan(t, "--from", "flux", "--app", name)) {
+		if f.Object == "ConfigMap/plain" && f.Path == ".data.mode" {
+			mode = &f
+		}
+	}
+	if mode == nil || !strings.Contains(mode.Hint, "marked kustomize.toolkit.fluxcd.io/reconcile: disabled") {
+		t.Errorf("the hotfix on an object paused by hand: %+v; want a finding whose hint says kustomize-controller skips it", mode)
+	}
 }

@@ -401,6 +401,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			ro.Owner = l.GetAnnotations()[k]
 		}
 	}
+	paused := fluxPausedHint(*app, l) // before its content is taken
 	// The live object was decoded for this compare: its content is taken.
 	liveObj := normalizeLive(l)
 	git, nulls := normalizeSent(app.AppliedAs, d.obj, liveObj)
@@ -476,7 +477,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 				f.Hint = joinHint(f.Hint, h)
 			}
 		}
-		if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
+		if paused != "" && f.Class.Deliberate() {
+			f.Hint = joinHint(f.Hint, paused)
+		} else if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
 		if h := keptChartHint(app.Source.Helm, f, cl); h != "" {

@@ -85,4 +85,23 @@ func TestKustomizeControllerApplyPolicyAnnotations(t *testing.T) {
 	if diff := cmp.Diff(map[string]report.Status{"seed": report.StatusInSync, "absent": report.StatusMissing, "plain": report.StatusDrifted}, status); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
+	// On-call pauses Flux on the object by hand to keep the edit: the
+	// finding stays, and says why it is not put back.
+	env.Patch(t, "kubectl-annotate", cluster.ConfigMap, ns, "plain", "application/merge-patch+json",
+		`{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/reconcile":"disabled"}}}`)
+	app.GitOps = &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/flux", SelfHeal: true}
+	r = runScan(t, scanConfig(ns, app))
+	var mode *report.Finding
+	for _, a := range r.Apps {
+		for _, o := range a.Objects {
+			for i, f := range o.Findings {
+				if o.Name == "plain" && f.Path == ".data.mode" {
+					mode = &o.Findings[i]
+				}
+			}
+		}
+	}
+	if mode == nil || !strings.Contains(mode.Hint, "marked kustomize.toolkit.fluxcd.io/reconcile: disabled") || strings.Contains(mode.Hint, "reverted") {
+		t.Errorf("the edit of an object paused by hand: %+v; want a hint that kustomize-controller skips it, not that it is reverted", mode)
+	}
 }

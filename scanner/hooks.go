@@ -1,7 +1,10 @@
 package scanner
 
 import (
+	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
 )
@@ -62,13 +65,40 @@ func fluxApplyPolicy(app config.App, ann map[string]string) (never string, creat
 	if app.AppliedAs != config.AppliedAsFlux {
 		return "", false
 	}
-	switch ssa := ann[fluxSSAAnnotation]; {
-	case strings.EqualFold(ann[fluxReconcileAnnotation], "disabled"):
-		return fluxReconcileAnnotation + ": " + ann[fluxReconcileAnnotation], false
-	case strings.EqualFold(ssa, "Ignore"):
-		return fluxSSAAnnotation + ": " + ssa, false
-	case strings.EqualFold(ssa, "IfNotPresent"):
-		return "", true
+	if never := fluxExcluded(ann); never != "" {
+		return never, false
 	}
-	return "", false
+	return "", strings.EqualFold(ann[fluxSSAAnnotation], "IfNotPresent")
+}
+
+// fluxExcluded is the mark among metadata (labels or annotations) for
+// which kustomize-controller skips an object (its ExclusionSelector:
+// `reconcile: disabled`, `ssa: Ignore`), as "key: value", or "".
+func fluxExcluded(metadata ...map[string]string) string {
+	for _, m := range metadata {
+		switch {
+		case strings.EqualFold(m[fluxReconcileAnnotation], "disabled"):
+			return fluxReconcileAnnotation + ": " + m[fluxReconcileAnnotation]
+		case strings.EqualFold(m[fluxSSAAnnotation], "Ignore"):
+			return fluxSSAAnnotation + ": " + m[fluxSSAAnnotation]
+		}
+	}
+	return ""
+}
+
+// fluxPausedHint is the hint for a person's or a pipeline's change of an
+// object of a kustomize-controller app whose live self carries a mark
+// kustomize-controller skips it for (someone paused Flux on this object
+// by hand, as on-call engineers do to keep a hotfix): the change is not
+// reverted, whatever self-heal says, until the mark goes. "" when the live
+// object carries none.
+func fluxPausedHint(app config.App, live *unstructured.Unstructured) string {
+	if app.AppliedAs != config.AppliedAsFlux {
+		return ""
+	}
+	mark := fluxExcluded(live.GetAnnotations(), live.GetLabels())
+	if mark == "" {
+		return ""
+	}
+	return fmt.Sprintf("the live object is marked %s: kustomize-controller skips it, so this change stays until the mark is removed; carry it back to Git, then remove the mark", mark)
 }
