@@ -79,21 +79,16 @@ func (d *discovery) argoCMIgnores(cm *unstructured.Unstructured, data map[string
 		if len(ig.JSONPointers)+len(ig.JQPathExpressions)+len(ig.ManagedFieldsManagers) == 0 {
 			continue
 		}
-		group, kind, _ := strings.Cut(key, "/")
-		if !strings.Contains(key, "/") {
+		group, kind, ok := strings.Cut(key, "/")
+		if !ok {
 			group, kind = "", key
 		}
-		var globs []string
-		for _, f := range []struct{ name, value string }{{"group", group}, {"kind", kind}} {
-			if f.value != "*" && strings.ContainsAny(f.value, "*?[]{}\\") {
-				globs = append(globs, fmt.Sprintf("%s %q", f.name, f.value))
-			}
-		}
-		if len(globs) > 0 {
+		group, kind = anyIfStar(group), anyIfStar(kind)
+		if globs := patterned(`*?[]{}\`, "group", group, "kind", kind); len(globs) > 0 {
 			d.fail(object, "", fmt.Errorf("%s not imported: %s is a pattern, which a driftscan ignore rule cannot express", origin[key], strings.Join(globs, ", ")))
 			continue
 		}
-		d.addRule(object, classify.IgnoreRule{Group: anyIfStar(group), Kind: anyIfStar(kind),
+		d.addRule(object, classify.IgnoreRule{Group: group, Kind: kind,
 			JSONPointers: ig.JSONPointers, JQPathExpressions: ig.JQPathExpressions, ManagedFieldsManagers: ig.ManagedFieldsManagers,
 			Owner: owner, Reason: "imported from Argo CD's argocd-cm (" + origin[key] + ")", Expires: d.expires(), Tool: FromArgoCD})
 	}

@@ -47,13 +47,7 @@ func (d *discovery) fluxIgnores(u *unstructured.Unstructured, field string, rule
 				d.fail(ref(u), app.Name, fmt.Errorf("%s[%d] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule", field, i))
 				continue
 			}
-			var regex []string
-			for _, f := range []struct{ name, value string }{{"group", t.Group}, {"kind", t.Kind}, {"name", t.Name}, {"namespace", t.Namespace}} {
-				if strings.ContainsAny(f.value, regexMeta) {
-					regex = append(regex, fmt.Sprintf("%s %q", f.name, f.value))
-				}
-			}
-			if len(regex) > 0 {
+			if regex := patterned(regexMeta, "group", t.Group, "kind", t.Kind, "name", t.Name, "namespace", t.Namespace); len(regex) > 0 {
 				d.fail(ref(u), app.Name, fmt.Errorf("%s[%d] not imported: target %s is a regular expression, which a driftscan ignore rule cannot express", field, i, strings.Join(regex, ", ")))
 				continue
 			}
@@ -61,4 +55,17 @@ func (d *discovery) fluxIgnores(u *unstructured.Unstructured, field string, rule
 		}
 		d.addRule(ref(u), r)
 	}
+}
+
+// patterned names, as `name "value"`, each of the fields (name and value
+// pairs) whose value holds one of meta's characters: a pattern where a
+// driftscan ignore rule takes a name.
+func patterned(meta string, fields ...string) []string {
+	var out []string
+	for i := 0; i+1 < len(fields); i += 2 {
+		if strings.ContainsAny(fields[i+1], meta) {
+			out = append(out, fmt.Sprintf("%s %q", fields[i], fields[i+1]))
+		}
+	}
+	return out
 }

@@ -46,17 +46,8 @@ func TestArgoCDSystemLevelIgnoreDifferencesAreDebts(t *testing.T) {
 	if got := activeFindings(r); len(got) != 0 {
 		t.Errorf("the edit argocd-cm ignores is an active finding:\n%s", describe(got))
 	}
-	var ignored []string
-	for _, a := range r.Apps {
-		for _, o := range a.Objects {
-			for _, f := range o.Findings {
-				if f.Ignored && f.IgnoreRule != nil {
-					ignored = append(ignored, f.Path+" "+f.IgnoreRule.Owner+" "+f.IgnoreRule.Reason)
-				}
-			}
-		}
-	}
-	if want := ".data.note argocd imported from Argo CD's argocd-cm (" + key + ")"; len(ignored) != 1 || ignored[0] != want {
+	ignored := ignoredFindings(r)
+	if want := "ConfigMap/cfg .data.note by-hand (argocd: imported from Argo CD's argocd-cm (" + key + "))"; len(ignored) != 1 || ignored[0] != want {
 		t.Errorf("ignored findings %q, want [%q]", ignored, want)
 	}
 

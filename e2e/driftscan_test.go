@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -87,6 +88,22 @@ func activeFindings(r *report.Report) []finding {
 		for _, o := range a.Objects {
 			for _, f := range o.ActiveFindings() {
 				out = append(out, finding{Object: o.Kind + "/" + o.Name, Path: f.Path, Type: f.Type, Class: f.Class, Manager: f.Manager, Git: f.Git, Live: f.Live, Hint: f.Hint})
+			}
+		}
+	}
+	return out
+}
+
+// ignoredFindings lists the findings an ignore rule hides, each as
+// "Kind/name path live (owner: reason)".
+func ignoredFindings(r *report.Report) []string {
+	var out []string
+	for _, a := range r.Apps {
+		for _, o := range a.Objects {
+			for _, f := range o.Findings {
+				if f.Ignored && f.IgnoreRule != nil {
+					out = append(out, fmt.Sprintf("%s/%s %s %s (%s: %s)", o.Kind, o.Name, f.Path, f.Live, f.IgnoreRule.Owner, f.IgnoreRule.Reason))
+				}
 			}
 		}
 	}

@@ -46,18 +46,9 @@ func TestFluxKustomizationIgnoreIsADebt(t *testing.T) {
 	if got := activeFindings(r); len(got) != 0 {
 		t.Errorf("after the reconcile, want no active finding, got:\n%s", describe(got))
 	}
-	var ignored []string
-	for _, a := range r.Apps {
-		for _, o := range a.Objects {
-			for _, f := range o.Findings {
-				if f.Ignored && f.IgnoreRule != nil && f.IgnoreRule.Reason == "imported from Flux" {
-					ignored = append(ignored, o.Kind+"/"+o.Name+" "+f.Path+" "+f.Live)
-				}
-			}
-		}
-	}
-	if len(ignored) != 1 || ignored[0] != "ConfigMap/cfg .data.mode fast" {
-		t.Errorf("want mode's edit ignored by the rule imported from the Kustomization, got %v", ignored)
+	ignored := ignoredFindings(r)
+	if want := "ConfigMap/cfg .data.mode fast (" + ns + ": imported from Flux)"; len(ignored) != 1 || ignored[0] != want {
+		t.Errorf("want mode's edit ignored by the rule imported from the Kustomization (%s), got %q", want, ignored)
 	}
 }
 
