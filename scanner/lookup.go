@@ -53,6 +53,11 @@ func (l *helmLookup) lookup(apiVersion, kind, namespace, name string) (map[strin
 	}
 	var ri dynamic.ResourceInterface = l.c.dynamic.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if namespace == "" && name != "" {
+			// Helm GETs the name at the kind's cluster-wide path, where
+			// the API server finds no object of a namespaced kind.
+			return map[string]any{}, nil
+		}
 		if namespace != l.namespace {
 			l.unread(what, fmt.Sprintf("the chart's %s was not sent: the scan reads a chart's lookups only in its release's namespace %s (and of cluster-scoped kinds); it rendered with nothing there, as helm template does, so fields the chart takes from it may show as drift", what, l.namespace))
 			return map[string]any{}, nil

@@ -87,6 +87,31 @@ func TestAChartsLookupReadsTheClusterAsItsApplierDid(t *testing.T) {
 		}
 	})
 
+	t.Run("a namespaced kind looked up by name without a namespace, as the real helm upgrade gets it", func(t *testing.T) {
+		tmpl := filepath.Join(dir, "client", "templates", "probe.yaml")
+		if err := os.WriteFile(tmpl, []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: probe
+data:
+  found: {{ if (lookup "v1" "Secret" "" "db") }}"yes"{{ else }}"no"{{ end }}
+`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chartrepo.RunHelm(t, dir, "upgrade", "client", "./client", "--namespace", ns, "--kubeconfig", env.Kubeconfig, "--wait=false")
+		if found, _, _ := unstructured.NestedString(env.Get(t, cluster.ConfigMap, ns, "probe").Object, "data", "found"); found != "no" {
+			t.Fatalf("the real helm upgrade found the Secret looked up without a namespace (%q): the test expects it not to", found)
+		}
+		r := scan(true)
+		if got := rows(r); len(got) != 0 || len(r.Warnings) != 0 {
+			t.Errorf("want the scan clean without a warning, as helm found nothing: findings %s, warnings %+v", dump(got), r.Warnings)
+		}
+		if err := os.Remove(tmpl); err != nil {
+			t.Fatal(err)
+		}
+		chartrepo.RunHelm(t, dir, "upgrade", "client", "./client", "--namespace", ns, "--kubeconfig", env.Kubeconfig, "--wait=false")
+	})
+
 	t.Run("a lookup in another namespace is not sent", func(t *testing.T) {
 		other := env.Namespace(t, nil)
 		env.Create(t, "kubectl-create", other, &unstructured.Unstructured{Object: map[string]any{
