@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -39,19 +40,47 @@ type helmLookup struct {
 	// namespace is the release's.
 	namespace string
 	warn      func(report.Warning)
+	mu        sync.Mutex
 	// warned: one warning per object the lookup could not read.
-	mu     sync.Mutex
 	warned map[string]bool
+	// answers are the lookups already sent, by what: the app's chart is
+	// rendered again (to find what differs between renders, for a
+	// pending sync) and reads the cluster once. Each caller gets a copy,
+	// since a template may change a map it was given (sprig's set).
+	answers map[string]lookupAnswer
+}
+
+type lookupAnswer struct {
+	content map[string]any
+	err     error
 }
 
 func (l *helmLookup) lookup(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	what := fmt.Sprintf("lookup %q %q %q %q", apiVersion, kind, namespace, name)
+	l.mu.Lock()
+	a, ok := l.answers[what]
+	l.mu.Unlock()
+	if !ok {
+		a.content, a.err = l.send(what, apiVersion, kind, namespace, name)
+		l.mu.Lock()
+		if l.answers == nil {
+			l.answers = map[string]lookupAnswer{}
+		}
+		l.answers[what] = a
+		l.mu.Unlock()
+	}
+	return runtime.DeepCopyJSON(a.content), a.err
+}
+
+// send reads what the lookup asks for, once.
+func (l *helmLookup) send(what, apiVersion, kind, namespace, name string) (map[string]any, error) {
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	m, err := l.c.mapping(gvk)
 	if err != nil {
 		return map[string]any{}, fmt.Errorf("%s: %w", what, err)
 	}
-	var ri dynamic.ResourceInterface = l.c.dynamic.Resource(m.Resource)
+	res := l.c.dynamic.Resource(m.Resource)
+	var ri dynamic.ResourceInterface = res
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if namespace == "" && name != "" {
 			// Helm GETs the name at the kind's cluster-wide path, where
@@ -62,7 +91,7 @@ func (l *helmLookup) lookup(apiVersion, kind, namespace, name string) (map[strin
 			l.unread(what, fmt.Sprintf("the chart's %s was not sent: the scan reads a chart's lookups only in its release's namespace %s (and of cluster-scoped kinds); it rendered with nothing there, as helm template does, so fields the chart takes from it may show as drift", what, l.namespace))
 			return map[string]any{}, nil
 		}
-		ri = l.c.dynamic.Resource(m.Resource).Namespace(namespace)
+		ri = res.Namespace(namespace)
 	}
 	var content map[string]any
 	switch {
