@@ -80,6 +80,10 @@ type Change struct {
 	Filled           string
 	InLastApplied    bool
 	NullGit          bool
+	// EmptyGit: an Added path is a whole value (an atomic list) that Git
+	// declares empty (`rules: []`) and live fills: the scan compares an
+	// empty list as absent, but the applier sends it at every sync.
+	EmptyGit bool
 	// ContainerImage, for an Added imagePullPolicy, is the live image of
 	// its container (the default depends on it); "" for any other path.
 	ContainerImage string
@@ -265,6 +269,16 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		return Result{Drift: true, Finding: f}
 	}
 	f.Class = c.classOf(*owner, ch.Attribution)
+	if ch.EmptyGit {
+		// Git does not leave it out: it declares the whole value empty,
+		// and every sync empties what the other manager wrote (seen with
+		// Argo CD, Flux and kubectl apply on an aggregated ClusterRole).
+		f.Type, f.Git = report.TypeChanged, "[]"
+		if f.Class == report.ClassOperator {
+			f.Hint = operatorHint(o, ch.Path, owner.Manager)
+		}
+		return Result{Drift: true, Finding: f}
+	}
 	if f.Class == report.ClassOperator {
 		// An operator's own field that Git leaves out is not drift.
 		return dismissed(f, report.OperatorOwned, fmt.Sprintf("%s owns it and Git leaves it out", owner.Manager))
@@ -292,6 +306,11 @@ func (c *Classifier) changed(o Object, ch Change, owner *Entry, f report.Finding
 	return Result{Drift: true, Finding: f}
 }
 
+// aggregationController is the field manager of kube-controller-manager's
+// clusterrole-aggregation controller, which applies an aggregated
+// ClusterRole's rules (pkg/controller/clusterroleaggregation).
+const aggregationController = "clusterrole-aggregation-controller"
+
 // operatorHint says how to end a fight between Git and an operator over a
 // field both declare: the replica war with an HPA above all.
 func operatorHint(o Object, path, manager string) string {
@@ -304,6 +323,9 @@ func operatorHint(o Object, path, manager string) string {
 		case s.Kind == "ScaledObject" && path == ".spec.replicas":
 			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name)
 		}
+	}
+	if o.Group == "rbac.authorization.k8s.io" && o.Kind == "ClusterRole" && path == ".rules" && manager == aggregationController {
+		return "kube-controller-manager's clusterrole-aggregation controller builds this ClusterRole's rules from its aggregationRule: leave rules out of Git (or, for Argo CD, set ignoreAggregatedRoles in argocd-cm's resource.compareoptions), or every sync empties the role until the controller fills it again, and whoever it is bound to loses those permissions meanwhile"
 	}
 	if path == ".spec.replicas" && manager == "kube-controller-manager" {
 		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler"

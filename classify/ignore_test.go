@@ -90,3 +90,34 @@ func TestAnIgnoreRuleWithoutOwnerReasonOrDateIsAConfigError(t *testing.T) {
 		}
 	}
 }
+
+// The rule discover imports for argocd-cm's ignoreAggregatedRoles hides the
+// rules of a ClusterRole with an aggregationRule, as Argo CD's diff does,
+// and nothing of one without (gitops-engine normalizeRole).
+func TestTheAggregatedRolesRuleHidesOnlyAnAggregatedRolesRules(t *testing.T) {
+	rule := IgnoreRule{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", JQPathExpressions: []string{`select(.aggregationRule | type == "object") | .rules`},
+		Owner: "argocd", Reason: "ignoreAggregatedRoles", Expires: "2027-01-01", Tool: "argocd"}
+	ig, err := NewIgnorer([]IgnoreRule{rule}, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}
+	aggregated := map[string]any{"aggregationRule": map[string]any{"clusterRoleSelectors": []any{}}, "rules": rules}
+	plain := map[string]any{"rules": rules}
+	for _, c := range []struct {
+		name    string
+		live    map[string]any
+		pointer string
+		want    bool
+	}{
+		{"an aggregated role's rules", aggregated, "/rules", true},
+		{"a plain role's rules", plain, "/rules", false},
+		{"an aggregated role's aggregationRule", aggregated, "/aggregationRule/clusterRoleSelectors", false},
+	} {
+		f := report.Finding{}
+		ig.Apply(IgnoreTarget{App: "platform", Tool: "argocd", Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view", Live: c.live, Pointer: c.pointer}, &f)
+		if f.Ignored != c.want {
+			t.Errorf("%s: ignored = %v, want %v", c.name, f.Ignored, c.want)
+		}
+	}
+}

@@ -274,7 +274,7 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 // argoSettings reads argocd-cm in Argo CD's namespace and returns how Argo
 // CD runs `kustomize build` (its kustomize.buildOptions: --enable-helm,
 // --load-restrictor LoadRestrictionsNone) and imports its system-level
-// ignore rules (argoCMIgnores). Without argocd-cm, Argo CD's defaults and
+// ignore rules (argoCMIgnores, argoCompareIgnores). Without argocd-cm, Argo CD's defaults and
 // no rules; when it cannot be read (the scan's identity may not get it),
 // a nil build, the scan's own defaults, and no rules.
 func (d *discovery) argoSettings(ctx context.Context, ns string) *config.KustomizeBuild {
@@ -287,6 +287,7 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) *config.Kustomi
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
+	d.argoCompareIgnores(cm, data)
 	return kustomizeBuildOptions(data["kustomize.buildOptions"])
 }
 

@@ -94,6 +94,41 @@ func (d *discovery) argoCMIgnores(cm *unstructured.Unstructured, data map[string
 	}
 }
 
+// argoCompareOptions is the key of argocd-cm's diff options
+// (util/settings ArgoCDDiffOptions).
+const argoCompareOptions = "resource.compareoptions"
+
+// aggregatedRules selects the rules of a ClusterRole with an
+// aggregationRule: what Argo CD's ignoreAggregatedRoles leaves out of every
+// diff (gitops-engine normalizeRole, on an object whose aggregationRule is
+// a map).
+const aggregatedRules = `select(.aggregationRule | type == "object") | .rules`
+
+// argoCompareIgnores imports what argocd-cm's resource.compareoptions hide
+// from every Application's diff. ignoreAggregatedRoles (off by default)
+// hides an aggregated ClusterRole's rules, which kube-controller-manager
+// writes: a rule of every Argo CD app, like argoCMIgnores's. The other
+// options change nothing driftscan reports (status is never compared).
+func (d *discovery) argoCompareIgnores(cm *unstructured.Unstructured, data map[string]string) {
+	text := data[argoCompareOptions]
+	if text == "" {
+		return
+	}
+	var opts struct {
+		IgnoreAggregatedRoles bool `json:"ignoreAggregatedRoles"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &opts); err != nil {
+		d.fail(ref(cm), "", fmt.Errorf("%s: %w", argoCompareOptions, err))
+		return
+	}
+	if !opts.IgnoreAggregatedRoles {
+		return
+	}
+	d.addRule(ref(cm), classify.IgnoreRule{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole",
+		JQPathExpressions: []string{aggregatedRules},
+		Owner:             d.owner(cm, "argocd"), Reason: "imported from Argo CD's argocd-cm (" + argoCompareOptions + " ignoreAggregatedRoles)", Expires: d.expires(), Tool: FromArgoCD})
+}
+
 // argoOverrideKey is the group/kind of a split key's <group>_<kind> (Argo
 // CD's convertToOverrideKey): <kind> alone for the core group, and `all`
 // for every group and kind.

@@ -110,7 +110,7 @@ spec:
 		}},
 	},
 	{
-		name: "argocd-cm's system-level ignoreDifferences are every Argo CD app's debts; a split key replaces the combined one for its kind",
+		name: "argocd-cm's system-level ignoreDifferences and ignoreAggregatedRoles are every Argo CD app's debts; a split key replaces the combined one for its kind",
 		argocdCM: `  resource.customizations: |
     apps/Deployment:
       ignoreDifferences: |
@@ -153,6 +153,7 @@ spec:
 			{Kind: "Service", JSONPointers: []string{"/spec/clusterIP"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.Service)", Expires: "2027-03-01", Tool: "argocd"},
 			{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration", JQPathExpressions: []string{".webhooks[]?.clientConfig.caBundle"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations admissionregistration.k8s.io/MutatingWebhookConfiguration)", Expires: "2027-03-01", Tool: "argocd"},
 			{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.apps_Deployment)", Expires: "2027-03-01", Tool: "argocd"},
+			{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", JQPathExpressions: []string{`select(.aggregationRule | type == "object") | .rules`}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.compareoptions ignoreAggregatedRoles)", Expires: "2027-03-01", Tool: "argocd"},
 		},
 		errors: []string{
 			`ConfigMap/NS/argocd-cm: resource.customizations *.crossplane.io/* not imported: group "*.crossplane.io" is a pattern, which a driftscan ignore rule cannot express`,

@@ -54,6 +54,7 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 		}
 	case report.TypeAdded:
 		cc.NullGit = underNull(of.nulls, ch.Path)
+		cc.EmptyGit = emptyAt(of.nulls, ch.Path)
 		if last := of.lastAppliedConfig(); last != nil {
 			_, cc.InLastApplied = lookup(last, ch.Path)
 		}

@@ -204,6 +204,9 @@ func pruneEmptyAgainst(git, live map[string]any) (pruned, nulls map[string]any) 
 			kept, n := pruneItemsAgainst(c, l)
 			nulls = markNull(nulls, k, n)
 			if len(kept) == 0 {
+				if len(l) > 0 {
+					nulls = markNull(nulls, k, emptyMark{})
+				}
 				delete(git, k)
 			}
 		case nil:
@@ -278,10 +281,18 @@ func pruneNulls(v any) (pruned, nulls any) {
 // would read as one Git stopped declaring.
 type nullMark struct{}
 
-// holdsNull reports whether n, a member's marks, records a null.
+// emptyMark, in the same skeleton, is an empty list Git declares (`rules:
+// []`) where live holds a non-empty one: pruned, as an empty list is one
+// value with an absent one (the API server stores neither), but the applier
+// sends it at every sync. For an atomic list (a ClusterRole's rules) that
+// empties whatever another manager wrote there (see emptyAt).
+type emptyMark struct{}
+
+// holdsNull reports whether n, a member's marks, records a null (or an
+// empty list, emptyMark).
 func holdsNull(n any) bool {
 	switch t := n.(type) {
-	case nullMark:
+	case nullMark, emptyMark:
 		return true
 	case map[string]any:
 		return t != nil
@@ -344,6 +355,23 @@ func underNull(nulls map[string]any, path fieldpath.Path) bool {
 		}
 	}
 	return false
+}
+
+// emptyAt reports whether Git's object declared an empty list at path,
+// where live holds a non-empty one, marks being where (see emptyMark).
+func emptyAt(marks map[string]any, path fieldpath.Path) bool {
+	if marks == nil || len(path) == 0 {
+		return false
+	}
+	var cur any = marks
+	for _, pe := range path {
+		var ok bool
+		if cur, _, ok = step(cur, pe); !ok {
+			return false
+		}
+	}
+	_, empty := cur.(emptyMark)
+	return empty
 }
 
 // itemsByName indexes a list's items by their name, or is nil when an

@@ -40,6 +40,7 @@ var (
 	pvc         = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
 	job         = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
 	secretGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	clusterRole = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
 )
 
 var cases = []cleanCase{
@@ -139,6 +140,23 @@ var cases = []cleanCase{
 			})
 		},
 		want: []row{{Object: "RoleBinding/config-readers", Path: ".subjects", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+	},
+	{
+		fixture:   "aggregated",
+		settle:    aggregated("platform-view"),
+		dismissed: []string{"ClusterRole/platform-view-NS .rules: operatorOwned"},
+		edit: func(t *testing.T, ns string) {
+			// Someone widens what the aggregated role collects.
+			env.Update(t, "kubectl-edit", clusterRole, "", "platform-view-"+ns, func(u *unstructured.Unstructured) {
+				sel := []any{
+					map[string]any{"matchLabels": map[string]any{"example.com/aggregate-to-platform-view": "true"}},
+					map[string]any{"matchLabels": map[string]any{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+				}
+				_ = unstructured.SetNestedSlice(u.Object, sel, "aggregationRule", "clusterRoleSelectors")
+			})
+			aggregated("platform-view")(t, ns)
+		},
+		want: []row{{Object: "ClusterRole/platform-view-NS", Path: ".aggregationRule.clusterRoleSelectors", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
 	},
 	{
 		fixture: "chart-random",
@@ -242,6 +260,23 @@ func revision(name, rev string) func(t *testing.T, ns string) {
 		})
 		if err != nil {
 			t.Fatalf("kube-controller-manager never wrote revision %s on Deployment %s (log %s): %v", rev, name, env.ControllerManagerLog(), err)
+		}
+	}
+}
+
+// aggregated waits until kube-controller-manager's clusterrole-aggregation
+// controller has filled in the rules of each aggregating ClusterRole name.
+func aggregated(names ...string) func(t *testing.T, ns string) {
+	return func(t *testing.T, ns string) {
+		t.Helper()
+		for _, name := range names {
+			err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+				rules, _, _ := unstructured.NestedSlice(env.Get(t, clusterRole, "", name+"-"+ns).Object, "rules")
+				return len(rules) > 0, nil
+			})
+			if err != nil {
+				t.Fatalf("kube-controller-manager never aggregated ClusterRole %s (log %s): %v", name, env.ControllerManagerLog(), err)
+			}
 		}
 	}
 }
