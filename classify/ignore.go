@@ -34,6 +34,10 @@ type IgnoreRule struct {
 	// Tool limits the rule to the apps of one reconciler (report.GitOps
 	// Tool): argocd-cm's rules are every Argo CD app's, and no other's.
 	Tool string `yaml:"-"`
+	// Reconciler is set on a rule imported from a reconciler's own
+	// settings (argocd, flux): that reconciler leaves the field out of its
+	// diff too. "" for a rule of driftscan's config.
+	Reconciler string `yaml:"-"`
 
 	expires time.Time
 	jq      []*jqExpr
@@ -98,7 +102,7 @@ func (r *IgnoreRule) Report() *report.IgnoreRule {
 		Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 		JSONPointers: r.JSONPointers, JQPathExpressions: r.JQPathExpressions,
 		ManagedFieldsManagers: r.ManagedFieldsManagers,
-		Owner:                 r.Owner, Reason: r.Reason, Expires: r.Expires, App: r.App,
+		Owner:                 r.Owner, Reason: r.Reason, Expires: r.Expires, App: r.App, Reconciler: r.Reconciler,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type application struct {
 				Prune    bool  `json:"prune"`
 				SelfHeal bool  `json:"selfHeal"`
 			} `json:"automated"`
+			SyncOptions []string `json:"syncOptions"`
 		} `json:"syncPolicy"`
 		IgnoreDifferences []struct {
 			Group                 string   `json:"group"`
@@ -337,6 +339,9 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	if sp := a.Spec.SyncPolicy; sp != nil && sp.Automated != nil && (sp.Automated.Enabled == nil || *sp.Automated.Enabled) {
 		gitops = report.GitOps{Tool: FromArgoCD, Object: object, SelfHeal: sp.Automated.SelfHeal, Prune: sp.Automated.Prune}
 	}
+	if sp := a.Spec.SyncPolicy; sp != nil {
+		gitops.RespectIgnoreDifferences = slices.Contains(sp.SyncOptions, "RespectIgnoreDifferences=true")
+	}
 	sources := a.Spec.Sources
 	if len(sources) == 0 && a.Spec.Source != nil {
 		sources = []appSource{*a.Spec.Source}
@@ -420,7 +425,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 			d.addRule(object, classify.IgnoreRule{
 				Group: anyIfStar(id.Group), Kind: anyIfStar(id.Kind), Name: id.Name, Namespace: id.Namespace,
 				JSONPointers: id.JSONPointers, JQPathExpressions: id.JQPathExpressions, ManagedFieldsManagers: id.ManagedFieldsManagers,
-				Owner: owner, Reason: "imported from Argo CD", Expires: d.expires(), App: appName,
+				Owner: owner, Reason: "imported from Argo CD", Expires: d.expires(), App: appName, Reconciler: FromArgoCD,
 			})
 		}
 	}

@@ -90,7 +90,7 @@ func (d *discovery) argoCMIgnores(cm *unstructured.Unstructured, data map[string
 		}
 		d.addRule(object, classify.IgnoreRule{Group: group, Kind: kind,
 			JSONPointers: ig.JSONPointers, JQPathExpressions: ig.JQPathExpressions, ManagedFieldsManagers: ig.ManagedFieldsManagers,
-			Owner: owner, Reason: "imported from Argo CD's argocd-cm (" + origin[key] + ")", Expires: d.expires(), Tool: FromArgoCD})
+			Owner: owner, Reason: "imported from Argo CD's argocd-cm (" + origin[key] + ")", Expires: d.expires(), Tool: FromArgoCD, Reconciler: FromArgoCD})
 	}
 }
 
@@ -126,7 +126,7 @@ func (d *discovery) argoCompareIgnores(cm *unstructured.Unstructured, data map[s
 	}
 	d.addRule(ref(cm), classify.IgnoreRule{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole",
 		JQPathExpressions: []string{aggregatedRules},
-		Owner:             d.owner(cm, "argocd"), Reason: "imported from Argo CD's argocd-cm (" + argoCompareOptions + " ignoreAggregatedRoles)", Expires: d.expires(), Tool: FromArgoCD})
+		Owner:             d.owner(cm, "argocd"), Reason: "imported from Argo CD's argocd-cm (" + argoCompareOptions + " ignoreAggregatedRoles)", Expires: d.expires(), Tool: FromArgoCD, Reconciler: FromArgoCD})
 }
 
 // argoOverrideKey is the group/kind of a split key's <group>_<kind> (Argo

@@ -149,11 +149,11 @@ spec:
 			KustomizeBuild: &config.KustomizeBuild{},
 		}},
 		rules: []classify.IgnoreRule{
-			{JSONPointers: nil, ManagedFieldsManagers: []string{"vpa-recommender"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.all)", Expires: "2027-03-01", Tool: "argocd"},
-			{Kind: "Service", JSONPointers: []string{"/spec/clusterIP"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.Service)", Expires: "2027-03-01", Tool: "argocd"},
-			{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration", JQPathExpressions: []string{".webhooks[]?.clientConfig.caBundle"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations admissionregistration.k8s.io/MutatingWebhookConfiguration)", Expires: "2027-03-01", Tool: "argocd"},
-			{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.apps_Deployment)", Expires: "2027-03-01", Tool: "argocd"},
-			{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", JQPathExpressions: []string{`select(.aggregationRule | type == "object") | .rules`}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.compareoptions ignoreAggregatedRoles)", Expires: "2027-03-01", Tool: "argocd"},
+			{JSONPointers: nil, ManagedFieldsManagers: []string{"vpa-recommender"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.all)", Expires: "2027-03-01", Tool: "argocd", Reconciler: "argocd"},
+			{Kind: "Service", JSONPointers: []string{"/spec/clusterIP"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.Service)", Expires: "2027-03-01", Tool: "argocd", Reconciler: "argocd"},
+			{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration", JQPathExpressions: []string{".webhooks[]?.clientConfig.caBundle"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations admissionregistration.k8s.io/MutatingWebhookConfiguration)", Expires: "2027-03-01", Tool: "argocd", Reconciler: "argocd"},
+			{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.customizations.ignoreDifferences.apps_Deployment)", Expires: "2027-03-01", Tool: "argocd", Reconciler: "argocd"},
+			{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", JQPathExpressions: []string{`select(.aggregationRule | type == "object") | .rules`}, Owner: "argocd", Reason: "imported from Argo CD's argocd-cm (resource.compareoptions ignoreAggregatedRoles)", Expires: "2027-03-01", Tool: "argocd", Reconciler: "argocd"},
 		},
 		errors: []string{
 			`ConfigMap/NS/argocd-cm: resource.customizations *.crossplane.io/* not imported: group "*.crossplane.io" is a pattern, which a driftscan ignore rule cannot express`,
@@ -439,9 +439,9 @@ spec:
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
 		rules: []classify.IgnoreRule{
-			{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
-			{Kind: "ConfigMap", Namespace: "shop", JQPathExpressions: []string{`.metadata.annotations."deploy.example.com/at"`}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
-			{ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web"},
+			{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web", Reconciler: "argocd"},
+			{Kind: "ConfigMap", Namespace: "shop", JQPathExpressions: []string{`.metadata.annotations."deploy.example.com/at"`}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web", Reconciler: "argocd"},
+			{ManagedFieldsManagers: []string{"kube-controller-manager"}, Owner: "shop", Reason: "imported from Argo CD", Expires: "2027-03-01", App: "web", Reconciler: "argocd"},
 		},
 		errors: []string{
 			`Application/NS/web: not imported: ignore rule for Secret: jqPathExpression ".data[": unexpected EOF`,

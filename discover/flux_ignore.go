@@ -41,7 +41,7 @@ const regexMeta = `\^$*+?()[]{}|`
 // a kind an app declares share one version).
 func (d *discovery) fluxIgnores(u *unstructured.Unstructured, field string, rules []fluxIgnoreRule, app config.App) {
 	for i, ig := range rules {
-		r := classify.IgnoreRule{JSONPointers: ig.Paths, Owner: app.Owner, Reason: "imported from Flux", Expires: d.expires(), App: app.Name}
+		r := classify.IgnoreRule{JSONPointers: ig.Paths, Owner: app.Owner, Reason: "imported from Flux", Expires: d.expires(), App: app.Name, Reconciler: FromFlux}
 		if t := ig.Target; t != nil {
 			if t.LabelSelector != "" || t.AnnotationSelector != "" {
 				d.fail(ref(u), app.Name, fmt.Errorf("%s[%d] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule", field, i))

@@ -457,9 +457,9 @@ func TestFluxObjects(t *testing.T) {
 	wantRules := []classify.IgnoreRule{
 		// A Kustomization's ignore (kustomize-controller v1.9).
 		{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas", "/spec/template/spec/containers/0/resources"},
-			Owner: "team-shop", Reason: "imported from Flux", Expires: "2027-03-01", App: "shop"},
-		{Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web"},
-		{JSONPointers: []string{"/metadata/annotations"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web"},
+			Owner: "team-shop", Reason: "imported from Flux", Expires: "2027-03-01", App: "shop", Reconciler: "flux"},
+		{Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web", Reconciler: "flux"},
+		{JSONPointers: []string{"/metadata/annotations"}, Owner: "team-web", Reason: "imported from Flux", Expires: "2027-03-01", App: "HelmRelease/NS/web", Reconciler: "flux"},
 	}
 	if d := diff(wantRules, res.Ignore); d != "" {
 		t.Errorf("ignore rules (-want +got):\n%s", d)

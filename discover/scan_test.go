@@ -125,7 +125,8 @@ spec:
 		{
 			Object: "Deployment/web", Path: ".spec.replicas", Class: report.ClassHuman, Manager: "kubectl", Git: "2", Live: "5",
 			Ignored: true, IgnoredBy: "imported from Argo CD",
-			Hint: "self-heal is on for Application/NS/web: this change will be reverted at the next sync; carry it back to Git or suspend sync first",
+			// Out of Argo CD's diff: self-heal does not revert it, any sync does.
+			Hint: "Argo CD leaves this field out of its diff, so Application/NS/web shows Synced and self-heal never acts on it, but a sync still applies Git's value: the next sync, for any change, puts it back; add the sync option RespectIgnoreDifferences=true to keep the live value, or carry it back to Git",
 		},
 	}
 	// Everything else argocd-controller applied, it owns: no drift.

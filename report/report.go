@@ -196,6 +196,10 @@ type GitOps struct {
 	Prune bool `json:"prune"`
 	// Suspended: automated sync is off (Argo CD) or the object is suspended (Flux).
 	Suspended bool `json:"suspended,omitempty"`
+	// RespectIgnoreDifferences: the Application has the sync option
+	// RespectIgnoreDifferences=true, so a sync keeps the live value of a
+	// field its ignoreDifferences name (without it, a sync applies Git's).
+	RespectIgnoreDifferences bool `json:"respectIgnoreDifferences,omitempty"`
 }
 
 // Source says where an app's desired state came from.
@@ -310,6 +314,9 @@ type IgnoreRule struct {
 	Expires               string   `json:"expires"`
 	// App is set for rules that belong to one app (imported from Argo CD).
 	App string `json:"app,omitempty"`
+	// Reconciler is set for a rule imported from a reconciler's own
+	// settings (argocd, flux): its diff leaves the field out too.
+	Reconciler string `json:"reconciler,omitempty"`
 }
 
 // DebtKind says why an ignore rule is listed as a debt.

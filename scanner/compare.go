@@ -472,6 +472,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		f := res.Finding
 		ch.record(&f)
+		ignores.Apply(f.Pointer, &f)
 		if app.Decryption != "" {
 			if h := sealedHint(ch, owner); h != "" {
 				f.Hint = joinHint(f.Hint, h)
@@ -479,6 +480,8 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		if paused != "" && f.Class.Deliberate() {
 			f.Hint = joinHint(f.Hint, paused)
+		} else if h := argoIgnoredHint(s.r.Apps[d.app].GitOps, f); h != "" {
+			f.Hint = joinHint(f.Hint, h)
 		} else if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
@@ -486,7 +489,6 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, h)
 		}
 		s.masker.mask(d.app, gvk.Group, gvk.Kind, &f)
-		ignores.Apply(f.Pointer, &f)
 		ro.Findings = append(ro.Findings, f)
 	}
 	for r, n := range dismissed { // once an object, not once a change

@@ -37,6 +37,24 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
 }
 
+// argoIgnoredHint says what Argo CD does at a sync with a field Git
+// declares that one of its own ignoreDifferences (the Application's or
+// argocd-cm's) hides: the field is out of its diff, so the app shows
+// Synced and self-heal never acts on it, but a sync applies Git's value
+// all the same unless the Application has the sync option
+// RespectIgnoreDifferences=true (controller/sync.go normalizeTargetResources):
+// the next sync, for any other change, puts Git's value back. "" for any
+// other finding; a field Git does not declare is left by any sync.
+func argoIgnoredHint(g *report.GitOps, f report.Finding) string {
+	if g == nil || g.Tool != "argocd" || !f.Ignored || f.IgnoreRule == nil || f.IgnoreRule.Reconciler != "argocd" || f.Type == report.TypeAdded {
+		return ""
+	}
+	if g.RespectIgnoreDifferences {
+		return fmt.Sprintf("Argo CD leaves this field out of its diff and, with RespectIgnoreDifferences=true, keeps the live value when %s syncs", g.Object)
+	}
+	return fmt.Sprintf("Argo CD leaves this field out of its diff, so %s shows Synced and self-heal never acts on it, but a sync still applies Git's value: the next sync, for any change, puts it back; add the sync option RespectIgnoreDifferences=true to keep the live value, or carry it back to Git", g.Object)
+}
+
 // keptChartHint explains a difference the applier owns in an app whose
 // chart source-controller builds from Git with reconcileStrategy
 // ChartVersion (config.HelmSource.KeptChartVersion): a chart changed in Git

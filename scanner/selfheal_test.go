@@ -34,3 +34,37 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		})
 	}
 }
+
+// A field one of Argo CD's own ignoreDifferences hides is out of its diff,
+// but a sync applies Git's value unless RespectIgnoreDifferences=true (seen
+// with the real Argo CD: e2e TestArgoCDSyncAppliesIgnoredFieldsUnlessRespectIgnoreDifferences).
+func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
+	argo := &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true}
+	respect := &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", RespectIgnoreDifferences: true}
+	flux := &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/web", SelfHeal: true}
+	argoRule := &report.IgnoreRule{Owner: "web", Reason: "imported from Argo CD", Reconciler: "argocd"}
+	ownRule := &report.IgnoreRule{Owner: "web", Reason: "HPA"}
+	replicas := func(rule *report.IgnoreRule, typ report.Type) report.Finding {
+		return report.Finding{Path: ".spec.replicas", Type: typ, Class: report.ClassOperator, Ignored: rule != nil, IgnoreRule: rule}
+	}
+	for _, c := range []struct {
+		name string
+		g    *report.GitOps
+		f    report.Finding
+		want string
+	}{
+		{"without RespectIgnoreDifferences a sync applies Git's value", argo, replicas(argoRule, report.TypeChanged), "puts it back; add the sync option RespectIgnoreDifferences=true"},
+		{"with it the live value stays", respect, replicas(argoRule, report.TypeChanged), "keeps the live value"},
+		{"a field Git does not declare is left by any sync", argo, replicas(argoRule, report.TypeAdded), ""},
+		{"a rule of driftscan's own is not Argo CD's", argo, replicas(ownRule, report.TypeChanged), ""},
+		{"a finding no rule hides", argo, replicas(nil, report.TypeChanged), ""},
+		{"a Flux app", flux, replicas(&report.IgnoreRule{Owner: "web", Reason: "imported from Flux", Reconciler: "flux"}, report.TypeChanged), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := argoIgnoredHint(c.g, c.f)
+			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+				t.Errorf("hint = %q, want it to say %q", got, c.want)
+			}
+		})
+	}
+}
