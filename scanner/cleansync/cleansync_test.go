@@ -41,6 +41,7 @@ var (
 	job         = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
 	secretGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	clusterRole = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	hpa         = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
 )
 
 var cases = []cleanCase{
@@ -157,6 +158,20 @@ var cases = []cleanCase{
 			aggregated("platform-view")(t, ns)
 		},
 		want: []row{{Object: "ClusterRole/platform-view-NS", Path: ".aggregationRule.clusterRoleSelectors", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}},
+	},
+	{
+		fixture: "autoscaled",
+		dismissed: []string{
+			"HorizontalPodAutoscaler/api .spec.behavior.scaleDown.policies: defaulted",
+			"HorizontalPodAutoscaler/api .spec.behavior.scaleUp: defaulted",
+			"CronJob/cleanup .spec.concurrencyPolicy: defaulted",
+			"CronJob/cleanup .spec.jobTemplate.spec.template.spec.dnsPolicy: defaulted",
+		},
+		edit: func(t *testing.T, ns string) {
+			// During an incident someone raises the HPA's ceiling.
+			env.Patch(t, "kubectl-patch", hpa, ns, "api", types.MergePatchType, `{"spec":{"maxReplicas":30}}`)
+		},
+		want: []row{{Object: "HorizontalPodAutoscaler/api", Path: ".spec.maxReplicas", Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-patch"}},
 	},
 	{
 		fixture: "chart-random",
