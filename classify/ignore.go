@@ -38,6 +38,10 @@ type IgnoreRule struct {
 	// settings (argocd, flux): that reconciler leaves the field out of its
 	// diff too. "" for a rule of driftscan's config.
 	Reconciler string `yaml:"-"`
+	// DiffOnly: the reconciler leaves the field out of its diff only, and
+	// its sync applies Git's value whatever the sync options (argocd-cm's
+	// ignoreAggregatedRoles, which RespectIgnoreDifferences does not cover).
+	DiffOnly bool `yaml:"-"`
 
 	expires time.Time
 	jq      []*jqExpr
@@ -102,7 +106,7 @@ func (r *IgnoreRule) Report() *report.IgnoreRule {
 		Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 		JSONPointers: r.JSONPointers, JQPathExpressions: r.JQPathExpressions,
 		ManagedFieldsManagers: r.ManagedFieldsManagers,
-		Owner:                 r.Owner, Reason: r.Reason, Expires: r.Expires, App: r.App, Reconciler: r.Reconciler,
+		Owner:                 r.Owner, Reason: r.Reason, Expires: r.Expires, App: r.App, Reconciler: r.Reconciler, DiffOnly: r.DiffOnly,
 	}
 }
 

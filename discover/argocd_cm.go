@@ -107,7 +107,9 @@ const aggregatedRules = `select(.aggregationRule | type == "object") | .rules`
 // argoCompareIgnores imports what argocd-cm's resource.compareoptions hide
 // from every Application's diff. ignoreAggregatedRoles (off by default)
 // hides an aggregated ClusterRole's rules, which kube-controller-manager
-// writes: a rule of every Argo CD app, like argoCMIgnores's. The other
+// writes: a rule of every Argo CD app, like argoCMIgnores's, but of its
+// diff only: RespectIgnoreDifferences does not keep the live rules at a
+// sync (controller/sync.go normalizes with ignores and overrides). The other
 // options change nothing driftscan reports (status is never compared).
 func (d *discovery) argoCompareIgnores(cm *unstructured.Unstructured, data map[string]string) {
 	text := data[argoCompareOptions]
@@ -126,7 +128,7 @@ func (d *discovery) argoCompareIgnores(cm *unstructured.Unstructured, data map[s
 	}
 	d.addRule(ref(cm), classify.IgnoreRule{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole",
 		JQPathExpressions: []string{aggregatedRules},
-		Owner:             d.owner(cm, "argocd"), Reason: "imported from Argo CD's argocd-cm (" + argoCompareOptions + " ignoreAggregatedRoles)", Expires: d.expires(), Tool: FromArgoCD, Reconciler: FromArgoCD})
+		Owner:             d.owner(cm, "argocd"), Reason: "imported from Argo CD's argocd-cm (" + argoCompareOptions + " ignoreAggregatedRoles)", Expires: d.expires(), Tool: FromArgoCD, Reconciler: FromArgoCD, DiffOnly: true})
 }
 
 // argoOverrideKey is the group/kind of a split key's <group>_<kind> (Argo

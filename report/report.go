@@ -317,6 +317,9 @@ type IgnoreRule struct {
 	// Reconciler is set for a rule imported from a reconciler's own
 	// settings (argocd, flux): its diff leaves the field out too.
 	Reconciler string `json:"reconciler,omitempty"`
+	// DiffOnly: the reconciler's sync applies Git's value whatever its sync
+	// options (Argo CD's ignoreAggregatedRoles).
+	DiffOnly bool `json:"diffOnly,omitempty"`
 }
 
 // DebtKind says why an ignore rule is listed as a debt.

@@ -43,13 +43,15 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 // Synced and self-heal never acts on it, but a sync applies Git's value
 // all the same unless the Application has the sync option
 // RespectIgnoreDifferences=true (controller/sync.go normalizeTargetResources):
-// the next sync, for any other change, puts Git's value back. "" for any
+// the next sync, for any other change, puts Git's value back (as it does
+// with RespectIgnoreDifferences for a rule of its diff alone, DiffOnly:
+// argocd-cm's ignoreAggregatedRoles). "" for any
 // other finding; a field Git does not declare is left by any sync.
 func argoIgnoredHint(g *report.GitOps, f report.Finding) string {
 	if g == nil || g.Tool != "argocd" || !f.Ignored || f.IgnoreRule == nil || f.IgnoreRule.Reconciler != "argocd" || f.Type == report.TypeAdded {
 		return ""
 	}
-	if g.RespectIgnoreDifferences {
+	if g.RespectIgnoreDifferences && !f.IgnoreRule.DiffOnly {
 		return fmt.Sprintf("Argo CD leaves this field out of its diff and, with RespectIgnoreDifferences=true, keeps the live value when %s syncs", g.Object)
 	}
 	return fmt.Sprintf("Argo CD leaves this field out of its diff, so %s shows Synced and self-heal never acts on it, but a sync still applies Git's value: the next sync, for any change, puts it back; add the sync option RespectIgnoreDifferences=true to keep the live value, or carry it back to Git", g.Object)

@@ -55,6 +55,7 @@ func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
 	}{
 		{"without RespectIgnoreDifferences a sync applies Git's value", argo, replicas(argoRule, report.TypeChanged), "puts it back; add the sync option RespectIgnoreDifferences=true"},
 		{"with it the live value stays", respect, replicas(argoRule, report.TypeChanged), "keeps the live value"},
+		{"even with it a rule of Argo CD's diff alone is applied", respect, replicas(&report.IgnoreRule{Owner: "argocd", Reason: "ignoreAggregatedRoles", Reconciler: "argocd", DiffOnly: true}, report.TypeChanged), "puts it back"},
 		{"a field Git does not declare is left by any sync", argo, replicas(argoRule, report.TypeAdded), ""},
 		{"a rule of driftscan's own is not Argo CD's", argo, replicas(ownRule, report.TypeChanged), ""},
 		{"a finding no rule hides", argo, replicas(nil, report.TypeChanged), ""},
