@@ -33,8 +33,8 @@ FLUX_BINS   := $(TESTBIN)/source-controller $(TESTBIN)/kustomize-controller $(TE
 SOPS_BINS   := $(TESTBIN)/sops $(TESTBIN)/age-keygen
 CRD_STAMPS  := $(TESTBIN)/crds/argocd/.stamp $(TESTBIN)/crds/flux/.stamp
 
-## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD, Flux, sops and an OCI registry built from Go modules (once; cached in .cache/testbin)
-testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(SOPS_BINS) $(TESTBIN)/registry $(CRD_STAMPS)
+## testbin: kube-apiserver, etcd, kube-controller-manager, Argo CD, Flux, sops, an OCI registry and Stakater Reloader built from Go modules (once; cached in .cache/testbin)
+testbin: $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd $(TESTBIN)/kube-controller-manager $(TESTBIN)/argodiff $(ARGOCD_BINS) $(FLUX_BINS) $(SOPS_BINS) $(TESTBIN)/registry $(TESTBIN)/reloader $(CRD_STAMPS)
 	@echo "control plane binaries: $(TESTBIN)"
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/etcd:
@@ -78,6 +78,27 @@ $(FLUX_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
 $(SOPS_BINS) &: fixtures/flux/go.mod fixtures/flux/go.sum
 	@mkdir -p $(TESTBIN)
 	cd fixtures/flux && $(GO) build -trimpath -o $(TESTBIN)/ github.com/getsops/sops/v3/cmd/sops filippo.io/age/cmd/age-keygen
+
+# Stakater Reloader v1.4.22, which rolls a workload when its ConfigMap or
+# Secret changes (scanner/cleansync runs it). Built from a copy of its
+# module source (fixtures/reloader pins the version), with two changes:
+# openshift/api at a commit the module proxy serves (fixtures/reloader/go.mod
+# says why), and its metrics and liveness server on a free loopback port in
+# place of :9090 on every interface, which tests may not bind (it is a
+# constant, so no flag or -X can move it). What it does to workloads is
+# upstream's.
+RELOADER_SRC := $(CACHE)/reloader-src
+$(TESTBIN)/reloader: fixtures/reloader/go.mod fixtures/reloader/go.sum
+	@mkdir -p $(TESTBIN)
+	@echo "building Stakater Reloader from Go modules (about 5 minutes the first time on 2 cores)..."
+	rm -rf $(RELOADER_SRC)
+	dir=$$(cd fixtures/reloader && $(GO) mod download -json github.com/stakater/Reloader | sed -n 's/.*"Dir": "\(.*\)",/\1/p') && \
+	  cp -r $$dir $(RELOADER_SRC) && chmod -R u+w $(RELOADER_SRC)
+	sed -i 's|DefaultHttpListenAddr = ":9090"|DefaultHttpListenAddr = "127.0.0.1:0"|' $(RELOADER_SRC)/internal/pkg/constants/constants.go
+	grep -q 'DefaultHttpListenAddr = "127.0.0.1:0"' $(RELOADER_SRC)/internal/pkg/constants/constants.go
+	cd $(RELOADER_SRC) && $(GO) mod edit -replace github.com/openshift/api=github.com/openshift/api@v0.0.0-20250710004639-926605d3338b && \
+	  GOFLAGS=-mod=mod $(GO) build -trimpath -o $(TESTBIN)/reloader .
+	rm -rf $(RELOADER_SRC)
 
 # An OCI registry for charts pushed with the real helm: distribution v3.1.1,
 # the registry Flux's source-controller tests its OCI sources against, built

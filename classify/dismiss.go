@@ -1,7 +1,10 @@
 package classify
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -74,15 +77,27 @@ func dismissed(f report.Finding, reason report.Reason, detail string) Result {
 // annotation.
 const restartedAt = ".spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt"
 
-// restartRecord dismisses a rollout restart's time that Git leaves out: the
-// pods were rolled, nothing was configured, and no reconciler removes it
-// (Argo CD and Flux apply only what Git declares; kubectl apply removes
-// only what its last-applied configuration held). Whoever restarted is
-// named in the dismissal. The applier owning it means Git declared it once,
-// and a time Git declares that live changed are findings as any other.
+// Stakater Reloader rolls a workload whose ConfigMap or Secret changed by
+// writing, as field manager Reloader, into its pod template
+// (internal/pkg/handler/upgrade.go, v1.4.22): with the env-vars strategy
+// (its default) an env var STAKATER_<NAME>_<CONFIGMAP|SECRET|
+// SECRETPROVIDERCLASS> holding the new hash in the container that uses it,
+// with the annotations strategy the source as JSON in this annotation.
+var reloaderEnv = regexp.MustCompile(`^\.spec\.template\.spec\.(?:initContainers|containers)\[name="[^"]*"\]\.env\[name="(STAKATER_[A-Z0-9_]+_(?:CONFIGMAP|SECRET|SECRETPROVIDERCLASS))"\]$`)
+
+const reloaderAnnotation = ".spec.template.metadata.annotations.reloader.stakater.com/last-reloaded-from"
+
+// restartRecord dismisses what rolls a workload's pods that Git leaves
+// out: a rollout restart's time, and what Stakater Reloader writes to roll
+// them when a ConfigMap or Secret changed. The pods were rolled, nothing
+// was configured, and no reconciler removes it (Argo CD and Flux apply
+// only what Git declares, and kustomize-controller takes over only
+// kubectl's fields; kubectl apply removes only what its last-applied
+// configuration held). Whoever rolled them is named in the dismissal. The
+// applier owning it means Git declared it once, and a value Git declares
+// that live changed is a finding as any other.
 func (c *Classifier) restartRecord(o Object, ch Change, f report.Finding) (Result, bool) {
-	if ch.Type != report.TypeAdded || ch.Path != restartedAt || o.Group != "apps" ||
-		(o.Kind != "Deployment" && o.Kind != "StatefulSet" && o.Kind != "DaemonSet") {
+	if ch.Type != report.TypeAdded || !rolledKind(o) {
 		return Result{}, false
 	}
 	by := "someone"
@@ -92,5 +107,31 @@ func (c *Classifier) restartRecord(o Object, ch Change, f report.Finding) (Resul
 		}
 		by = ch.Owner.Manager
 	}
-	return dismissed(f, report.Restart, fmt.Sprintf("%s restarted the pods at %s (a rollout restart writes its time on the pod template to roll them): a record of an action, not configuration", by, ch.Live)), true
+	switch {
+	case ch.Path == restartedAt && o.Group == "apps":
+		return dismissed(f, report.Restart, fmt.Sprintf("%s restarted the pods at %s (a rollout restart writes its time on the pod template to roll them): a record of an action, not configuration", by, ch.Live)), true
+	case ch.Path == reloaderAnnotation:
+		source := "a ConfigMap or Secret"
+		var s struct{ Type, Name string }
+		if json.Unmarshal([]byte(ch.Live), &s) == nil && s.Name != "" {
+			source = strings.ToLower(s.Type) + " " + s.Name
+		}
+		return dismissed(f, report.Restart, fmt.Sprintf("%s rolled the pods when %s changed (Stakater Reloader's annotations strategy records the source here): a record of an action, not configuration", by, source)), true
+	}
+	if m := reloaderEnv.FindStringSubmatch(ch.Path); m != nil {
+		return dismissed(f, report.Restart, fmt.Sprintf("%s rolled the pods when the ConfigMap or Secret that %s names changed (Stakater Reloader's env-vars strategy writes its hash there): a record of an action, not configuration", by, m[1])), true
+	}
+	return Result{}, false
+}
+
+// rolledKind reports whether o is a workload whose pods a restart or
+// Stakater Reloader rolls through its pod template.
+func rolledKind(o Object) bool {
+	switch {
+	case o.Group == "apps":
+		return o.Kind == "Deployment" || o.Kind == "StatefulSet" || o.Kind == "DaemonSet"
+	case o.Group == "argoproj.io":
+		return o.Kind == "Rollout"
+	}
+	return false
 }
