@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
@@ -91,13 +90,7 @@ func TestArgoCDAndAnAggregatedClusterRoleWithEmptyRules(t *testing.T) {
 	}
 	wantAggregationFight(t, scan(t, "--from", "argocd", "--app", name), prefix)
 
-	if err := argo.Set(t.Context(), "resource.compareoptions", "ignoreAggregatedRoles: true\n"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = env.Client.CoreV1().ConfigMaps(argo.Namespace).Patch(context.Background(), "argocd-cm", types.MergePatchType,
-			[]byte(`{"data":{"resource.compareoptions":null}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
-	})
+	setArgoCM(t, "resource.compareoptions", "ignoreAggregatedRoles: true\n")
 	if got := argoSyncAfterRefresh(t, name); got != "Synced" {
 		t.Fatalf("with ignoreAggregatedRoles Argo CD says %s, want Synced", got)
 	}

@@ -22,14 +22,7 @@ import (
 func TestArgoCDSystemLevelIgnoreDifferencesAreDebts(t *testing.T) {
 	needArgo(t)
 	const key = "resource.customizations.ignoreDifferences.ConfigMap"
-	if err := argo.Set(t.Context(), key, "jsonPointers: [/data/note]\n"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Other tests' scans would list the rule as an unused debt.
-		_, _ = env.Client.CoreV1().ConfigMaps(argo.Namespace).Patch(context.Background(), "argocd-cm", types.MergePatchType,
-			[]byte(`{"data":{"`+key+`":null}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
-	})
+	setArgoCM(t, key, "jsonPointers: [/data/note]\n")
 	ns := env.Namespace(t, nil)
 	repo := gitServer.NewRepo(t, map[string]string{
 		"app/cfg.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {note: from-git, level: info}\n",
@@ -58,6 +51,19 @@ func TestArgoCDSystemLevelIgnoreDifferencesAreDebts(t *testing.T) {
 	if got := activeFindings(scan(t, "--from", "argocd", "--app", name)); len(got) != 1 || got[0].Path != ".data.level" {
 		t.Errorf("want the edit of level the one active finding, got:\n%s", describe(got))
 	}
+}
+
+// setArgoCM sets key of argocd-cm to value until the test ends: other
+// tests' scans would list a rule left there as an unused debt.
+func setArgoCM(t *testing.T, key, value string) {
+	t.Helper()
+	if err := argo.Set(t.Context(), key, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.Client.CoreV1().ConfigMaps(argo.Namespace).Patch(context.Background(), "argocd-cm", types.MergePatchType,
+			[]byte(`{"data":{"`+key+`":null}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
+	})
 }
 
 // argoSyncAfterRefresh hard-refreshes the Application and returns its sync

@@ -26,8 +26,13 @@ type argoApp struct {
 	Source string
 	// SSA adds the sync option ServerSideApply=true.
 	SSA bool
+	// SyncOptions are more sync options (RespectIgnoreDifferences=true).
+	SyncOptions []string
 	// Automated is the YAML of spec.syncPolicy.automated; "" for none.
 	Automated string
+	// Spec is more YAML under spec (ignoreDifferences:), indented by two
+	// spaces.
+	Spec string
 }
 
 // createArgoApp creates the Application as a person does with kubectl, and
@@ -46,13 +51,17 @@ spec:
     repoURL: %s
     targetRevision: main
     path: %s
-%s  syncPolicy:
-`, a.Name, argo.Namespace, a.Namespace, a.Repo.URL, a.Path, a.Source)
+%s%s  syncPolicy:
+`, a.Name, argo.Namespace, a.Namespace, a.Repo.URL, a.Path, a.Source, a.Spec)
 	if a.Automated != "" {
 		fmt.Fprintf(&b, "    automated: %s\n", a.Automated)
 	}
+	options := a.SyncOptions
 	if a.SSA {
-		b.WriteString("    syncOptions: [ServerSideApply=true]\n")
+		options = append(options, "ServerSideApply=true")
+	}
+	if len(options) > 0 {
+		fmt.Fprintf(&b, "    syncOptions: [%s]\n", strings.Join(options, ", "))
 	}
 	obj := cluster.Object(t, b.String())
 	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {

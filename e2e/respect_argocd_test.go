@@ -27,22 +27,12 @@ func TestArgoCDSyncAppliesIgnoredFieldsUnlessRespectIgnoreDifferences(t *testing
 			}
 			repo := gitServer.NewRepo(t, map[string]string{"app/web.yaml": deployment("nginx:1.27")})
 			name := fmt.Sprintf("respect-%v", respect)
-			options := ""
+			var options []string
 			if respect {
-				options = "    syncOptions: [RespectIgnoreDifferences=true]\n"
+				options = []string{"RespectIgnoreDifferences=true"}
 			}
-			createArgoManifest(t, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: %s, namespace: %s}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  source: {repoURL: %s, targetRevision: main, path: app}
-  ignoreDifferences:
-  - {group: apps, kind: Deployment, jsonPointers: [/spec/replicas]}
-  syncPolicy:
-    automated: {selfHeal: true}
-%s`, name, argo.Namespace, ns, repo.URL, options))
+			createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "app", Automated: "{selfHeal: true}", SyncOptions: options,
+				Spec: "  ignoreDifferences:\n  - {group: apps, kind: Deployment, jsonPointers: [/spec/replicas]}\n"})
 			waitArgoSynced(t, name, repo.Head())
 
 			env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 5)
