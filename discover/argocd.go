@@ -341,6 +341,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	}
 	if sp := a.Spec.SyncPolicy; sp != nil {
 		gitops.RespectIgnoreDifferences = slices.Contains(sp.SyncOptions, "RespectIgnoreDifferences=true")
+		gitops.Replace = slices.Contains(sp.SyncOptions, "Replace=true")
 	}
 	sources := a.Spec.Sources
 	if len(sources) == 0 && a.Spec.Source != nil {

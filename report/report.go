@@ -200,6 +200,10 @@ type GitOps struct {
 	// RespectIgnoreDifferences=true, so a sync keeps the live value of a
 	// field its ignoreDifferences name (without it, a sync applies Git's).
 	RespectIgnoreDifferences bool `json:"respectIgnoreDifferences,omitempty"`
+	// Replace: the Application has the sync option Replace=true, so a sync
+	// replaces each object whole (kubectl replace) and drops what Git does
+	// not declare.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // Source says where an app's desired state came from.

@@ -11,7 +11,8 @@ import (
 
 // selfHealHint says what the app's reconciler, with self-heal on, does to a
 // pipeline's or a human's change at its next sync, as each tool really
-// does it:
+// does it (and, for an Argo CD app synced with Replace=true, what any sync
+// does to a field Git does not declare: kubectl replace drops it):
 //   - a field Git declares (Changed, Removed) is put back by Argo CD and
 //     by Flux alike;
 //   - a field Git does not declare (Added) stays with Argo CD, whose sync
@@ -25,7 +26,15 @@ import (
 //
 // "" when no hint applies.
 func selfHealHint(g *report.GitOps, f report.Finding) string {
-	if g == nil || !g.SelfHeal || g.Suspended || !f.Class.Deliberate() {
+	if g == nil || !f.Class.Deliberate() {
+		return ""
+	}
+	if g.Replace && f.Type == report.TypeAdded {
+		// Out of Argo CD's diff, so self-heal does not act; but whatever
+		// syncs next replaces the object whole.
+		return fmt.Sprintf("%s syncs with Replace=true (kubectl replace): this field Git does not declare is out of Argo CD's diff, but the next sync, for any change, replaces the whole object and drops it; add it to Git to keep it", g.Object)
+	}
+	if !g.SelfHeal || g.Suspended {
 		return ""
 	}
 	if f.Type != report.TypeAdded {

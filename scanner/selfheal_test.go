@@ -69,3 +69,18 @@ func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
 		})
 	}
 }
+
+// An Argo CD app synced with Replace=true: a field Git does not declare is
+// out of the diff, but the next sync (self-heal or not) replaces the object
+// and drops it (e2e TestArgoCDReplaceDropsWhatGitDoesNotDeclare).
+func TestSelfHealHintForAnAppSyncedWithReplace(t *testing.T) {
+	replace := &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", Replace: true, Suspended: true}
+	label := report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}
+	if got := selfHealHint(replace, label); !strings.Contains(got, "replaces the whole object and drops it") {
+		t.Errorf("hint for an added label = %q", got)
+	}
+	changed := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
+	if got := selfHealHint(replace, changed); got != "" {
+		t.Errorf("hint for a change of a field Git declares, sync suspended = %q, want none", got)
+	}
+}
