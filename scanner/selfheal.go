@@ -60,7 +60,10 @@ func argoIgnoredHint(g *report.GitOps, f report.Finding) string {
 	if g == nil || g.Tool != "argocd" || !f.Ignored || f.IgnoreRule == nil || f.IgnoreRule.Reconciler != "argocd" || f.Type == report.TypeAdded {
 		return ""
 	}
-	if g.RespectIgnoreDifferences && !f.IgnoreRule.DiffOnly {
+	if f.IgnoreRule.DiffOnly {
+		return fmt.Sprintf("Argo CD leaves this field out of its diff, so %s shows Synced and self-heal never acts on it, but a sync still applies Git's value, whatever its sync options (RespectIgnoreDifferences does not cover this rule): the next sync, for any change, puts it back", g.Object)
+	}
+	if g.RespectIgnoreDifferences {
 		return fmt.Sprintf("Argo CD leaves this field out of its diff and, with RespectIgnoreDifferences=true, keeps the live value when %s syncs", g.Object)
 	}
 	return fmt.Sprintf("Argo CD leaves this field out of its diff, so %s shows Synced and self-heal never acts on it, but a sync still applies Git's value: the next sync, for any change, puts it back; add the sync option RespectIgnoreDifferences=true to keep the live value, or carry it back to Git", g.Object)

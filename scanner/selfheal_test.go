@@ -55,7 +55,8 @@ func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
 	}{
 		{"without RespectIgnoreDifferences a sync applies Git's value", argo, replicas(argoRule, report.TypeChanged), "puts it back; add the sync option RespectIgnoreDifferences=true"},
 		{"with it the live value stays", respect, replicas(argoRule, report.TypeChanged), "keeps the live value"},
-		{"even with it a rule of Argo CD's diff alone is applied", respect, replicas(&report.IgnoreRule{Owner: "argocd", Reason: "ignoreAggregatedRoles", Reconciler: "argocd", DiffOnly: true}, report.TypeChanged), "puts it back"},
+		{"even with it a rule of Argo CD's diff alone is applied", respect, replicas(&report.IgnoreRule{Owner: "argocd", Reason: "ignoreAggregatedRoles", Reconciler: "argocd", DiffOnly: true}, report.TypeChanged), "does not cover this rule): the next sync, for any change, puts it back"},
+		{"the option is no way out for a rule of the diff alone", argo, replicas(&report.IgnoreRule{Owner: "argocd", Reason: "ignoreAggregatedRoles", Reconciler: "argocd", DiffOnly: true}, report.TypeChanged), "RespectIgnoreDifferences does not cover"},
 		{"a field Git does not declare is left by any sync", argo, replicas(argoRule, report.TypeAdded), ""},
 		{"a rule of driftscan's own is not Argo CD's", argo, replicas(ownRule, report.TypeChanged), ""},
 		{"a finding no rule hides", argo, replicas(nil, report.TypeChanged), ""},
