@@ -402,6 +402,11 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 	}
 	paused := fluxPausedHint(*app, l) // before its content is taken
+	gitops := s.r.Apps[d.app].GitOps
+	if d.replaced && gitops != nil && !gitops.Replace {
+		g := *gitops
+		g.Replace, gitops = true, &g
+	}
 	// The live object was decoded for this compare: its content is taken.
 	liveObj := normalizeLive(l)
 	git, nulls := normalizeSent(app.AppliedAs, d.obj, liveObj)
@@ -480,9 +485,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		if paused != "" && f.Class.Deliberate() {
 			f.Hint = joinHint(f.Hint, paused)
-		} else if h := argoIgnoredHint(s.r.Apps[d.app].GitOps, f); h != "" {
+		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
-		} else if h := selfHealHint(s.r.Apps[d.app].GitOps, f); h != "" {
+		} else if h := selfHealHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
 		if h := keptChartHint(app.Source.Helm, f, cl); h != "" {

@@ -155,6 +155,9 @@ type desired struct {
 	// createOnly: its applier creates it when it is missing and never
 	// updates it (fluxApplyPolicy): a live one is not compared.
 	createOnly bool
+	// replaced: Git marks it for Argo CD's Replace=true sync option
+	// (argoReplaced), which the app may not set.
+	replaced bool
 }
 
 type listKey struct {
@@ -558,7 +561,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest, createOnly: createOnly}
+	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest, createOnly: createOnly, replaced: argoReplaced(app, id.Annotations)}
 	if mf.Object == nil {
 		d.load = mf.Load // git gives what it decodes the key's namespace
 	} else {

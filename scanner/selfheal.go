@@ -69,6 +69,25 @@ func argoIgnoredHint(g *report.GitOps, f report.Finding) string {
 	return fmt.Sprintf("Argo CD leaves this field out of its diff, so %s shows Synced and self-heal never acts on it, but a sync still applies Git's value: the next sync, for any change, puts it back; add the sync option RespectIgnoreDifferences=true to keep the live value, or carry it back to Git", g.Object)
 }
 
+// argoSyncOptions is the annotation in which Git sets Argo CD sync options
+// for one object, comma-separated (`Prune=false,Replace=true`).
+const argoSyncOptions = "argocd.argoproj.io/sync-options"
+
+// argoReplaced reports whether Git's object, of an Argo CD app, sets the
+// sync option Replace=true for itself: Argo CD then syncs it with kubectl
+// replace, as it does every object of an app that sets it.
+func argoReplaced(app config.App, ann map[string]string) bool {
+	if app.GitOps == nil || app.GitOps.Tool != "argocd" {
+		return false
+	}
+	for opt := range strings.SplitSeq(ann[argoSyncOptions], ",") {
+		if strings.TrimSpace(opt) == "Replace=true" {
+			return true
+		}
+	}
+	return false
+}
+
 // keptChartHint explains a difference the applier owns in an app whose
 // chart source-controller builds from Git with reconcileStrategy
 // ChartVersion (config.HelmSource.KeptChartVersion): a chart changed in Git

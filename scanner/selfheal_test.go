@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -83,5 +84,27 @@ func TestSelfHealHintForAnAppSyncedWithReplace(t *testing.T) {
 	changed := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
 	if got := selfHealHint(replace, changed); got != "" {
 		t.Errorf("hint for a change of a field Git declares, sync suspended = %q, want none", got)
+	}
+}
+
+// One object of an Argo CD app sets Replace=true among its sync options.
+func TestArgoReplacedReadsTheObjectsSyncOptions(t *testing.T) {
+	argo := config.App{GitOps: &report.GitOps{Tool: "argocd"}}
+	flux := config.App{GitOps: &report.GitOps{Tool: "flux"}}
+	for _, c := range []struct {
+		app  config.App
+		ann  string
+		want bool
+	}{
+		{argo, "Replace=true", true},
+		{argo, "Prune=false, Replace=true", true},
+		{argo, "Replace=false", false},
+		{argo, "ServerSideApply=true", false},
+		{flux, "Replace=true", false},
+		{config.App{}, "Replace=true", false},
+	} {
+		if got := argoReplaced(c.app, map[string]string{argoSyncOptions: c.ann}); got != c.want {
+			t.Errorf("%v, %q: %v, want %v", c.app.GitOps, c.ann, got, c.want)
+		}
 	}
 }
