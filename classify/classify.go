@@ -81,8 +81,9 @@ type Change struct {
 	InLastApplied    bool
 	NullGit          bool
 	// EmptyGit: an Added path is a whole value (an atomic list) that Git
-	// declares empty (`rules: []`) and live fills: the scan compares an
-	// empty list as absent, but the applier sends it at every sync.
+	// declares empty (`rules: []`, Git then "[]") and live fills: the scan
+	// compares an empty list as absent, but the applier sends it at every
+	// sync.
 	EmptyGit bool
 	// ContainerImage, for an Added imagePullPolicy, is the live image of
 	// its container (the default depends on it); "" for any other path.
@@ -273,7 +274,7 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		// Git does not leave it out: it declares the whole value empty,
 		// and every sync empties what the other manager wrote (seen with
 		// Argo CD, Flux and kubectl apply on an aggregated ClusterRole).
-		f.Type, f.Git = report.TypeChanged, "[]"
+		f.Type = report.TypeChanged
 		if f.Class == report.ClassOperator {
 			f.Hint = operatorHint(o, ch.Path, owner.Manager)
 		}

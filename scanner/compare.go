@@ -468,7 +468,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			Git: text(ch.Git, ch.GitPresent), Live: text(ch.Live, ch.LivePresent),
 			Attribution: who,
 		}
-		facts.fill(&cch, ch)
+		facts.fill(&cch, &ch)
 		res := cl.Classify(obj, cch)
 		if !res.Drift {
 			s.dismiss(ro, d.app, gvk.Group, gvk.Kind, ch, owner, res)

@@ -32,17 +32,19 @@ type objectFacts struct {
 	typed       map[string]any // nil when the kind has no built-in Go type
 }
 
-// fill sets the facts of ch on cc.
-func (of *objectFacts) fill(cc *classify.Change, ch change) {
+// fill sets the facts of ch on cc. An Added whole value where Git
+// declared an empty list (emptyMark) gets that list as Git's value, on ch
+// too: the finding records it.
+func (of *objectFacts) fill(cc *classify.Change, ch *change) {
 	cc.ZeroGit = ch.GitPresent && zeroValue(ch.Git)
 	switch ch.Type {
 	case report.TypeRemoved:
 		if cc.ZeroGit {
-			cc.Omitted = of.dropsZero(ch)
+			cc.Omitted = of.dropsZero(*ch)
 		}
 	case report.TypeChanged:
 		extra, ok := within(ch.Live, ch.Git)
-		if !ok || !of.sentAsGit(ch) || !defaultsHold(of.typer.schemaAt(of.gvk, ch.Path), extra, ch.Git) {
+		if !ok || !of.sentAsGit(*ch) || !defaultsHold(of.typer.schemaAt(of.gvk, ch.Path), extra, ch.Git) {
 			return
 		}
 		cc.Contained = true
@@ -53,8 +55,11 @@ func (of *objectFacts) fill(cc *classify.Change, ch change) {
 			}
 		}
 	case report.TypeAdded:
-		cc.NullGit = underNull(of.nulls, ch.Path)
-		cc.EmptyGit = emptyAt(of.nulls, ch.Path)
+		cc.NullGit, cc.EmptyGit = marksAt(of.nulls, ch.Path)
+		if cc.EmptyGit {
+			ch.Git, ch.GitPresent = []any{}, true
+			cc.Git = text(ch.Git, true)
+		}
 		if last := of.lastAppliedConfig(); last != nil {
 			_, cc.InLastApplied = lookup(last, ch.Path)
 		}

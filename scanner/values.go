@@ -341,37 +341,29 @@ func markItem(marks, items []any, i int, n any) []any {
 // underNull reports whether path is at or under a null of Git's object,
 // nulls being where it held them.
 func underNull(nulls map[string]any, path fieldpath.Path) bool {
-	if nulls == nil {
-		return false
-	}
-	var cur any = nulls
-	for _, pe := range path {
-		var ok bool
-		if cur, _, ok = step(cur, pe); !ok {
-			return false
-		}
-		if _, null := cur.(nullMark); null {
-			return true
-		}
-	}
-	return false
+	null, _ := marksAt(nulls, path)
+	return null
 }
 
-// emptyAt reports whether Git's object declared an empty list at path,
-// where live holds a non-empty one, marks being where (see emptyMark).
-func emptyAt(marks map[string]any, path fieldpath.Path) bool {
+// marksAt follows path in marks (see nullMark): whether it is at or under
+// a null of Git's object, and whether it is where Git declared an empty
+// list that live fills (see emptyMark).
+func marksAt(marks map[string]any, path fieldpath.Path) (underNull, emptyList bool) {
 	if marks == nil || len(path) == 0 {
-		return false
+		return false, false
 	}
 	var cur any = marks
 	for _, pe := range path {
 		var ok bool
 		if cur, _, ok = step(cur, pe); !ok {
-			return false
+			return false, false
+		}
+		if _, null := cur.(nullMark); null {
+			return true, false
 		}
 	}
 	_, empty := cur.(emptyMark)
-	return empty
+	return false, empty
 }
 
 // itemsByName indexes a list's items by their name, or is nil when an
