@@ -101,6 +101,12 @@ type App struct {
 	// nil builds as driftscan does (helmCharts inflated, files only inside
 	// each kustomization's folder).
 	KustomizeBuild *KustomizeBuild `yaml:"-"`
+	// ExcludedKinds, set by discovery for an Argo CD Application, are the
+	// kinds Argo CD drops from its Git before it compares or syncs it
+	// (argocd-cm's resource.exclusions and resource.inclusions, and the
+	// kinds it always excludes): the scan does not compare such an object
+	// and warns that Argo CD never applies it.
+	ExcludedKinds *KindFilter `yaml:"-"`
 	// ArgoSource, set by discovery for an Argo CD Application's source in
 	// Git, is what Argo CD's repo server merges the parameter files in the
 	// source's folder into (.argocd-source.yaml and

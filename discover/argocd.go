@@ -234,14 +234,17 @@ func (d *discovery) argocd(ctx context.Context) error {
 		apps[ref(u)] = &a
 	}
 	names := appNames(kept)
-	build := d.argoSettings(ctx, projectNS)
+	build, filter := d.argoSettings(ctx, projectNS)
 	for _, u := range kept {
 		first := len(d.res.Apps)
-		d.application(u, apps[ref(u)], names[ref(u)], func(repo string) string {
-			return sourcePermitted(projects, projectNS, apps[ref(u)].Spec.Project, repo)
+		a := apps[ref(u)]
+		d.application(u, a, names[ref(u)], func(repo string) string {
+			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
+		excluded := filter.forCluster(destinationServer(*a))
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = build
+			d.res.Apps[i].ExcludedKinds = excluded
 		}
 	}
 	return nil
@@ -275,22 +278,34 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 
 // argoSettings reads argocd-cm in Argo CD's namespace and returns how Argo
 // CD runs `kustomize build` (its kustomize.buildOptions: --enable-helm,
-// --load-restrictor LoadRestrictionsNone) and imports its system-level
-// ignore rules (argoCMIgnores, argoCompareIgnores). Without argocd-cm, Argo CD's defaults and
-// no rules; when it cannot be read (the scan's identity may not get it),
-// a nil build, the scan's own defaults, and no rules.
-func (d *discovery) argoSettings(ctx context.Context, ns string) *config.KustomizeBuild {
+// --load-restrictor LoadRestrictionsNone) and which kinds it never applies
+// (argoFilter), and imports its system-level ignore rules (argoCMIgnores,
+// argoCompareIgnores). Without argocd-cm, Argo CD's defaults and no rules;
+// when it cannot be read (the scan's identity may not get it), a nil
+// build, the scan's own defaults, the kinds Argo CD always excludes, and
+// no rules.
+func (d *discovery) argoSettings(ctx context.Context, ns string) (*config.KustomizeBuild, *argoResourceFilter) {
 	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &config.KustomizeBuild{}
+		return &config.KustomizeBuild{}, d.argoFilter(nil, nil)
 	}
 	if err != nil {
-		return nil
+		return nil, d.argoFilter(nil, nil)
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
-	return kustomizeBuildOptions(data["kustomize.buildOptions"])
+	return kustomizeBuildOptions(data["kustomize.buildOptions"]), d.argoFilter(cm, data)
+}
+
+// destinationServer is the server of an Application's destination as Argo
+// CD's resource filter matches it: in-cluster's when it is named, not
+// given.
+func destinationServer(a application) string {
+	if a.Spec.Destination.Server == "" {
+		return inCluster
+	}
+	return a.Spec.Destination.Server
 }
 
 // kustomizeBuildOptions reads the `kustomize build` flags that change a

@@ -65,6 +65,10 @@ func TestApplications(t *testing.T) {
 				}
 			}
 			for i := range res.Apps {
+				if res.Apps[i].ExcludedKinds.Excludes("coordination.k8s.io", "Lease") == "" {
+					t.Errorf("app %s: Argo CD always excludes Leases, its filter does not", res.Apps[i].Name)
+				}
+				res.Apps[i].ExcludedKinds = nil // TestArgoResourceFilter
 				res.Apps[i].Error = strings.ReplaceAll(res.Apps[i].Error, ns, "NS")
 				res.Apps[i].ArgoSource = nil // TestArgoSourceFiles
 				if g := res.Apps[i].GitOps; g != nil {
@@ -131,6 +135,8 @@ spec:
   resource.customizations.health.apps_Deployment: "hs = {}"
   resource.compareoptions: |
     ignoreAggregatedRoles: true
+  resource.inclusions: |
+    apiGroups: [apps]
 `,
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
@@ -157,6 +163,7 @@ spec:
 		},
 		errors: []string{
 			`ConfigMap/NS/argocd-cm: resource.customizations *.crossplane.io/* not imported: group "*.crossplane.io" is a pattern, which a driftscan ignore rule cannot express`,
+			`ConfigMap/NS/argocd-cm: resource.inclusions: not a list of {apiGroups, kinds, clusters} (Argo CD compares no app until it is mended; the scan reads it as absent)`,
 		},
 	},
 	{

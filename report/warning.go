@@ -65,7 +65,10 @@ const (
 	// to apply (kustomize.toolkit.fluxcd.io/ssa: Ignore, or
 	// kustomize.toolkit.fluxcd.io/reconcile: disabled), and it is not
 	// compared; or to create only (ssa: IfNotPresent), and only whether it
-	// exists is compared: what anyone changes in it later stays.
+	// exists is compared: what anyone changes in it later stays. Or the
+	// object is of a kind Argo CD excludes (argocd-cm's resource.exclusions
+	// or resource.inclusions, or one it always excludes): Argo CD drops it
+	// from the app's Git, and it is not compared.
 	WarnNotApplied WarningCode = "NotApplied"
 )
 

@@ -509,9 +509,13 @@ var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/in
 
 // extra reports live objects that carry an app's tracking label or
 // annotation but are not in Git, among the kinds and namespaces the scan
-// listed anyway.
+// listed anyway. Argo CD neither tracks nor prunes an object of a kind it
+// excludes, so none is an Argo CD app's extra object.
 func (s *scan) extra(live *liveState) {
 	for _, e := range live.extra {
+		if gv, err := schema.ParseGroupVersion(e.apiVersion); err == nil && s.cfg.Apps[e.app].ExcludedKinds.Excludes(gv.Group, e.kind) != "" {
+			continue
+		}
 		s.r.Apps[e.app].Objects = append(s.r.Apps[e.app].Objects, report.Object{
 			APIVersion: e.apiVersion, Kind: e.kind, Namespace: e.namespace, Name: e.name, Status: report.StatusExtra,
 		})
