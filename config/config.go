@@ -305,8 +305,16 @@ type HelmSource struct {
 	// HelmRelease.
 	Lookup bool `yaml:"lookup"`
 	// SkipCRDs leaves out the chart's crds/ folder (Argo CD's
-	// helm.skipCrds, `helm template --skip-crds`).
+	// helm.skipCrds, `helm template --skip-crds`; discovery sets it for a
+	// Flux HelmRelease whose install.crds and upgrade.crds are Skip).
 	SkipCRDs bool `yaml:"skipCrds"`
+	// UpgradeCRDs, set by discovery for a Flux HelmRelease, is its
+	// spec.upgrade.crds (Create when unset): whether helm-controller
+	// applies the chart's CRDs at an upgrade (Create, with server-side
+	// apply, and CreateReplace do; Skip does not). "" for any other app.
+	// helm-controller applies only the CustomResourceDefinitions of a
+	// chart's crds/ folder, and its drift detection does not cover them.
+	UpgradeCRDs string `yaml:"-"`
 	// Namespace is the release's namespace when it is not the app's
 	// (Argo CD's helm.namespace): what .Release.Namespace renders as.
 	Namespace string `yaml:"namespace"`

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -49,6 +50,8 @@ type helmRelease struct {
 			Mode   string           `json:"mode"`
 			Ignore []fluxIgnoreRule `json:"ignore"`
 		} `json:"driftDetection"`
+		Install crdsPolicy `json:"install"`
+		Upgrade crdsPolicy `json:"upgrade"`
 	} `json:"spec"`
 	Status struct {
 		// History holds the releases helm-controller made, the newest
@@ -58,6 +61,12 @@ type helmRelease struct {
 			ChartVersion string `json:"chartVersion"`
 		} `json:"history"`
 	} `json:"status"`
+}
+
+// crdsPolicy is a HelmRelease's spec.install or spec.upgrade, for its crds:
+// Skip, Create or CreateReplace.
+type crdsPolicy struct {
+	CRDs string `json:"crds"`
 }
 
 // chartSpec is a HelmRelease's spec.chart.spec.
@@ -420,6 +429,16 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	if m := hr.Spec.CommonMetadata; m != nil {
 		hs.CommonLabels, hs.CommonAnnotations = m.Labels, m.Annotations
 	}
+	// helm-controller's CRD policies (internal/action crdPolicyOrDefault):
+	// Create when unset, for install and upgrade alike.
+	install, upgrade := cmp.Or(hr.Spec.Install.CRDs, "Create"), cmp.Or(hr.Spec.Upgrade.CRDs, "Create")
+	for _, p := range []struct{ field, policy string }{{"install", install}, {"upgrade", upgrade}} {
+		if p.policy != "Skip" && p.policy != "Create" && p.policy != "CreateReplace" {
+			problems = append(problems, fmt.Sprintf("spec.%s.crds %q is not Skip, Create or CreateReplace: helm-controller fails the release", p.field, p.policy))
+		}
+	}
+	hs.SkipCRDs = install == "Skip" && upgrade == "Skip"
+	hs.UpgradeCRDs = upgrade
 	src.Helm = hs
 	ns := hr.Spec.TargetNamespace
 	if ns == "" {

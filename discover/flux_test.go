@@ -183,6 +183,7 @@ spec:
     - paths: [/metadata/annotations]
     - paths: [/spec/replicas]
       target: {kind: Deployment, name: web-.*}
+  upgrade: {crds: CreateReplace}
 `, `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -197,6 +198,8 @@ spec:
       sourceRef: {kind: HelmRepository, name: ingress-nginx}
   values:
     controller: {replicaCount: 2}
+  install: {crds: Skip}
+  upgrade: {crds: Skip}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -214,6 +217,7 @@ spec:
     spec:
       chart: podinfo
       sourceRef: {kind: HelmRepository, name: podinfo-oci}
+  install: {crds: create}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -389,7 +393,8 @@ func TestFluxObjects(t *testing.T) {
 			// installs the chart source-controller built from it.
 			Name: "by-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", Revision: "6.x", PlainHTTP: true,
-				Helm: &config.HelmSource{Lookup: true, ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}, ValuesFilesReplaceDefaults: true}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "by-chart", ChartValues: []config.ValuesFile{{Path: "values-prod.yaml"}}, ValuesFilesReplaceDefaults: true,
+					UpgradeCRDs: "Create"}}, // helm-controller's default
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/by-chart", Prune: true},
 		},
@@ -401,6 +406,8 @@ func TestFluxObjects(t *testing.T) {
 				ReleaseName: "ingress", ChartVersion: "4.11.3+2", ValuesFilesReplaceDefaults: true,
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
 				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
+				// install.crds and upgrade.crds Skip: helm-controller never applies crds/.
+				SkipCRDs: true, UpgradeCRDs: "Skip",
 			}},
 			TargetRevision: "4.x",
 			Appliers:       []string{"helm-controller"},
@@ -412,7 +419,7 @@ func TestFluxObjects(t *testing.T) {
 			// released renders with the artifact's digest.
 			Name: "oci-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: "6.5.4",
-				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e"}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e", UpgradeCRDs: "Create"}},
 			TargetRevision: ">=6.0.0",
 			Appliers:       []string{"helm-controller"},
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},
@@ -421,7 +428,7 @@ func TestFluxObjects(t *testing.T) {
 			// From an OCI HelmRepository; insecure is plain HTTP.
 			Name: "podinfo", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://registry.internal:5000/charts", Chart: "podinfo", PlainHTTP: true,
-				Helm: &config.HelmSource{Lookup: true, ReleaseName: "podinfo"}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "podinfo", UpgradeCRDs: "Create"}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/podinfo", Prune: true},
 		},
@@ -443,6 +450,7 @@ func TestFluxObjects(t *testing.T) {
 					Images:  []config.FluxImage{{Name: "nginx", NewTag: "1.27"}},
 				}},
 				CommonLabels: map[string]string{"team": "web"}, CommonAnnotations: map[string]string{"owner": "sre"},
+				UpgradeCRDs: "CreateReplace",
 			}},
 			Appliers: []string{"helm-controller"},
 			GitOps:   &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/web", SelfHeal: true, Prune: true},
@@ -479,6 +487,7 @@ func TestFluxObjects(t *testing.T) {
 		"Kustomization/NS/ranged: source GitRepository/NS/ranged: ref.semver >=1.0.0 is resolved by source-controller, and its status has no artifact revision yet",
 		"Kustomization/NS/shop: substituteFrom ConfigMap NS/needed: configmaps \"needed\" not found: Flux cannot build the Kustomization either",
 		`Kustomization/NS/shop: ignore[1] not imported: target kind "ConfigMap|Secret" is a regular expression, which a driftscan ignore rule cannot express`,
+		`HelmRelease/NS/podinfo: spec.install.crds "create" is not Skip, Create or CreateReplace: helm-controller fails the release`,
 		"HelmRelease/NS/web: valuesFrom Secret NS/web-broken key values.yaml is not a YAML map of values",
 		"HelmRelease/NS/web: valuesFrom ConfigMap NS/missing not found",
 		"HelmRelease/NS/web: driftDetection.ignore[1] not imported: target label and annotation selectors cannot be expressed as a driftscan ignore rule",

@@ -257,6 +257,25 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	return b.String(), nil
 }
 
+// ChartCRDsFile reports whether file, a Manifest's File of a chart, is in
+// the crds/ folder of the chart or of one of its subcharts (crds/x.yaml,
+// charts/db/crds/x.yaml): what Helm installs as it reads it, before the
+// templates, and never renders.
+func ChartCRDsFile(file string) bool {
+	for {
+		if strings.HasPrefix(file, "crds/") {
+			return true
+		}
+		rest, ok := strings.CutPrefix(file, "charts/")
+		if !ok {
+			return false
+		}
+		if _, file, ok = strings.Cut(rest, "/"); !ok {
+			return false
+		}
+	}
+}
+
 // vendoredDependencies is an error naming each dependency in Chart.yaml
 // that is not under charts/, as Helm's action.CheckDependencies is.
 func vendoredDependencies(ch *chart.Chart) error {

@@ -158,6 +158,9 @@ type desired struct {
 	// replaced: Git marks it for Argo CD's Replace=true sync option
 	// (argoReplaced), which the app may not set.
 	replaced bool
+	// chartCRD: a CustomResourceDefinition of the crds/ folder of a chart
+	// Flux's helm-controller applies, out of its drift detection.
+	chartCRD bool
 }
 
 type listKey struct {
@@ -526,6 +529,13 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 			Message: fmt.Sprintf("%s (%s line %d) is a hook, so it is not compared: %s", ref, mf.File, mf.Line, why)})
 		return
 	}
+	chartCRD := app.Source.Helm != nil && app.Source.Helm.UpgradeCRDs != "" && render.ChartCRDsFile(mf.File)
+	if chartCRD && (gvk.Group != "apiextensions.k8s.io" || gvk.Kind != "CustomResourceDefinition") {
+		ref := ro.Ref()
+		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
+			Message: fmt.Sprintf("%s (%s) is in the chart's crds/ folder, where helm-controller applies only CustomResourceDefinitions: it never applies it, so it is not compared (move it to templates/)", ref, mf.File)})
+		return
+	}
 	if why := app.ExcludedKinds.Excludes(gvk.Group, gvk.Kind); why != "" {
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
@@ -567,7 +577,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 	}
 	s.declared[key] = len(s.objects)
 	ra.Objects = append(ra.Objects, ro)
-	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest, createOnly: createOnly, replaced: argoReplaced(app, id.Annotations)}
+	d := desired{app: ai, object: len(ra.Objects) - 1, obj: mf.Object, key: key, mapping: mapping, twin: twin, digest: mf.Digest, createOnly: createOnly, replaced: argoReplaced(app, id.Annotations), chartCRD: chartCRD}
 	if mf.Object == nil {
 		d.load = mf.Load // git gives what it decodes the key's namespace
 	} else {

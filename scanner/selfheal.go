@@ -46,6 +46,22 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
 }
 
+// chartCRDHint says what Flux's helm-controller does with a pipeline's or a
+// person's change of a CRD from its chart's crds/ folder (chartCRD): its
+// drift detection compares the release's manifest, which holds none of
+// them, so the change stays until an upgrade (a new chart version, changed
+// values) applies the chart's CRDs again, which upgrade.crds Skip never
+// does. "" for any other finding.
+func chartCRDHint(chartCRD bool, h *config.HelmSource, g *report.GitOps, f report.Finding) string {
+	if !chartCRD || h == nil || g == nil || !f.Class.Deliberate() {
+		return ""
+	}
+	if h.UpgradeCRDs == "Skip" {
+		return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder, and %s skips them at an upgrade (upgrade.crds: Skip): this change stays until someone applies the CRD again", g.Object)
+	}
+	return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder: this change stays until the next upgrade of %s (a new chart version or values) applies the chart's CRDs again (upgrade.crds: %s); carry it back to the chart, or undo it", g.Object, h.UpgradeCRDs)
+}
+
 // argoIgnoredHint says what Argo CD does at a sync with a field Git
 // declares that one of its own ignoreDifferences (the Application's or
 // argocd-cm's) hides: the field is out of its diff, so the app shows

@@ -108,3 +108,32 @@ func TestArgoReplacedReadsTheObjectsSyncOptions(t *testing.T) {
 		}
 	}
 }
+
+// helm-controller's drift detection compares the release's manifest, which
+// holds none of the chart's crds/ (seen with the real one, e2e
+// TestFluxHelmReleaseCRDs): a person's edit of such a CRD stays until an
+// upgrade applies the chart's CRDs again, or, with upgrade.crds Skip,
+// until someone does. The hint replaces self-heal's, which is false here.
+func TestChartCRDHint(t *testing.T) {
+	hr := &report.GitOps{Tool: "flux", Object: "HelmRelease/flux-system/web", SelfHeal: true}
+	edit := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
+	for _, c := range []struct {
+		name     string
+		chartCRD bool
+		h        *config.HelmSource
+		f        report.Finding
+		want     string
+	}{
+		{"the next upgrade applies it again", true, &config.HelmSource{UpgradeCRDs: "Create"}, edit, "stays until the next upgrade of HelmRelease/flux-system/web"},
+		{"no upgrade applies it", true, &config.HelmSource{UpgradeCRDs: "Skip"}, edit, "stays until someone applies the CRD again"},
+		{"a template's object", false, &config.HelmSource{UpgradeCRDs: "Create"}, edit, ""},
+		{"an operator's change", true, &config.HelmSource{UpgradeCRDs: "Create"}, report.Finding{Type: report.TypeChanged, Class: report.ClassOperator}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := chartCRDHint(c.chartCRD, c.h, hr, c.f)
+			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+				t.Errorf("hint = %q, want it to say %q", got, c.want)
+			}
+		})
+	}
+}
