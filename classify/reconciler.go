@@ -26,6 +26,11 @@ type Tracking struct {
 	// HelmRelease and HelmNamespace are the Helm release the app renders,
 	// "" when it renders no chart. HelmNamespace "" means the object's own.
 	HelmRelease, HelmNamespace string
+	// ArgoLabel: Argo CD tracks by its instance label (argocd-cm's
+	// application.resourceTrackingMethod label), not by its tracking id
+	// annotation (annotation, and annotation+label: the label is only
+	// written there).
+	ArgoLabel bool
 }
 
 // The keys reconcilers write, with what writes them.
@@ -196,6 +201,15 @@ func (t Tracking) flux(o Object, kind, key, live string) verdict {
 	return v
 }
 
+// FluxLabelPrefix is the prefix of the name and namespace labels Flux
+// writes on what a Kustomization or a HelmRelease (kind) applies.
+func FluxLabelPrefix(kind string) string {
+	if kind == "HelmRelease" {
+		return "helm.toolkit.fluxcd.io/"
+	}
+	return "kustomize.toolkit.fluxcd.io/"
+}
+
 // argoLabelValue is the label value Argo CD writes for an application name:
 // cut to 63 characters, not ending in a special character.
 func argoLabelValue(app string) string {
@@ -210,3 +224,28 @@ func argoLabelValue(app string) string {
 }
 
 var okEnd = regexp.MustCompile(`[a-zA-Z0-9]$`)
+
+// Tracks reports whether a live object's labels and annotations carry the
+// tracking the app's reconciler writes on what it applies, by which that
+// reconciler counts the object as the app's own (and, when Git no longer
+// declares it, as one to prune): Argo CD's tracking id naming this object
+// (annotation tracking, Argo CD 3's default), or with ArgoLabel its
+// instance label; the name and namespace labels of the Flux Kustomization
+// or HelmRelease (FluxKind). A chart's or an operator's copy of the
+// app.kubernetes.io/instance label is no Argo CD tracking unless Argo CD
+// tracks by that label. False for an app of neither tool.
+func (t Tracking) Tracks(o Object, labels, annotations map[string]string) bool {
+	switch {
+	case t.FluxKind != "":
+		prefix := FluxLabelPrefix(t.FluxKind)
+		return t.FluxName != "" && labels[prefix+"name"] == t.FluxName && labels[prefix+"namespace"] == t.FluxNamespace
+	case len(t.ArgoApps) == 0:
+		return false
+	case t.ArgoLabel:
+		v, ok := labels[argoInstance]
+		return ok && slices.ContainsFunc(t.ArgoApps, func(a string) bool { return v == argoLabelValue(a) })
+	default:
+		v, ok := annotations[argoTrackingID]
+		return ok && t.argoTrackingID(o, v).mine
+	}
+}

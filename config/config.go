@@ -107,6 +107,11 @@ type App struct {
 	// kinds it always excludes): the scan does not compare such an object
 	// and warns that Argo CD never applies it.
 	ExcludedKinds *KindFilter `yaml:"-"`
+	// ArgoLabelTracking, set by discovery for an Argo CD Application, says
+	// Argo CD tracks what it applies by its instance label (argocd-cm's
+	// application.resourceTrackingMethod: label), not by its tracking-id
+	// annotation (annotation, Argo CD 3's default, or annotation+label).
+	ArgoLabelTracking bool `yaml:"-"`
 	// ArgoSource, set by discovery for an Argo CD Application's source in
 	// Git, is what Argo CD's repo server merges the parameter files in the
 	// source's folder into (.argocd-source.yaml and

@@ -234,17 +234,18 @@ func (d *discovery) argocd(ctx context.Context) error {
 		apps[ref(u)] = &a
 	}
 	names := appNames(kept)
-	build, filter := d.argoSettings(ctx, projectNS)
+	settings := d.argoSettings(ctx, projectNS)
 	for _, u := range kept {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
 		d.application(u, a, names[ref(u)], func(repo string) string {
 			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
-		excluded := filter.forCluster(destinationServer(*a))
+		excluded := settings.filter.forCluster(destinationServer(*a))
 		for i := first; i < len(d.res.Apps); i++ {
-			d.res.Apps[i].KustomizeBuild = build
+			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
+			d.res.Apps[i].ArgoLabelTracking = settings.labelTracking
 		}
 	}
 	return nil
@@ -276,26 +277,40 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 	return a
 }
 
-// argoSettings reads argocd-cm in Argo CD's namespace and returns how Argo
-// CD runs `kustomize build` (its kustomize.buildOptions: --enable-helm,
-// --load-restrictor LoadRestrictionsNone) and which kinds it never applies
-// (argoFilter), and imports its system-level ignore rules (argoCMIgnores,
+// argoCM is what argocd-cm says of how Argo CD builds, applies and tracks
+// every Application.
+type argoCM struct {
+	// build is how Argo CD runs `kustomize build` (kustomize.buildOptions:
+	// --enable-helm, --load-restrictor LoadRestrictionsNone).
+	build *config.KustomizeBuild
+	// filter is which kinds it never applies (argoFilter).
+	filter *argoResourceFilter
+	// labelTracking: application.resourceTrackingMethod is label.
+	labelTracking bool
+}
+
+// argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
+// imports its system-level ignore rules (argoCMIgnores,
 // argoCompareIgnores). Without argocd-cm, Argo CD's defaults and no rules;
 // when it cannot be read (the scan's identity may not get it), a nil
-// build, the scan's own defaults, the kinds Argo CD always excludes, and
-// no rules.
-func (d *discovery) argoSettings(ctx context.Context, ns string) (*config.KustomizeBuild, *argoResourceFilter) {
+// build (the scan's own defaults), the kinds Argo CD always excludes,
+// annotation tracking, and no rules.
+func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &config.KustomizeBuild{}, d.argoFilter(nil, nil)
+		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil)}
 	}
 	if err != nil {
-		return nil, d.argoFilter(nil, nil)
+		return argoCM{filter: d.argoFilter(nil, nil)}
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
-	return kustomizeBuildOptions(data["kustomize.buildOptions"]), d.argoFilter(cm, data)
+	return argoCM{
+		build:         kustomizeBuildOptions(data["kustomize.buildOptions"]),
+		filter:        d.argoFilter(cm, data),
+		labelTracking: data["application.resourceTrackingMethod"] == "label",
+	}
 }
 
 // destinationServer is the server of an Application's destination as Argo

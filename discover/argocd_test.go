@@ -94,8 +94,8 @@ func TestApplications(t *testing.T) {
 
 var argoCases = []argoCase{
 	{
-		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization",
-		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n",
+		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization, and resourceTrackingMethod how it tracks what it applies",
+		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n  application.resourceTrackingMethod: label\n",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -110,7 +110,8 @@ spec:
 			Source:         config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
 			Appliers:       argoAppliers,
 			GitOps:         &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
-			KustomizeBuild: &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
+			KustomizeBuild:    &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
+			ArgoLabelTracking: true,
 		}},
 	},
 	{

@@ -506,8 +506,6 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	return nil
 }
 
-// trackingKeys are the labels and annotations that tie a live object to an app.
-var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/instance"}
 
 // extra reports live objects that carry an app's tracking label or
 // annotation but are not in Git, among the kinds and namespaces the scan

@@ -87,10 +87,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 		return keys[i].ns < keys[j].ns
 	})
 	st := &liveState{found: make([]bool, len(s.objects)), failed: map[listKey]error{}, listed: map[listKey]bool{}}
-	appIndex := map[string]int{}
-	for i, a := range s.r.Apps {
-		appIndex[a.Name] = i
-	}
+	owners := s.extraOwners()
 	// A few LISTs at a time: the scan waits on the API server far more than
 	// it works, and the shared rate limiter still bounds the request rate.
 	var (
@@ -105,7 +102,7 @@ func (s *scan) read(ctx context.Context, visit func(foundObject)) *liveState {
 	}
 	s.saveListPlan(keys, gvks)
 	handle := func(it *listItem) error {
-		di, found, extra, err := s.keep(it, appIndex)
+		di, found, extra, err := s.keep(it, owners)
 		if err != nil {
 			return err
 		}
@@ -206,7 +203,7 @@ type foundObject struct {
 // identity of an undeclared one that an app's tracking key names (extra);
 // or nothing. Only a declared object is decoded whole; of any other only
 // its identity, and its labels and annotations with Extra.
-func (s *scan) keep(it *listItem, appIndex map[string]int) (di int, found *foundObject, extra *extraObject, err error) {
+func (s *scan) keep(it *listItem, owners extraOwners) (di int, found *foundObject, extra *extraObject, err error) {
 	key := keyOfHead(it.head)
 	if di, ok := s.declared[key]; ok {
 		git, v := s.cachedVerdict(di, it.head)
@@ -238,16 +235,9 @@ func (s *scan) keep(it *listItem, appIndex map[string]int) (di int, found *found
 	if !s.opts.Extra {
 		return -1, nil, nil, nil
 	}
-	labels, annotations := it.tracking()
-	for _, k := range trackingKeys {
-		name := labels[k]
-		if name == "" {
-			name = annotations[k]
-		}
-		if ai, ok := appIndex[name]; ok {
-			h := it.head
-			return -1, nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
-		}
+	if ai, ok := owners.of(s, it); ok {
+		h := it.head
+		return -1, nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
 	}
 	return -1, nil, nil, nil
 }

@@ -123,7 +123,7 @@ func TestAPageKeepsOnlyDeclaredObjectsAndExtraIdentities(t *testing.T) {
 		var found []*unstructured.Unstructured
 		var extras []extraObject
 		cont, err := readPage(bytes.NewReader(page), schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, func(it *listItem) error {
-			_, f, e, err := s.keep(it, map[string]int{"web": 0})
+			_, f, e, err := s.keep(it, extraOwners{byName: map[string]int{"web": 0}})
 			if f != nil {
 				found = append(found, f.live)
 			}

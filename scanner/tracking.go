@@ -22,6 +22,7 @@ func trackingOf(app config.App, release string) classify.Tracking {
 			// its own namespace, which the scan does not know: both match.
 			t.ArgoApps = []string{name, ns + "_" + name}
 			t.FluxName = ""
+			t.ArgoLabel = app.ArgoLabelTracking
 		case "flux":
 			t.ArgoApps = nil
 			t.FluxKind, t.FluxName, t.FluxNamespace = kind, name, ns

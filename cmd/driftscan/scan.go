@@ -105,7 +105,7 @@ func (o *scanOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.failOn, "fail-on", "all", "exit 1 only for drift of these classes (comma-separated: webhook,operator,pipeline,human,unknown), 'all' or 'none'; add 'violation' to exit 1 for every contract violation, 'warning' to exit 1 also when the scan lost fidelity (report warnings)")
 	f.BoolVar(&o.wide, "wide", false, "show long values whole in the table and ignore the terminal's width")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
-	f.BoolVar(&o.extra, "extra", false, "also report live objects with an app's tracking label that are not in Git")
+	f.BoolVar(&o.extra, "extra", false, "also report live objects Git no longer declares that an app's reconciler tracks as the app's (what it would prune)")
 	f.BoolVar(&o.explain, "explain-dismissed", false, "list every difference dismissed as no drift (server defaults, zero values, unstable renders, reconciler metadata, built-ins), with the reason; the counts are always in the report's stats")
 	f.BoolVar(&o.backportPR, "backport-prs", false, "for apps suspended with `breakglass suspend --backport-pr`: once the hotfix is made, push it to a branch of the app's repository and open its pull request (or update it), with the config's git credentials and the forge token of forge.tokenEnv (a write to Git and the forge)")
 	f.BoolVar(&o.autoResume, "auto-resume", false, "resume a breakglass suspension past its deadline when the app has no pipeline or human drift left that Git lacks")

@@ -1,0 +1,40 @@
+package classify
+
+import "testing"
+
+// Tracks tells the tracking a reconciler writes on what it applies (what
+// it would prune once Git drops the object) from labels a chart or an
+// operator copied: seen with the real Argo CD and Flux, e2e
+// TestExtraObjectsAreWhatArgoCDWouldPrune and
+// TestExtraObjectsOfAFluxKustomization.
+func TestTracks(t *testing.T) {
+	cfg := Object{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	argo := Tracking{ArgoApps: []string{"web", "apps_web"}}
+	label := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true}
+	ks := Tracking{FluxKind: "Kustomization", FluxName: "web", FluxNamespace: "flux-system"}
+	hr := Tracking{FluxKind: "HelmRelease", FluxName: "web", FluxNamespace: "shop"}
+	instance := map[string]string{"app.kubernetes.io/instance": "web"}
+	for _, c := range []struct {
+		name                string
+		t                   Tracking
+		labels, annotations map[string]string
+		want                bool
+	}{
+		{"Argo CD's tracking id naming the object", argo, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, true},
+		{"the id of an app outside Argo CD's namespace", argo, nil, map[string]string{"argocd.argoproj.io/tracking-id": "apps_web:/ConfigMap:shop/cfg"}, true},
+		{"an id copied from another object", argo, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:apps/Deployment:shop/web"}, false},
+		{"another app's id", argo, nil, map[string]string{"argocd.argoproj.io/tracking-id": "api:/ConfigMap:shop/cfg"}, false},
+		{"a chart's instance label under annotation tracking", argo, instance, nil, false},
+		{"the instance label under label tracking", label, instance, nil, true},
+		{"the tracking id under label tracking", label, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, false},
+		{"the Kustomization's labels", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil, true},
+		{"another namespace's Kustomization", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "team"}, nil, false},
+		{"a HelmRelease's labels on a Kustomization's app", ks, map[string]string{"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "flux-system"}, nil, false},
+		{"the HelmRelease's labels", hr, map[string]string{"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "shop"}, nil, true},
+		{"an instance label on a Flux app", hr, instance, nil, false},
+	} {
+		if got := c.t.Tracks(cfg, c.labels, c.annotations); got != c.want {
+			t.Errorf("%s: Tracks = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
