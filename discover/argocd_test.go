@@ -107,9 +107,9 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "built", Owner: "shop", Namespace: "shop",
-			Source:         config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
-			Appliers:       argoAppliers,
-			GitOps:         &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
+			Source:            config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
+			Appliers:          argoAppliers,
+			GitOps:            &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
 			KustomizeBuild:    &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
 			ArgoLabelTracking: true,
 		}},

@@ -506,7 +506,6 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 	return nil
 }
 
-
 // extra reports live objects that carry an app's tracking label or
 // annotation but are not in Git, among the kinds and namespaces the scan
 // listed anyway. Argo CD neither tracks nor prunes an object of a kind it
