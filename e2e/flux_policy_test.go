@@ -15,39 +15,44 @@ import (
 )
 
 // Objects a Kustomization's Git marks for kustomize-controller: create
-// only (ssa: IfNotPresent), never apply (ssa: Ignore), reconcile disabled.
-// The real controller creates the first, never the second, and keeps a
-// person's edits of the first and third after a reconcile, while it puts
-// back one of an object marked nothing. driftscan must not call any of the
-// kept edits drift the next sync undoes.
+// only (ssa: IfNotPresent), never apply (ssa: Ignore), reconcile disabled,
+// as annotations or as labels (it reads both). The real controller creates
+// the first, never the second, and keeps a person's edits of the first and
+// third after a reconcile, while it puts back one of an object marked
+// nothing. driftscan must not call any of the kept edits drift the next
+// sync undoes.
 func TestFluxApplyPolicyAnnotationsAreNoDrift(t *testing.T) {
 	needFlux(t)
 	ns := env.Namespace(t, nil)
-	cm := func(name, annotation string) string {
-		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  annotations: {" + annotation + "}\ndata: {mode: safe}\n"
+	marked := func(where string) func(name, mark string) string {
+		return func(name, mark string) string {
+			return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  " + where + ": {" + mark + "}\ndata: {mode: safe}\n"
+		}
 	}
+	cm, labelled := marked("annotations"), marked("labels")
 	repo := gitServer.NewRepo(t, map[string]string{
-		"app/seed.yaml":     cm("seed", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
-		"app/ignored.yaml":  cm("ignored", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
-		"app/disabled.yaml": cm("disabled", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
-		"app/plain.yaml":    cm("plain", "team: web"),
+		"app/seed.yaml":           cm("seed", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
+		"app/ignored.yaml":        cm("ignored", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
+		"app/disabled.yaml":       cm("disabled", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
+		"app/plain.yaml":          cm("plain", "team: web"),
+		"app/seed-label.yaml":     labelled("seed-label", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
+		"app/ignored-label.yaml":  labelled("ignored-label", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
+		"app/disabled-label.yaml": labelled("disabled-label", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
 	})
 	const name = "policies"
 	createFluxSource(t, ns, name, repo)
 	createKustomizationOf(t, ns, name, "app", "1h")
 	waitFluxReady(t, reconcilers.Kustomization, ns, name, repo.Head())
-	if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "ignored", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("ConfigMap ignored: %v; the test expects kustomize-controller never to create an object marked ssa: Ignore", err)
+	for _, n := range []string{"ignored", "ignored-label", "disabled", "disabled-label"} {
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("ConfigMap %s: %v; the test expects kustomize-controller never to create an object marked ssa: Ignore or reconcile: disabled", n, err)
+		}
 	}
-	// disabled was never applied either: a person creates it.
-	if _, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), "disabled", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("ConfigMap disabled: %v; the test expects kustomize-controller never to create an object marked reconcile: disabled", err)
-	}
-	for _, n := range []string{"seed", "plain"} {
+	for _, n := range []string{"seed", "seed-label", "plain"} {
 		env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, n, types.MergePatchType, `{"data":{"mode":"fast"}}`)
 	}
 	reconcileKustomization(t, ns, name)
-	for n, want := range map[string]string{"seed": "fast", "plain": "safe"} {
+	for n, want := range map[string]string{"seed": "fast", "seed-label": "fast", "plain": "safe"} {
 		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{})
 		if err != nil || cm.Data["mode"] != want {
 			t.Fatalf("ConfigMap %s after a reconcile: %v, %v; the test expects mode %s", n, cm.Data, err, want)
@@ -65,8 +70,8 @@ func TestFluxApplyPolicyAnnotationsAreNoDrift(t *testing.T) {
 		}
 	}
 	slices.Sort(warned)
-	if strings.Join(warned, ",") != "disabled,ignored,seed" {
-		t.Errorf("NotApplied warnings for %v, want disabled, ignored and seed", warned)
+	if strings.Join(warned, ",") != "disabled,disabled-label,ignored,ignored-label,seed,seed-label" {
+		t.Errorf("NotApplied warnings for %v, want disabled, ignored and seed, each marked by annotation and by label", warned)
 	}
 
 	// On-call pauses Flux on one object by hand and edits it: the real

@@ -432,6 +432,11 @@ func (d *cacheDecoder) metadata(depth int, id *Ident) error {
 			}
 			id.Annotations = stringMap(v)
 			continue
+		case "labels":
+			if err := d.fluxLabels(depth+1, id); err != nil {
+				return err
+			}
+			continue
 		default:
 			if err := d.skip(depth + 1); err != nil {
 				return err
@@ -441,6 +446,44 @@ func (d *cacheDecoder) metadata(depth int, id *Ident) error {
 		if *to, err = d.identString(depth + 1); err != nil {
 			return err
 		}
+	}
+}
+
+// fluxLabels reads the labels at d.i, at depth as value counts it, into
+// id.FluxLabels as fluxLabels reads them: of an object, the string values
+// of the keys under FluxMarkPrefix, each other value only checked (skip),
+// so the labels most objects have cost no map.
+func (d *cacheDecoder) fluxLabels(depth int, id *Ident) error {
+	if d.next() != '{' {
+		return d.skip(depth)
+	}
+	if err := d.open(depth); err != nil {
+		return err
+	}
+	var keys objectKeys
+	for first := true; ; first = false {
+		k, end, err := d.key(first)
+		if err != nil || end {
+			return err
+		}
+		if keys.seen(k) {
+			return errCacheEntry
+		}
+		if !bytes.HasPrefix(k, []byte(FluxMarkPrefix)) || d.next() != '"' {
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			continue
+		}
+		name := string(k)
+		v, err := d.identString(depth + 1)
+		if err != nil {
+			return err
+		}
+		if id.FluxLabels == nil {
+			id.FluxLabels = map[string]string{}
+		}
+		id.FluxLabels[name] = v
 	}
 }
 

@@ -232,6 +232,8 @@ func TestALazyManifestIsNamedAsItsGettersNameIt(t *testing.T) {
 		"nested.yaml":            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: g}\nspec: {template: {metadata: {name: other, namespace: other, annotations: {helm.sh/hook: x}}}}\n",
 		"two.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: h1}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: h2, namespace: n}\n",
 		"object.json":            `{"kind": "ConfigMap", "metadata": {"namespace": "j", "name": "i", "annotations": {"x": "y"}}, "apiVersion": "v1"}`,
+		"flux-labels.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k, labels: {app: web, kustomize.toolkit.fluxcd.io/ssa: IfNotPresent, kustomize.toolkit.fluxcd.io/n: 1, kustomize.toolkit.fluxcd.io/l: [x]}}\n",
+		"labels-list.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: l, labels: [kustomize.toolkit.fluxcd.io/ssa]}\n",
 	}
 	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "manifests.jsonl")
 	for name, doc := range docs {
@@ -266,6 +268,8 @@ func TestALazyManifestIsNamedAsItsGettersNameIt(t *testing.T) {
 		"namespace-int.yaml":     {APIVersion: "v1", Kind: "ConfigMap", Name: "b"},
 		"annotations-int.yaml":   {APIVersion: "v1", Kind: "ConfigMap", Name: "c"},
 		"annotations-empty.yaml": {APIVersion: "v1", Kind: "ConfigMap", Name: "f", Annotations: map[string]string{}},
+		"flux-labels.yaml":       {APIVersion: "v1", Kind: "ConfigMap", Name: "k", FluxLabels: map[string]string{"kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent"}},
+		"labels-list.yaml":       {APIVersion: "v1", Kind: "ConfigMap", Name: "l"},
 		"hook.yaml": {APIVersion: "batch/v1", Kind: "Job", Name: "j",
 			Annotations: map[string]string{"argocd.argoproj.io/hook": "PreSync", "helm.sh/hook": "pre-install"}},
 	} {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/calricon/driftscan/config"
@@ -44,17 +45,43 @@ type Manifest struct {
 // before it loads the rest: the values the object's getters give
 // (Unstructured.GetName and the others), so "" for a field that is
 // missing or not a string, and Annotations nil when a value of them is
-// not a string.
+// not a string. Of the labels it holds only those kustomize-controller
+// reads as marks of how to apply the object (FluxMarkPrefix), each whose
+// value is a string; nil when there are none.
 type Ident struct {
 	APIVersion, Kind              string
 	Namespace, Name, GenerateName string
 	Annotations                   map[string]string
+	FluxLabels                    map[string]string
 }
+
+// FluxMarkPrefix is the prefix of the labels and annotations by which Git
+// tells Flux's kustomize-controller how to apply an object
+// (kustomize.toolkit.fluxcd.io/ssa, /reconcile).
+const FluxMarkPrefix = "kustomize.toolkit.fluxcd.io/"
 
 // identOf is the Ident of obj.
 func identOf(obj *unstructured.Unstructured) Ident {
 	return Ident{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		GenerateName: obj.GetGenerateName(), Annotations: obj.GetAnnotations()}
+		GenerateName: obj.GetGenerateName(), Annotations: obj.GetAnnotations(), FluxLabels: fluxLabels(obj)}
+}
+
+// fluxLabels is obj's labels under FluxMarkPrefix whose values are
+// strings, nil when there are none: read in place, with no copy of the
+// labels an object has most of the time.
+func fluxLabels(obj *unstructured.Unstructured) map[string]string {
+	md, _ := obj.Object["metadata"].(map[string]any)
+	labels, _ := md["labels"].(map[string]any)
+	var out map[string]string
+	for k, v := range labels {
+		if s, ok := v.(string); ok && strings.HasPrefix(k, FluxMarkPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = s
+		}
+	}
+	return out
 }
 
 // Settled says that the object came from a chart whose every render

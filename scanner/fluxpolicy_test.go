@@ -22,25 +22,31 @@ import (
 // edited live. None is drift kustomize-controller would undo, so none is a
 // finding; each is named in a NotApplied warning. A create-only object that
 // is missing is, since the next sync creates it, and an object marked
-// nothing is compared as always.
+// nothing is compared as always. Labels mark as annotations do, as
+// kustomize-controller reads both.
 func TestKustomizeControllerApplyPolicyAnnotations(t *testing.T) {
 	ns := env.Namespace(t, nil)
-	cm := func(name, annotations string) string {
-		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  annotations: {" + annotations + "}\ndata: {mode: safe}\n"
+	marked := func(where string) func(name, marks string) string {
+		return func(name, marks string) string {
+			return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  " + where + ": {" + marks + "}\ndata: {mode: safe}\n"
+		}
 	}
+	cm, labelled := marked("annotations"), marked("labels")
 	files := map[string]string{
-		"seed.yaml":     cm("seed", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
-		"absent.yaml":   cm("absent", "kustomize.toolkit.fluxcd.io/ssa: ifnotpresent"),
-		"ignored.yaml":  cm("ignored", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
-		"disabled.yaml": cm("disabled", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
-		"plain.yaml":    cm("plain", "team: web"),
+		"seed.yaml":          cm("seed", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"),
+		"absent.yaml":        cm("absent", "kustomize.toolkit.fluxcd.io/ssa: ifnotpresent"),
+		"ignored.yaml":       cm("ignored", "kustomize.toolkit.fluxcd.io/ssa: Ignore"),
+		"disabled.yaml":      cm("disabled", "kustomize.toolkit.fluxcd.io/reconcile: disabled"),
+		"plain.yaml":         cm("plain", "team: web"),
+		"seed-label.yaml":    labelled("seed-label", "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent, team: web"),
+		"ignored-label.yaml": labelled("ignored-label", "kustomize.toolkit.fluxcd.io/ssa: ignore"),
 	}
 	dir := t.TempDir()
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if name == "absent.yaml" || name == "ignored.yaml" {
+		if name == "absent.yaml" || name == "ignored.yaml" || name == "ignored-label.yaml" {
 			continue // never created
 		}
 		obj := &unstructured.Unstructured{}
@@ -52,7 +58,7 @@ func TestKustomizeControllerApplyPolicyAnnotations(t *testing.T) {
 		}
 		env.Apply(t, "kustomize-controller", ns, obj)
 	}
-	for _, name := range []string{"seed", "disabled", "plain"} {
+	for _, name := range []string{"seed", "seed-label", "disabled", "plain"} {
 		env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, name, "application/merge-patch+json", `{"data":{"mode":"fast"}}`)
 	}
 	app := config.App{Name: "flux", Source: config.Source{Path: dir}, AppliedAs: config.AppliedAsFlux, Appliers: []string{"kustomize-controller"}}
@@ -71,7 +77,7 @@ func TestKustomizeControllerApplyPolicyAnnotations(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"ConfigMap/" + ns + "/absent", "ConfigMap/" + ns + "/disabled", "ConfigMap/" + ns + "/ignored", "ConfigMap/" + ns + "/seed"}, slices.Sorted(slices.Values(warned))); diff != "" {
+	if diff := cmp.Diff([]string{"ConfigMap/" + ns + "/absent", "ConfigMap/" + ns + "/disabled", "ConfigMap/" + ns + "/ignored", "ConfigMap/" + ns + "/ignored-label", "ConfigMap/" + ns + "/seed", "ConfigMap/" + ns + "/seed-label"}, slices.Sorted(slices.Values(warned))); diff != "" {
 		t.Errorf("NotApplied warnings (-want +got):\n%s", diff)
 	}
 	status := map[string]report.Status{}
@@ -82,7 +88,7 @@ func TestKustomizeControllerApplyPolicyAnnotations(t *testing.T) {
 	}
 	// The create-only object that exists holds all Git says of it; the
 	// one missing is created by the next sync; the others are not there.
-	if diff := cmp.Diff(map[string]report.Status{"seed": report.StatusInSync, "absent": report.StatusMissing, "plain": report.StatusDrifted}, status); diff != "" {
+	if diff := cmp.Diff(map[string]report.Status{"seed": report.StatusInSync, "seed-label": report.StatusInSync, "absent": report.StatusMissing, "plain": report.StatusDrifted}, status); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
 	// On-call pauses Flux on the object by hand to keep the edit: the

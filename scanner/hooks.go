@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/render"
 )
 
 // The annotations that make an object a sync hook rather than desired state.
@@ -54,21 +55,20 @@ const (
 )
 
 // fluxApplyPolicy says how kustomize-controller applies an object of app
-// annotated ann, when it is app's applier (AppliedAsFlux): never (why it
-// does not, for `ssa: Ignore` and `reconcile: disabled`), only while it is
-// missing (createOnly, for `ssa: IfNotPresent`: it creates it and never
-// updates it), or as any other ("", false). Values compare as
-// kustomize-controller compares them (fluxcd/pkg/ssa utils.AnyInMetadata),
-// without case. kustomize-controller reads labels too; only annotations
-// are read here.
-func fluxApplyPolicy(app config.App, ann map[string]string) (never string, createOnly bool) {
+// whose Git marks it by its annotations or its labels (id.FluxLabels), when
+// it is app's applier (AppliedAsFlux): never (why it does not, for `ssa:
+// Ignore` and `reconcile: disabled`), only while it is missing (createOnly,
+// for `ssa: IfNotPresent`: it creates it and never updates it), or as any
+// other ("", false). Values compare as kustomize-controller compares them
+// (fluxcd/pkg/ssa utils.AnyInMetadata), without case, in either.
+func fluxApplyPolicy(app config.App, id render.Ident) (never string, createOnly bool) {
 	if app.AppliedAs != config.AppliedAsFlux {
 		return "", false
 	}
-	if never := fluxExcluded(ann); never != "" {
+	if never := fluxExcluded(id.Annotations, id.FluxLabels); never != "" {
 		return never, false
 	}
-	return "", strings.EqualFold(ann[fluxSSAAnnotation], "IfNotPresent")
+	return "", strings.EqualFold(id.Annotations[fluxSSAAnnotation], "IfNotPresent") || strings.EqualFold(id.FluxLabels[fluxSSAAnnotation], "IfNotPresent")
 }
 
 // fluxExcluded is the mark among metadata (labels or annotations) for

@@ -542,7 +542,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 			Message: fmt.Sprintf("%s (%s line %d) is of a kind Argo CD never applies (%s), so it is not compared", ref, mf.File, mf.Line, why)})
 		return
 	}
-	never, createOnly := fluxApplyPolicy(app, id.Annotations)
+	never, createOnly := fluxApplyPolicy(app, id)
 	if never != "" {
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
