@@ -405,6 +405,34 @@ func (d *cacheDecoder) ident() (Ident, error) {
 // metadata reads the object at d.i, an object's metadata at depth, into id
 // as the object's getters read it, and checks the rest.
 func (d *cacheDecoder) metadata(depth int, id *Ident) error {
+	return d.fields(depth, func(k []byte) error {
+		var to *string
+		switch string(k) {
+		case "name":
+			to = &id.Name
+		case "namespace":
+			to = &id.Namespace
+		case "generateName":
+			to = &id.GenerateName
+		case "annotations":
+			v, err := d.value(depth + 1)
+			id.Annotations = stringMap(v)
+			return err
+		case "labels":
+			return d.fluxLabels(depth+1, id)
+		default:
+			return d.skip(depth + 1)
+		}
+		var err error
+		*to, err = d.identString(depth + 1)
+		return err
+	})
+}
+
+// fields reads the object at d.i, at depth as value counts it, handing
+// each key to field with d.i at its value, which field reads; a key
+// repeated is an error, as value finds it.
+func (d *cacheDecoder) fields(depth int, field func(k []byte) error) error {
 	if err := d.open(depth); err != nil {
 		return err
 	}
@@ -417,33 +445,7 @@ func (d *cacheDecoder) metadata(depth int, id *Ident) error {
 		if keys.seen(k) {
 			return errCacheEntry
 		}
-		var to *string
-		switch string(k) {
-		case "name":
-			to = &id.Name
-		case "namespace":
-			to = &id.Namespace
-		case "generateName":
-			to = &id.GenerateName
-		case "annotations":
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return err
-			}
-			id.Annotations = stringMap(v)
-			continue
-		case "labels":
-			if err := d.fluxLabels(depth+1, id); err != nil {
-				return err
-			}
-			continue
-		default:
-			if err := d.skip(depth + 1); err != nil {
-				return err
-			}
-			continue
-		}
-		if *to, err = d.identString(depth + 1); err != nil {
+		if err := field(k); err != nil {
 			return err
 		}
 	}
@@ -457,23 +459,9 @@ func (d *cacheDecoder) fluxLabels(depth int, id *Ident) error {
 	if d.next() != '{' {
 		return d.skip(depth)
 	}
-	if err := d.open(depth); err != nil {
-		return err
-	}
-	var keys objectKeys
-	for first := true; ; first = false {
-		k, end, err := d.key(first)
-		if err != nil || end {
-			return err
-		}
-		if keys.seen(k) {
-			return errCacheEntry
-		}
+	return d.fields(depth, func(k []byte) error {
 		if !bytes.HasPrefix(k, []byte(FluxMarkPrefix)) || d.next() != '"' {
-			if err := d.skip(depth + 1); err != nil {
-				return err
-			}
-			continue
+			return d.skip(depth + 1)
 		}
 		name := string(k)
 		v, err := d.identString(depth + 1)
@@ -484,7 +472,8 @@ func (d *cacheDecoder) fluxLabels(depth int, id *Ident) error {
 			id.FluxLabels = map[string]string{}
 		}
 		id.FluxLabels[name] = v
-	}
+		return nil
+	})
 }
 
 // identString reads the value at d.i, at depth as value counts it, as
