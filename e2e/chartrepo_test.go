@@ -61,20 +61,9 @@ spec:
 // chart from the source sourceKind/name at version, with values (YAML flow).
 func createChartRelease(t *testing.T, ns, name, sourceKind, chart, version, values string) {
 	t.Helper()
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: %s
-      version: %q
-      sourceRef: {kind: %s, name: %s}
-  values: %s
-  install: {disableWait: true}
-  upgrade: {disableWait: true}
-`, name, ns, fluxInterval, chart, version, sourceKind, name, values))
+	createHelmReleaseOf(t, helmRelease{Namespace: ns, Name: name,
+		Chart: []string{"chart: " + chart, fmt.Sprintf("version: %q", version), "sourceRef: {kind: " + sourceKind + ", name: " + name + "}"},
+		Spec:  []string{"values: " + values}})
 }
 
 // The pattern most third-party components are installed with: the real

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,24 +50,14 @@ spec:
 	}
 }
 
-// createCRDRelease creates a HelmRelease of the chart at chart/ with
-// drift detection on; upgrade is more of its spec.upgrade.
+// createCRDRelease creates a HelmRelease of the chart at chart/ of the
+// source named name, with drift detection on; install and upgrade are
+// more of spec.install and spec.upgrade.
 func createCRDRelease(t *testing.T, ns, name, install, upgrade string) {
 	t.Helper()
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: ./chart
-      sourceRef: {kind: GitRepository, name: %s}
-      reconcileStrategy: Revision
-  driftDetection: {mode: enabled}
-  install: {disableWait: true%s}
-  upgrade: {disableWait: true%s}
-`, name, ns, fluxInterval, name, install, upgrade))
+	createHelmReleaseOf(t, helmRelease{Namespace: ns, Name: name,
+		Chart:   []string{"chart: ./chart", "sourceRef: {kind: GitRepository, name: " + name + "}", "reconcileStrategy: Revision"},
+		Install: install, Upgrade: upgrade, Spec: []string{"driftDetection: {mode: enabled}"}})
 }
 
 // What the real helm-controller does with a chart's crds/ folder: it
@@ -156,7 +145,7 @@ func TestFluxHelmReleaseCRDs(t *testing.T) {
 	ns2 := env.Namespace(t, nil)
 	repo2 := gitServer.NewRepo(t, crdChart(skipped, "0.1.0", "size"))
 	createFluxSource(t, ns2, "skipped", repo2)
-	createCRDRelease(t, ns2, "skipped", ", crds: Skip", ", crds: Skip")
+	createCRDRelease(t, ns2, "skipped", "crds: Skip", "crds: Skip")
 	waitFluxReady(t, reconcilers.HelmRelease, ns2, "skipped", "0.1.0")
 	if _, err := env.Dynamic.Resource(crdsGVR).Get(t.Context(), "gadgets."+skipped, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the CRD of a release with crds: Skip: %v; the test expects it never created", err)

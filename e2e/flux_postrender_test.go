@@ -38,42 +38,32 @@ spec:
 	})
 	const name = "postrender"
 	createFluxSource(t, ns, name, repo)
-	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: %s, namespace: %s}
-spec:
-  interval: %s
-  chart:
-    spec:
-      chart: ./charts/web
-      reconcileStrategy: ChartVersion
-      sourceRef: {kind: GitRepository, name: %s}
-  install: {disableWait: true}
-  upgrade: {disableWait: true}
-  postRenderers:
-  - kustomize:
-      images: [{name: nginx, newTag: "1.27"}]
-      patches:
-      - target: {kind: ConfigMap}
-        patch: '[{"op": "replace", "path": "/data/mode", "value": "patched"}]'
-      - patch: |
-          apiVersion: apps/v1
-          kind: Deployment
-          metadata: {name: %s}
-          spec:
-            template:
-              spec:
-                containers:
-                - name: sidecar
-                  image: busybox:1.36
-  - kustomize:
-      patches:
-      - target: {kind: Deployment}
-        patch: '[{"op": "add", "path": "/metadata/annotations", "value": {"second": "renderer"}}]'
-  commonMetadata:
-    labels: {team: platform, helm.toolkit.fluxcd.io/name: not-this}
-    annotations: {owner: sre}
-`, name, ns, fluxInterval, name, name))
+	createHelmReleaseOf(t, helmRelease{Namespace: ns, Name: name,
+		Chart: []string{"chart: ./charts/web", "reconcileStrategy: ChartVersion", "sourceRef: {kind: GitRepository, name: " + name + "}"},
+		Spec: []string{fmt.Sprintf(`postRenderers:
+- kustomize:
+    images: [{name: nginx, newTag: "1.27"}]
+    patches:
+    - target: {kind: ConfigMap}
+      patch: '[{"op": "replace", "path": "/data/mode", "value": "patched"}]'
+    - patch: |
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: %s}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: sidecar
+                image: busybox:1.36
+- kustomize:
+    patches:
+    - target: {kind: Deployment}
+      patch: '[{"op": "add", "path": "/metadata/annotations", "value": {"second": "renderer"}}]'
+commonMetadata:
+  labels: {team: platform, helm.toolkit.fluxcd.io/name: not-this}
+  annotations: {owner: sre}
+`, name)}})
 	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
 	cm := env.Get(t, cluster.ConfigMap, ns, name+"-settings")
 	if m, _, _ := unstructured.NestedString(cm.Object, "data", "mode"); m != "patched" {

@@ -62,13 +62,7 @@ spec:
 
 // specLines indents YAML written at the top level into a spec.
 func specLines(spec []string) string {
-	var b strings.Builder
-	for _, s := range spec {
-		for line := range strings.Lines(strings.TrimRight(s, "\n") + "\n") {
-			b.WriteString("  " + line)
-		}
-	}
-	return b.String()
+	return indent(spec, "  ")
 }
 
 // createHelmRelease creates a GitRepository and a HelmRelease named name in
@@ -85,9 +79,30 @@ func createHelmRelease(t *testing.T, ns, name string, repo *reconcilers.Repo, pa
 // chart.spec, one field a line.
 func createGitHelmRelease(t *testing.T, ns, name, source, path string, chartSpec ...string) {
 	t.Helper()
-	var more strings.Builder
-	for _, s := range chartSpec {
-		more.WriteString("      " + s + "\n")
+	createHelmReleaseOf(t, helmRelease{Namespace: ns, Name: name,
+		Chart: append([]string{"chart: ./" + path, "sourceRef: {kind: GitRepository, name: " + source + "}"}, chartSpec...)})
+}
+
+// helmRelease is a HelmRelease the tests create.
+type helmRelease struct {
+	Namespace, Name string
+	// Chart are the fields of its chart.spec, one a line.
+	Chart []string
+	// Install and Upgrade are more fields of spec.install and
+	// spec.upgrade ("crds: Skip"), after disableWait: nothing becomes
+	// ready without nodes, so Helm is told not to wait.
+	Install, Upgrade string
+	// Spec is more of its spec, YAML at the top level (specLines).
+	Spec []string
+}
+
+func createHelmReleaseOf(t *testing.T, hr helmRelease) {
+	t.Helper()
+	more := func(fields string) string {
+		if fields == "" {
+			return ""
+		}
+		return ", " + fields
 	}
 	createFluxObject(t, reconcilers.HelmRelease, fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -96,11 +111,20 @@ spec:
   interval: %s
   chart:
     spec:
-      chart: ./%s
-      sourceRef: {kind: GitRepository, name: %s}
-%s  install: {disableWait: true}
-  upgrade: {disableWait: true}
-`, name, ns, fluxInterval, path, source, more.String()))
+%s  install: {disableWait: true%s}
+  upgrade: {disableWait: true%s}
+%s`, hr.Name, hr.Namespace, fluxInterval, indent(hr.Chart, "      "), more(hr.Install), more(hr.Upgrade), specLines(hr.Spec)))
+}
+
+// indent is lines, each a line of YAML text indented by prefix.
+func indent(lines []string, prefix string) string {
+	var b strings.Builder
+	for _, s := range lines {
+		for line := range strings.Lines(strings.TrimRight(s, "\n") + "\n") {
+			b.WriteString(prefix + line)
+		}
+	}
+	return b.String()
 }
 
 func createFluxObject(t *testing.T, gvr schema.GroupVersionResource, manifest string) {
