@@ -320,6 +320,11 @@ type HelmSource struct {
 	// helm-controller applies only the CustomResourceDefinitions of a
 	// chart's crds/ folder, and its drift detection does not cover them.
 	UpgradeCRDs string `yaml:"-"`
+	// CRDsKept, set by discovery for a Flux HelmRelease, says helm-controller
+	// never updates a CRD of the chart's crds/ once it exists: upgrade.crds
+	// Skip, or Create applied with client-side apply (install.serverSideApply
+	// false, or upgrade.serverSideApply disabled), which skips what exists.
+	CRDsKept bool `yaml:"-"`
 	// Namespace is the release's namespace when it is not the app's
 	// (Argo CD's helm.namespace): what .Release.Namespace renders as.
 	Namespace string `yaml:"namespace"`

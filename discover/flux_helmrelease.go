@@ -50,8 +50,17 @@ type helmRelease struct {
 			Mode   string           `json:"mode"`
 			Ignore []fluxIgnoreRule `json:"ignore"`
 		} `json:"driftDetection"`
-		Install crdsPolicy `json:"install"`
-		Upgrade crdsPolicy `json:"upgrade"`
+		// The CRD policies (Skip, Create, CreateReplace) and how Helm
+		// applies: serverSideApply, true unless false at install;
+		// enabled, disabled or auto (the last release's) at upgrade.
+		Install struct {
+			CRDs            string `json:"crds"`
+			ServerSideApply *bool  `json:"serverSideApply"`
+		} `json:"install"`
+		Upgrade struct {
+			CRDs            string `json:"crds"`
+			ServerSideApply string `json:"serverSideApply"`
+		} `json:"upgrade"`
 	} `json:"spec"`
 	Status struct {
 		// History holds the releases helm-controller made, the newest
@@ -61,12 +70,6 @@ type helmRelease struct {
 			ChartVersion string `json:"chartVersion"`
 		} `json:"history"`
 	} `json:"status"`
-}
-
-// crdsPolicy is a HelmRelease's spec.install or spec.upgrade, for its crds:
-// Skip, Create or CreateReplace.
-type crdsPolicy struct {
-	CRDs string `json:"crds"`
 }
 
 // chartSpec is a HelmRelease's spec.chart.spec.
@@ -439,6 +442,16 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 	}
 	hs.SkipCRDs = install == "Skip" && upgrade == "Skip"
 	hs.UpgradeCRDs = upgrade
+	// Create goes through Helm's Create, which with server-side apply
+	// updates a CRD that exists and without it skips it (AlreadyExists).
+	ssa := hr.Spec.Install.ServerSideApply == nil || *hr.Spec.Install.ServerSideApply
+	switch hr.Spec.Upgrade.ServerSideApply {
+	case "enabled":
+		ssa = true
+	case "disabled":
+		ssa = false
+	}
+	hs.CRDsKept = upgrade == "Skip" || upgrade == "Create" && !ssa
 	src.Helm = hs
 	ns := hr.Spec.TargetNamespace
 	if ns == "" {

@@ -234,6 +234,7 @@ metadata: {name: oci-chart}
 spec:
   interval: 5m
   chartRef: {kind: OCIRepository, name: podinfo}
+  install: {serverSideApply: false}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
@@ -407,7 +408,7 @@ func TestFluxObjects(t *testing.T) {
 				ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}},
 				Values:      map[string]any{"controller": map[string]any{"replicaCount": json.Number("2")}},
 				// install.crds and upgrade.crds Skip: helm-controller never applies crds/.
-				SkipCRDs: true, UpgradeCRDs: "Skip",
+				SkipCRDs: true, UpgradeCRDs: "Skip", CRDsKept: true,
 			}},
 			TargetRevision: "4.x",
 			Appliers:       []string{"helm-controller"},
@@ -419,7 +420,8 @@ func TestFluxObjects(t *testing.T) {
 			// released renders with the artifact's digest.
 			Name: "oci-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: "6.5.4",
-				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e", UpgradeCRDs: "Create"}},
+				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e", UpgradeCRDs: "Create",
+					CRDsKept: true}}, // Create with client-side apply skips a CRD that exists
 			TargetRevision: ">=6.0.0",
 			Appliers:       []string{"helm-controller"},
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},

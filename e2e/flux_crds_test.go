@@ -73,26 +73,24 @@ func createCRDRelease(t *testing.T, ns, name, install, upgrade string) {
 // leaves it, not that the next reconcile reverts it.
 func TestFluxHelmReleaseCRDs(t *testing.T) {
 	needFlux(t)
-	const group, skipped = "crdpolicy.driftscan.test", "skipped.driftscan.test"
+	const group, skipped, csa = "crdpolicy.driftscan.test", "skipped.driftscan.test", "csa.driftscan.test"
 	t.Cleanup(func() {
-		for _, g := range []string{group, skipped} {
+		for _, g := range []string{group, skipped, csa} {
 			_ = env.Dynamic.Resource(crdsGVR).Delete(context.Background(), "gadgets."+g, metav1.DeleteOptions{})
 		}
 	})
 	ns := env.Namespace(t, nil)
-	crd := func() *unstructured.Unstructured {
+	columnOf := func(group string) string {
 		t.Helper()
-		u, err := env.Dynamic.Resource(crdsGVR).Get(t.Context(), "gadgets."+group, metav1.GetOptions{})
+		crd, err := env.Dynamic.Resource(crdsGVR).Get(t.Context(), "gadgets."+group, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u
-	}
-	column := func() string {
-		versions, _, _ := unstructured.NestedSlice(crd().Object, "spec", "versions")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 		cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
 		return cols[0].(map[string]any)["name"].(string)
 	}
+	column := func() string { return columnOf(group) }
 	repo := gitServer.NewRepo(t, crdChart(group, "0.1.0", "size"))
 	const name = "gadgets"
 	createFluxSource(t, ns, name, repo)
@@ -152,4 +150,25 @@ func TestFluxHelmReleaseCRDs(t *testing.T) {
 	}
 	r = scan(t, "--from", "flux", "--app", "skipped")
 	checkClean(t, r, 1)
+
+	// With client-side apply (install.serverSideApply: false, which
+	// upgrades follow by default), Create creates a missing CRD and skips
+	// one that exists: the chart's newer CRD is never applied. The
+	// difference is the applier's, and its hint must say so.
+	ns3 := env.Namespace(t, nil)
+	repo3 := gitServer.NewRepo(t, crdChart(csa, "0.1.0", "size"))
+	createFluxSource(t, ns3, "csa", repo3)
+	createCRDRelease(t, ns3, "csa", "serverSideApply: false", "")
+	waitFluxReady(t, reconcilers.HelmRelease, ns3, "csa", "0.1.0")
+	checkClean(t, scan(t, "--from", "flux", "--app", "csa"), 2)
+	repo3.Commit(t, "v2", crdChart(csa, "0.2.0", "colour"))
+	waitFluxReady(t, reconcilers.HelmRelease, ns3, "csa", "0.2.0")
+	if got := columnOf(csa); got != "size" {
+		t.Fatalf("the CRD's column is %q after an upgrade with client-side apply; the test expects helm-controller to leave an existing CRD (size)", got)
+	}
+	got = activeFindings(scan(t, "--from", "flux", "--app", "csa"))
+	if len(got) != 1 || got[0].Object != "CustomResourceDefinition/gadgets."+csa || got[0].Manager != "helm-controller" ||
+		!strings.Contains(got[0].Hint, "never updates") || !strings.Contains(got[0].Hint, "CreateReplace") {
+		t.Errorf("want the CRD's column, helm-controller's, with the hint that it never updates an existing CRD here, got:\n%s", describe(got))
+	}
 }

@@ -485,7 +485,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 		if paused != "" && f.Class.Deliberate() {
 			f.Hint = joinHint(f.Hint, paused)
-		} else if h := chartCRDHint(d.chartCRD, app.Source.Helm, gitops, f); h != "" {
+		} else if h := chartCRDHint(d.chartCRD, app.Source.Helm, gitops, f, cl); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)

@@ -46,20 +46,31 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
 }
 
-// chartCRDHint says what Flux's helm-controller does with a pipeline's or a
-// person's change of a CRD from its chart's crds/ folder (chartCRD): its
-// drift detection compares the release's manifest, which holds none of
-// them, so the change stays until an upgrade (a new chart version, changed
-// values) applies the chart's CRDs again, which upgrade.crds Skip never
-// does. "" for any other finding.
-func chartCRDHint(chartCRD bool, h *config.HelmSource, g *report.GitOps, f report.Finding) string {
-	if !chartCRD || h == nil || g == nil || !f.Class.Deliberate() {
+// chartCRDHint says what Flux's helm-controller does with a CRD from its
+// chart's crds/ folder (chartCRD). Its drift detection compares the
+// release's manifest, which holds none of them, so a pipeline's or a
+// person's change stays until an upgrade (a new chart version, changed
+// values) applies the chart's CRDs again; which it never does when it
+// keeps a CRD that exists (HelmSource.CRDsKept: upgrade.crds Skip, or
+// Create with client-side apply), so then a difference helm-controller
+// owns is a newer chart's CRD it will not apply. "" for any other finding.
+func chartCRDHint(chartCRD bool, h *config.HelmSource, g *report.GitOps, f report.Finding, cl *classify.Classifier) string {
+	if !chartCRD || h == nil || g == nil {
 		return ""
 	}
-	if h.UpgradeCRDs == "Skip" {
-		return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder, and %s skips them at an upgrade (upgrade.crds: Skip): this change stays until someone applies the CRD again", g.Object)
+	kept := "upgrade.crds: " + h.UpgradeCRDs
+	if h.UpgradeCRDs == "Create" {
+		kept += ", with client-side apply"
 	}
-	return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder: this change stays until the next upgrade of %s (a new chart version or values) applies the chart's CRDs again (upgrade.crds: %s); carry it back to the chart, or undo it", g.Object, h.UpgradeCRDs)
+	switch {
+	case f.Class.Deliberate() && h.CRDsKept:
+		return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder, and %s never updates one that exists (%s): this change stays until someone applies the CRD again", g.Object, kept)
+	case f.Class.Deliberate():
+		return fmt.Sprintf("helm-controller's drift detection does not cover the CRDs of a chart's crds/ folder: this change stays until the next upgrade of %s (a new chart version or values) applies the chart's CRDs again (upgrade.crds: %s); carry it back to the chart, or undo it", g.Object, h.UpgradeCRDs)
+	case h.CRDsKept && f.Manager != "" && cl.IsApplier(f.Manager):
+		return fmt.Sprintf("helm-controller created this CRD from the chart's crds/ and never updates one that exists (%s): the chart's CRD in Git is not applied; set spec.upgrade.crds: CreateReplace on %s, or apply it yourself", kept, g.Object)
+	}
+	return ""
 }
 
 // argoIgnoredHint says what Argo CD does at a sync with a field Git

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
 )
@@ -112,11 +113,18 @@ func TestArgoReplacedReadsTheObjectsSyncOptions(t *testing.T) {
 // helm-controller's drift detection compares the release's manifest, which
 // holds none of the chart's crds/ (seen with the real one, e2e
 // TestFluxHelmReleaseCRDs): a person's edit of such a CRD stays until an
-// upgrade applies the chart's CRDs again, or, with upgrade.crds Skip,
-// until someone does. The hint replaces self-heal's, which is false here.
+// upgrade applies the chart's CRDs again, or, when helm-controller keeps a
+// CRD that exists (upgrade.crds Skip, Create with client-side apply),
+// until someone does; then a difference helm-controller owns is a newer
+// CRD it will not apply. The hint replaces self-heal's, false here.
 func TestChartCRDHint(t *testing.T) {
 	hr := &report.GitOps{Tool: "flux", Object: "HelmRelease/flux-system/web", SelfHeal: true}
 	edit := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
+	newer := report.Finding{Type: report.TypeChanged, Class: report.ClassUnknown, Manager: "helm-controller"}
+	cl, err := classify.New(classify.Options{Appliers: []string{"helm-controller"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name     string
 		chartCRD bool
@@ -125,12 +133,15 @@ func TestChartCRDHint(t *testing.T) {
 		want     string
 	}{
 		{"the next upgrade applies it again", true, &config.HelmSource{UpgradeCRDs: "Create"}, edit, "stays until the next upgrade of HelmRelease/flux-system/web"},
-		{"no upgrade applies it", true, &config.HelmSource{UpgradeCRDs: "Skip"}, edit, "stays until someone applies the CRD again"},
+		{"no upgrade applies it", true, &config.HelmSource{UpgradeCRDs: "Skip", CRDsKept: true}, edit, "stays until someone applies the CRD again"},
+		{"client-side apply keeps it", true, &config.HelmSource{UpgradeCRDs: "Create", CRDsKept: true}, edit, "(upgrade.crds: Create, with client-side apply)"},
+		{"a newer CRD never applied", true, &config.HelmSource{UpgradeCRDs: "Create", CRDsKept: true}, newer, "set spec.upgrade.crds: CreateReplace"},
+		{"a newer CRD the next upgrade applies", true, &config.HelmSource{UpgradeCRDs: "Create"}, newer, ""},
 		{"a template's object", false, &config.HelmSource{UpgradeCRDs: "Create"}, edit, ""},
 		{"an operator's change", true, &config.HelmSource{UpgradeCRDs: "Create"}, report.Finding{Type: report.TypeChanged, Class: report.ClassOperator}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := chartCRDHint(c.chartCRD, c.h, hr, c.f)
+			got := chartCRDHint(c.chartCRD, c.h, hr, c.f, cl)
 			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
 				t.Errorf("hint = %q, want it to say %q", got, c.want)
 			}
