@@ -201,9 +201,9 @@ func (t Tracking) flux(o Object, kind, key, live string) verdict {
 	return v
 }
 
-// FluxLabelPrefix is the prefix of the name and namespace labels Flux
+// fluxLabelPrefix is the prefix of the name and namespace labels Flux
 // writes on what a Kustomization or a HelmRelease (kind) applies.
-func FluxLabelPrefix(kind string) string {
+func fluxLabelPrefix(kind string) string {
 	if kind == "HelmRelease" {
 		return "helm.toolkit.fluxcd.io/"
 	}
@@ -237,7 +237,7 @@ var okEnd = regexp.MustCompile(`[a-zA-Z0-9]$`)
 func (t Tracking) Tracks(o Object, labels, annotations map[string]string) bool {
 	switch {
 	case t.FluxKind != "":
-		prefix := FluxLabelPrefix(t.FluxKind)
+		prefix := fluxLabelPrefix(t.FluxKind)
 		return t.FluxName != "" && labels[prefix+"name"] == t.FluxName && labels[prefix+"namespace"] == t.FluxNamespace
 	case len(t.ArgoApps) == 0:
 		return false
@@ -248,4 +248,41 @@ func (t Tracking) Tracks(o Object, labels, annotations map[string]string) bool {
 		v, ok := annotations[argoTrackingID]
 		return ok && t.argoTrackingID(o, v).mine
 	}
+}
+
+// Keys name the app as a reconciler's tracking names it: each instance
+// name Argo CD may write, or the Flux object. An index of apps by their
+// Keys finds, by ClaimKeys, the apps whose Tracks a live object may pass,
+// without asking every app.
+func (t Tracking) Keys() []string {
+	if t.FluxKind != "" {
+		return []string{"flux " + t.FluxKind + "/" + t.FluxNamespace + "/" + t.FluxName}
+	}
+	keys := make([]string, 0, len(t.ArgoApps))
+	for _, a := range t.ArgoApps {
+		keys = append(keys, "argo "+a)
+	}
+	return keys
+}
+
+// ClaimKeys are the Keys of the apps a live object's tracking metadata
+// names: the instance of Argo CD's tracking id and of its instance label,
+// and the Kustomization and HelmRelease of Flux's labels. Tracks says
+// which of them really track it.
+func ClaimKeys(labels, annotations map[string]string) []string {
+	var keys []string
+	if id, ok := annotations[argoTrackingID]; ok {
+		instance, _, _ := strings.Cut(id, ":")
+		keys = append(keys, "argo "+instance)
+	}
+	if v, ok := labels[argoInstance]; ok {
+		keys = append(keys, "argo "+v)
+	}
+	for _, kind := range []string{"Kustomization", "HelmRelease"} {
+		prefix := fluxLabelPrefix(kind)
+		if name, ok := labels[prefix+"name"]; ok {
+			keys = append(keys, "flux "+kind+"/"+labels[prefix+"namespace"]+"/"+name)
+		}
+	}
+	return keys
 }

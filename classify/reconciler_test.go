@@ -1,6 +1,9 @@
 package classify
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // Tracks tells the tracking a reconciler writes on what it applies (what
 // it would prune once Git drops the object) from labels a chart or an
@@ -35,6 +38,10 @@ func TestTracks(t *testing.T) {
 	} {
 		if got := c.t.Tracks(cfg, c.labels, c.annotations); got != c.want {
 			t.Errorf("%s: Tracks = %v, want %v", c.name, got, c.want)
+		}
+		// An index by Keys finds by ClaimKeys every app that tracks it.
+		if found := slices.ContainsFunc(ClaimKeys(c.labels, c.annotations), func(k string) bool { return slices.Contains(c.t.Keys(), k) }); c.want && !found {
+			t.Errorf("%s: ClaimKeys %v name none of the app's Keys %v", c.name, ClaimKeys(c.labels, c.annotations), c.t.Keys())
 		}
 	}
 }

@@ -38,12 +38,11 @@ type argoResourceFilter struct {
 	exclusions, inclusions []argoFilteredResource
 }
 
-// argoFilter reads argocd-cm's resource.exclusions and resource.inclusions
-// after the kinds Argo CD always excludes. A key that is not a list of
-// filters is an error naming it; Argo CD then fails to compare any app, and
-// the scan keeps the rest.
+// argoFilter reads argocd-cm's resource.exclusions and resource.inclusions.
+// A key that is not a list of filters is an error naming it; Argo CD then
+// fails to compare any app, and the scan keeps the rest.
 func (d *discovery) argoFilter(cm *unstructured.Unstructured, data map[string]string) *argoResourceFilter {
-	f := &argoResourceFilter{exclusions: argoCoreExclusions}
+	f := &argoResourceFilter{}
 	for _, key := range []string{argoExclusions, argoInclusions} {
 		text, ok := data[key]
 		if !ok {
@@ -59,7 +58,7 @@ func (d *discovery) argoFilter(cm *unstructured.Unstructured, data map[string]st
 			continue
 		}
 		if key == argoExclusions {
-			f.exclusions = append(append([]argoFilteredResource(nil), argoCoreExclusions...), entries...)
+			f.exclusions = entries
 		} else {
 			f.inclusions = entries
 		}
@@ -68,27 +67,24 @@ func (d *discovery) argoFilter(cm *unstructured.Unstructured, data map[string]st
 }
 
 // forCluster is the filter for an Application whose destination is server
-// (util/settings ResourcesFilter.IsExcludedResource): the exclusions whose
-// clusters match it, and the inclusions whose clusters match it, which,
-// when there are any, exclude every kind they do not name. Globs compile
-// as Argo CD's util/glob compiles them (no separators); one that does not
-// compile matches nothing, as there.
+// (util/settings ResourcesFilter.IsExcludedResource): the kinds Argo CD
+// always excludes, the exclusions whose clusters match it, and the
+// inclusions whose clusters match it, which, when there are any, exclude
+// every kind they do not name. Globs compile as Argo CD's util/glob
+// compiles them (no separators); one that does not compile matches
+// nothing, as there.
 func (f *argoResourceFilter) forCluster(server string) *config.KindFilter {
 	out := &config.KindFilter{}
-	for i, e := range f.exclusions {
-		why := "argocd-cm's " + argoExclusions + " excludes it"
-		if i < len(argoCoreExclusions) {
-			why = "Argo CD always excludes it"
-		}
-		if k, ok := filteredKinds(e, server, why); ok {
-			out.Exclusions = append(out.Exclusions, k)
+	add := func(to *[]config.FilteredKinds, entries []argoFilteredResource, why string) {
+		for _, e := range entries {
+			if k, ok := filteredKinds(e, server, why); ok {
+				*to = append(*to, k)
+			}
 		}
 	}
-	for _, e := range f.inclusions {
-		if k, ok := filteredKinds(e, server, "argocd-cm's "+argoInclusions+" does not include it"); ok {
-			out.Inclusions = append(out.Inclusions, k)
-		}
-	}
+	add(&out.Exclusions, argoCoreExclusions, "Argo CD always excludes it")
+	add(&out.Exclusions, f.exclusions, "argocd-cm's "+argoExclusions+" excludes it")
+	add(&out.Inclusions, f.inclusions, "argocd-cm's "+argoInclusions+" does not include it")
 	return out
 }
 

@@ -50,8 +50,8 @@ func hookOf(app config.App, ann map[string]string) string {
 // apply an object (its apply options: ExclusionSelector and
 // IfNotPresentSelector, kustomization_controller.go).
 const (
-	fluxSSAAnnotation       = "kustomize.toolkit.fluxcd.io/ssa"
-	fluxReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
+	fluxSSAAnnotation       = render.FluxMarkPrefix + "ssa"
+	fluxReconcileAnnotation = render.FluxMarkPrefix + "reconcile"
 )
 
 // fluxApplyPolicy says how kustomize-controller applies an object of app
