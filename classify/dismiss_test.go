@@ -21,6 +21,8 @@ func TestDismissals(t *testing.T) {
 	hooked.Webhooks = []string{"kyverno-policies"}
 	chart := deploy
 	chart.Tracking = Tracking{ArgoApps: []string{"web"}, FluxName: "web", HelmRelease: "web", HelmNamespace: "shop"}
+	keyed := deploy // argocd-cm's application.instanceLabelKey: argocd.argoproj.io/instance
+	keyed.Tracking.ArgoLabelKey = "argocd.argoproj.io/instance"
 	fluxApp := deploy
 	fluxApp.Tracking = Tracking{FluxKind: "Kustomization", FluxName: "apps", FluxNamespace: "flux-system"}
 	pvc := Object{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data"}
@@ -123,6 +125,15 @@ func TestDismissals(t *testing.T) {
 		{name: "a tracking label a human set to another app is the human's", obj: deploy,
 			ch:    Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.TypeAdded, NewKey: true, Owner: human, Live: "billing"},
 			drift: true, class: report.ClassHuman},
+		{name: "Argo CD's tracking label under argocd-cm's instanceLabelKey", obj: keyed,
+			ch:     Change{Path: ".metadata.labels.argocd.argoproj.io/instance", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "web"},
+			reason: report.ReconcilerMetadata},
+		{name: "under another instanceLabelKey, app.kubernetes.io/instance is no Argo CD label", obj: keyed,
+			ch:    Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.TypeChanged, Owner: human, Git: "shop", Live: "web"},
+			drift: true, class: report.ClassHuman},
+		{name: "an applier's app.kubernetes.io/instance under another instanceLabelKey is the applier's change, not two apps", obj: keyed,
+			ch:    Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "billing"},
+			drift: true, class: report.ClassUnknown},
 		{name: "Flux's labels for this Kustomization", obj: fluxApp,
 			ch:     Change{Path: ".metadata.labels.kustomize.toolkit.fluxcd.io/namespace", Type: report.TypeAdded, NewKey: true, Owner: &Entry{Manager: "kustomize-controller", Operation: "Apply"}, Live: "flux-system"},
 			reason: report.ReconcilerMetadata},

@@ -31,6 +31,20 @@ type Tracking struct {
 	// annotation (annotation, and annotation+label: the label is only
 	// written there).
 	ArgoLabel bool
+	// ArgoLabelKey is the key of Argo CD's instance label (argocd-cm's
+	// application.instanceLabelKey), "" for app.kubernetes.io/instance.
+	// Under another key, app.kubernetes.io/instance is a chart's label
+	// like any other.
+	ArgoLabelKey string
+}
+
+// ArgoInstanceLabel is the key of the instance label Argo CD writes with
+// label and annotation+label tracking.
+func (t Tracking) ArgoInstanceLabel() string {
+	if t.ArgoLabelKey == "" {
+		return argoInstance
+	}
+	return t.ArgoLabelKey
 }
 
 // The keys reconcilers write, with what writes them.
@@ -128,7 +142,7 @@ func (t Tracking) judge(o Object, where, key, live string) (verdict, bool) {
 	case where == "annotations" && key == argoInstallationID:
 		// The Argo CD installation's own id: the same on every app it syncs.
 		return verdict{tool: "Argo CD", mine: len(t.ArgoApps) > 0, other: "another Argo CD installation", detail: "the Argo CD installation id " + live}, true
-	case where == "labels" && key == argoInstance:
+	case where == "labels" && key == t.ArgoInstanceLabel():
 		for _, a := range t.ArgoApps {
 			if live == argoLabelValue(a) {
 				return verdict{tool: "Argo CD", mine: true, detail: fmt.Sprintf("Argo CD's tracking label for application %s", a)}, true
@@ -242,7 +256,7 @@ func (t Tracking) Tracks(o Object, labels, annotations map[string]string) bool {
 	case len(t.ArgoApps) == 0:
 		return false
 	case t.ArgoLabel:
-		v, ok := labels[argoInstance]
+		v, ok := labels[t.ArgoInstanceLabel()]
 		return ok && slices.ContainsFunc(t.ArgoApps, func(a string) bool { return v == argoLabelValue(a) })
 	default:
 		v, ok := annotations[argoTrackingID]
@@ -266,17 +280,20 @@ func (t Tracking) Keys() []string {
 }
 
 // ClaimKeys are the Keys of the apps a live object's tracking metadata
-// names: the instance of Argo CD's tracking id and of its instance label,
-// and the Kustomization and HelmRelease of Flux's labels. Tracks says
-// which of them really track it.
-func ClaimKeys(labels, annotations map[string]string) []string {
+// names: the instance of Argo CD's tracking id and of its instance label
+// under each of argoLabels (the apps' ArgoInstanceLabel), and the
+// Kustomization and HelmRelease of Flux's labels. Tracks says which of
+// them really track it.
+func ClaimKeys(labels, annotations map[string]string, argoLabels []string) []string {
 	var keys []string
 	if id, ok := annotations[argoTrackingID]; ok {
 		instance, _, _ := strings.Cut(id, ":")
 		keys = append(keys, "argo "+instance)
 	}
-	if v, ok := labels[argoInstance]; ok {
-		keys = append(keys, "argo "+v)
+	for _, k := range argoLabels {
+		if v, ok := labels[k]; ok {
+			keys = append(keys, "argo "+v)
+		}
 	}
 	for _, kind := range []string{"Kustomization", "HelmRelease"} {
 		prefix := fluxLabelPrefix(kind)

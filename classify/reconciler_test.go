@@ -14,6 +14,7 @@ func TestTracks(t *testing.T) {
 	cfg := Object{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
 	argo := Tracking{ArgoApps: []string{"web", "apps_web"}}
 	label := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true}
+	keyed := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true, ArgoLabelKey: "argocd.argoproj.io/instance"}
 	ks := Tracking{FluxKind: "Kustomization", FluxName: "web", FluxNamespace: "flux-system"}
 	hr := Tracking{FluxKind: "HelmRelease", FluxName: "web", FluxNamespace: "shop"}
 	instance := map[string]string{"app.kubernetes.io/instance": "web"}
@@ -29,6 +30,8 @@ func TestTracks(t *testing.T) {
 		{"another app's id", argo, nil, map[string]string{"argocd.argoproj.io/tracking-id": "api:/ConfigMap:shop/cfg"}, false},
 		{"a chart's instance label under annotation tracking", argo, instance, nil, false},
 		{"the instance label under label tracking", label, instance, nil, true},
+		{"the instance label under argocd-cm's instanceLabelKey", keyed, map[string]string{"argocd.argoproj.io/instance": "web"}, nil, true},
+		{"a chart's app.kubernetes.io/instance under another instanceLabelKey", keyed, instance, nil, false},
 		{"the tracking id under label tracking", label, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, false},
 		{"the Kustomization's labels", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil, true},
 		{"another namespace's Kustomization", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "team"}, nil, false},
@@ -40,8 +43,9 @@ func TestTracks(t *testing.T) {
 			t.Errorf("%s: Tracks = %v, want %v", c.name, got, c.want)
 		}
 		// An index by Keys finds by ClaimKeys every app that tracks it.
-		if found := slices.ContainsFunc(ClaimKeys(c.labels, c.annotations), func(k string) bool { return slices.Contains(c.t.Keys(), k) }); c.want && !found {
-			t.Errorf("%s: ClaimKeys %v name none of the app's Keys %v", c.name, ClaimKeys(c.labels, c.annotations), c.t.Keys())
+		claims := ClaimKeys(c.labels, c.annotations, []string{c.t.ArgoInstanceLabel()})
+		if found := slices.ContainsFunc(claims, func(k string) bool { return slices.Contains(c.t.Keys(), k) }); c.want && !found {
+			t.Errorf("%s: ClaimKeys %v name none of the app's Keys %v", c.name, claims, c.t.Keys())
 		}
 	}
 }

@@ -112,6 +112,10 @@ type App struct {
 	// application.resourceTrackingMethod: label), not by its tracking-id
 	// annotation (annotation, Argo CD 3's default, or annotation+label).
 	ArgoLabelTracking bool `yaml:"-"`
+	// ArgoInstanceLabel, set by discovery for an Argo CD Application, is
+	// the key of Argo CD's instance label (argocd-cm's
+	// application.instanceLabelKey), "" for app.kubernetes.io/instance.
+	ArgoInstanceLabel string `yaml:"-"`
 	// ArgoSource, set by discovery for an Argo CD Application's source in
 	// Git, is what Argo CD's repo server merges the parameter files in the
 	// source's folder into (.argocd-source.yaml and

@@ -246,6 +246,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
 			d.res.Apps[i].ArgoLabelTracking = settings.labelTracking
+			d.res.Apps[i].ArgoInstanceLabel = settings.instanceLabel
 		}
 	}
 	return nil
@@ -287,6 +288,10 @@ type argoCM struct {
 	filter *argoResourceFilter
 	// labelTracking: application.resourceTrackingMethod is label.
 	labelTracking bool
+	// instanceLabel is application.instanceLabelKey: the key of the
+	// instance label Argo CD writes with label and annotation+label
+	// tracking, "" for app.kubernetes.io/instance.
+	instanceLabel string
 }
 
 // argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
@@ -310,6 +315,7 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 		build:         kustomizeBuildOptions(data["kustomize.buildOptions"]),
 		filter:        d.argoFilter(cm, data),
 		labelTracking: data["application.resourceTrackingMethod"] == "label",
+		instanceLabel: data["application.instanceLabelKey"],
 	}
 }
 

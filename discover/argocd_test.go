@@ -94,8 +94,8 @@ func TestApplications(t *testing.T) {
 
 var argoCases = []argoCase{
 	{
-		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization, and resourceTrackingMethod how it tracks what it applies",
-		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n  application.resourceTrackingMethod: label\n",
+		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization, and resourceTrackingMethod and instanceLabelKey how it tracks what it applies",
+		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n  application.resourceTrackingMethod: label\n  application.instanceLabelKey: argocd.argoproj.io/instance\n",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -112,6 +112,7 @@ spec:
 			GitOps:            &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
 			KustomizeBuild:    &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
 			ArgoLabelTracking: true,
+			ArgoInstanceLabel: "argocd.argoproj.io/instance",
 		}},
 	},
 	{

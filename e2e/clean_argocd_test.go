@@ -61,6 +61,13 @@ func trackingName(m string) string {
 // still use the old one, so this waits for a re-apply.
 func checkTracking(t *testing.T, ns, app, method string) {
 	t.Helper()
+	checkTrackingBy(t, ns, app, method, "app.kubernetes.io/instance")
+}
+
+// checkTrackingBy is checkTracking with Argo CD's instance label under key
+// (argocd-cm's application.instanceLabelKey).
+func checkTrackingBy(t *testing.T, ns, app, method, key string) {
+	t.Helper()
 	env.Need(t)
 	var ann, label string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -72,7 +79,7 @@ func checkTracking(t *testing.T, ns, app, method string) {
 			if cm.Name == "kube-root-ca.crt" {
 				continue
 			}
-			ann, label = cm.Annotations["argocd.argoproj.io/tracking-id"], cm.Labels["app.kubernetes.io/instance"]
+			ann, label = cm.Annotations["argocd.argoproj.io/tracking-id"], cm.Labels[key]
 		}
 		switch method {
 		case reconcilers.TrackingAnnotation:
@@ -84,7 +91,7 @@ func checkTracking(t *testing.T, ns, app, method string) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("the ConfigMap of %s does not show %s tracking: tracking-id %q, app.kubernetes.io/instance %q", app, method, ann, label)
+		t.Fatalf("the ConfigMap of %s does not show %s tracking: tracking-id %q, %s %q", app, method, ann, key, label)
 	}
 }
 

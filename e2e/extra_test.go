@@ -74,26 +74,7 @@ func TestExtraObjectsAreWhatArgoCDWouldPrune(t *testing.T) {
 			// requiring pruning.
 			refreshArgoApp(t, name)
 			syncArgoApp(t, name)
-			var prune []string
-			err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				app := getArgoApp(t, name)
-				if rev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision"); rev != head {
-					return false, nil
-				}
-				resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-				prune = nil
-				for _, r := range resources {
-					r := r.(map[string]any)
-					if r["requiresPruning"] == true {
-						prune = append(prune, fmt.Sprint(r["kind"], "/", r["name"]))
-					}
-				}
-				return slices.Contains(prune, "ConfigMap/cfg-b"), nil
-			})
-			if err != nil {
-				t.Fatalf("Argo CD never listed cfg-b as requiring pruning: %v", prune)
-			}
-			slices.Sort(prune)
+			prune := argoRequiresPruning(t, name, head, "ConfigMap/cfg-b")
 			if want := map[string][]string{
 				reconcilers.TrackingAnnotation: {"ConfigMap/cfg-b"},
 				reconcilers.TrackingLabel:      {"ConfigMap/cfg-b", "ConfigMap/copied"},
@@ -105,6 +86,34 @@ func TestExtraObjectsAreWhatArgoCDWouldPrune(t *testing.T) {
 			}
 		})
 	}
+}
+
+// argoRequiresPruning waits until Argo CD has synced the app at head and
+// lists want among the objects that require pruning (the Application's
+// status.resources), and returns them all as sorted Kind/name.
+func argoRequiresPruning(t *testing.T, name, head, want string) []string {
+	t.Helper()
+	var prune []string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		app := getArgoApp(t, name)
+		if rev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision"); rev != head {
+			return false, nil
+		}
+		resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+		prune = nil
+		for _, r := range resources {
+			r := r.(map[string]any)
+			if r["requiresPruning"] == true {
+				prune = append(prune, fmt.Sprint(r["kind"], "/", r["name"]))
+			}
+		}
+		return slices.Contains(prune, want), nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD never listed %s of %s as requiring pruning: %v", want, name, prune)
+	}
+	slices.Sort(prune)
+	return prune
 }
 
 // The same for Flux: kustomize-controller labels what it applies with the

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -83,28 +84,8 @@ func TestBreakglassRefusesAChildOfASelfHealingParent(t *testing.T) {
 	needArgo(t)
 	t.Parallel()
 	ns := env.Namespace(t, nil)
-	files := map[string]string{}
-	for k, v := range plainApp {
-		files[k] = v
-	}
-	repo := gitServer.NewRepo(t, files)
 	const parent, child = "aoa-parent", "aoa-child"
-	repo.Commit(t, "the child app", map[string]string{"apps/child.yaml": fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: %s, namespace: %s}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  source: {repoURL: %s, targetRevision: main, path: web}
-  syncPolicy:
-    automated: {selfHeal: true, prune: true}
-`, child, argo.Namespace, ns, repo.URL)})
-	createArgoApp(t, argoApp{Name: parent, Namespace: argo.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(t.Context(), child, metav1.DeleteOptions{})
-	})
-	waitArgoSynced(t, parent, repo.Head())
-	waitArgoSynced(t, child, repo.Head())
+	createAppOfApps(t, ns, parent, child)
 
 	// What breakglass would do to the child alone does not last.
 	patchArgoApp(t, child, `{"spec":{"syncPolicy":{"automated":null}}}`)
@@ -120,14 +101,7 @@ spec:
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	res := runDriftscan(t, "breakglass", "suspend", child, "--reason", "INC-9 hotfix", "--ttl", "1h")
-	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+argo.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent) {
-		t.Fatalf("suspend of the child: exit %d, want a refusal that names the parent and how to suspend it:\n%s%s", res.Code, res.Stdout, res.Stderr)
-	}
-	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); !found {
-		t.Fatal("the refused suspend changed the child")
-	}
-
+	checkSuspendRefused(t, parent, child)
 	for _, app := range []string{parent, child} {
 		if res := runDriftscan(t, "breakglass", "suspend", app, "--reason", "INC-9 hotfix", "--ttl", "1h"); res.Code != 0 {
 			t.Fatalf("suspend %s: exit %d\n%s%s", app, res.Code, res.Stdout, res.Stderr)
@@ -137,5 +111,46 @@ spec:
 	holds(t, ns, "debug", holdFor)
 	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); found {
 		t.Fatal("the child's automated sync came back while both were suspended")
+	}
+}
+
+// createAppOfApps deploys from one repository an Application parent that
+// self-heals and deploys the Application child, which deploys plainApp's
+// web/ into ns, and waits until both synced.
+func createAppOfApps(t *testing.T, ns, parent, child string) {
+	t.Helper()
+	files := map[string]string{}
+	for k, v := range plainApp {
+		files[k] = v
+	}
+	repo := gitServer.NewRepo(t, files)
+	repo.Commit(t, "the child app", map[string]string{"apps/child.yaml": fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  source: {repoURL: %s, targetRevision: main, path: web}
+  syncPolicy:
+    automated: {selfHeal: true, prune: true}
+`, child, argo.Namespace, ns, repo.URL)})
+	createArgoApp(t, argoApp{Name: parent, Namespace: argo.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), child, metav1.DeleteOptions{})
+	})
+	waitArgoSynced(t, parent, repo.Head())
+	waitArgoSynced(t, child, repo.Head())
+}
+
+// checkSuspendRefused checks that breakglass refuses to suspend child,
+// naming its parent and how to suspend it, and leaves child as it was.
+func checkSuspendRefused(t *testing.T, parent, child string) {
+	t.Helper()
+	res := runDriftscan(t, "breakglass", "suspend", child, "--reason", "INC-9 hotfix", "--ttl", "1h")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+argo.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent) {
+		t.Fatalf("suspend of the child: exit %d, want a refusal that names the parent and how to suspend it:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); !found {
+		t.Fatal("the refused suspend changed the child")
 	}
 }

@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/classify"
@@ -19,6 +21,9 @@ var trackingKeys = []string{"app.kubernetes.io/instance", "argocd.argoproj.io/in
 type extraOwners struct {
 	byName  map[string]int // apps of a config
 	tracked map[string]int // apps of Argo CD and Flux, by classify.Tracking's Keys
+	// argoLabels are the keys of the instance labels of the Argo CD apps
+	// (one, unless argocd-cm's application.instanceLabelKey changed).
+	argoLabels []string
 }
 
 func (s *scan) extraOwners() extraOwners {
@@ -28,8 +33,12 @@ func (s *scan) extraOwners() extraOwners {
 			o.byName[a.Name] = i
 			continue
 		}
-		for _, k := range s.tracking[i].Keys() {
+		t := s.tracking[i]
+		for _, k := range t.Keys() {
 			o.tracked[k] = i
+		}
+		if len(t.ArgoApps) > 0 && !slices.Contains(o.argoLabels, t.ArgoInstanceLabel()) {
+			o.argoLabels = append(o.argoLabels, t.ArgoInstanceLabel())
 		}
 	}
 	return o
@@ -42,7 +51,7 @@ func (o extraOwners) of(s *scan, it *listItem) (int, bool) {
 		h := it.head
 		gv, _ := schema.ParseGroupVersion(h.APIVersion)
 		obj := classify.Object{Group: gv.Group, Version: gv.Version, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
-		for _, k := range classify.ClaimKeys(labels, annotations) {
+		for _, k := range classify.ClaimKeys(labels, annotations, o.argoLabels) {
 			if ai, ok := o.tracked[k]; ok && s.tracking[ai].Tracks(obj, labels, annotations) {
 				return ai, true
 			}

@@ -23,6 +23,7 @@ func trackingOf(app config.App, release string) classify.Tracking {
 			t.ArgoApps = []string{name, ns + "_" + name}
 			t.FluxName = ""
 			t.ArgoLabel = app.ArgoLabelTracking
+			t.ArgoLabelKey = app.ArgoInstanceLabel
 		case "flux":
 			t.ArgoApps = nil
 			t.FluxKind, t.FluxName, t.FluxNamespace = kind, name, ns
