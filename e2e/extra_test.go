@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -88,15 +90,21 @@ func TestExtraObjectsAreWhatArgoCDWouldPrune(t *testing.T) {
 	}
 }
 
-// argoRequiresPruning waits until Argo CD has synced the app at head and
-// lists want among the objects that require pruning (the Application's
-// status.resources), and returns them all as sorted Kind/name.
+// argoRequiresPruning waits until Argo CD's sync of the app at head has
+// succeeded and lists want among the objects that require pruning (the
+// Application's status.resources), and returns them all as sorted
+// Kind/name.
 func argoRequiresPruning(t *testing.T, name, head, want string) []string {
 	t.Helper()
 	var prune []string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		app := getArgoApp(t, name)
-		if rev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision"); rev != head {
+		// The sync result names its revision before the sync ends (its
+		// hooks still run): the history, which the scan reads, is written
+		// when it succeeds.
+		rev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision")
+		phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+		if rev != head || phase != "Succeeded" {
 			return false, nil
 		}
 		resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
@@ -145,4 +153,93 @@ spec:
 	if got, want := extraObjects(scan(t, "--from", "flux", "--app", name, "--extra")), []string{"ConfigMap/cfg-b"}; !slices.Equal(got, want) {
 		t.Errorf("driftscan's extra objects %v, want %v", got, want)
 	}
+}
+
+// leftConfigs are the ConfigMaps of TestExtraObjectsArgoCDDoesNotCount:
+// cfg-a and two hooks (Argo CD's PostSync, Helm's post-install, each
+// deleted before it is created again, Argo CD's default) always; while
+// all, cfg-gen marked as kustomize's configMapGenerator options mark what
+// it generates for Argo CD (IgnoreExtraneous, Prune=false: old
+// generations stay and do not count), cfg-keep marked Prune=false, and
+// cfg-ign marked IgnoreExtraneous.
+func leftConfigs(all bool) map[string]string {
+	cm := func(name, annotations string) string {
+		return "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  annotations: {" + annotations + "}\ndata: {k: v}\n"
+	}
+	text := cm("cfg-a", "") +
+		cm("hook", "argocd.argoproj.io/hook: PostSync") +
+		cm("helm-hook", "helm.sh/hook: post-install")
+	if all {
+		text += cm("cfg-gen", "argocd.argoproj.io/compare-options: IgnoreExtraneous, argocd.argoproj.io/sync-options: Prune=false") +
+			cm("cfg-keep", "argocd.argoproj.io/sync-options: Prune=false") +
+			cm("cfg-ign", "argocd.argoproj.io/compare-options: IgnoreExtraneous")
+	}
+	return map[string]string{"app/cfg.yaml": text}
+}
+
+// What Argo CD neither prunes nor counts is no extra object: its sync
+// hooks (never pruned, never counted; they stay live between syncs), and
+// an object marked IgnoreExtraneous (not counted: a dismissal). An object
+// marked Prune=false is left and counted: the app stays OutOfSync.
+func TestExtraObjectsArgoCDDoesNotCount(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	const name = "extra-uncounted"
+	repo := gitServer.NewRepo(t, leftConfigs(true))
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "app", Automated: "{selfHeal: true}"})
+	waitArgoSynced(t, name, repo.Head())
+	head := repo.Commit(t, "drop three", leftConfigs(false))
+	refreshArgoApp(t, name)
+	syncArgoApp(t, name)
+	// Argo CD says its hooks require pruning too, and never prunes them.
+	if prune, want := argoRequiresPruning(t, name, head, "ConfigMap/cfg-keep"), []string{"ConfigMap/cfg-gen", "ConfigMap/cfg-ign", "ConfigMap/cfg-keep", "ConfigMap/helm-hook", "ConfigMap/hook"}; !slices.Equal(prune, want) {
+		t.Fatalf("Argo CD would prune %v; the test expects %v", prune, want)
+	}
+	checkExtra := func(when string, want []string, ignored int) {
+		t.Helper()
+		r := scan(t, "--from", "argocd", "--app", name, "--extra")
+		if got := extraObjects(r); !slices.Equal(got, want) {
+			t.Errorf("%s: driftscan's extra objects %v, want %v", when, got, want)
+		}
+		if got := r.Stats.Dismissed[report.ExtraneousIgnored]; got != ignored {
+			t.Errorf("%s: %d objects dismissed as %s, want %d", when, got, report.ExtraneousIgnored, ignored)
+		}
+	}
+	checkExtra("Git dropped three", []string{"ConfigMap/cfg-keep"}, 2)
+
+	// A sync with prune deletes only cfg-ign.
+	patch := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"prune":true}}}`
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		phase, _, _ := unstructured.NestedString(getArgoApp(t, name).Object, "status", "operationState", "phase")
+		list, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		left = nil
+		for _, cm := range list.Items {
+			if cm.Name != "kube-root-ca.crt" {
+				left = append(left, cm.Name)
+			}
+		}
+		slices.Sort(left)
+		return phase == "Succeeded" && !slices.Contains(left, "cfg-ign"), nil
+	})
+	if want := []string{"cfg-a", "cfg-gen", "cfg-keep", "helm-hook", "hook"}; err != nil || !slices.Equal(left, want) {
+		t.Fatalf("after a sync with prune, live ConfigMaps %v (%v); the test expects %v", left, err, want)
+	}
+	checkExtra("after a sync with prune", []string{"ConfigMap/cfg-keep"}, 1)
+
+	// Once a person deletes cfg-keep, Argo CD counts nothing left: Synced
+	// with cfg-gen and the hooks live.
+	if err := env.Client.CoreV1().ConfigMaps(ns).Delete(t.Context(), "cfg-keep", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := argoSyncAfterRefresh(t, name); got != "Synced" {
+		t.Fatalf("with cfg-gen and the hooks left, Argo CD says %s; the test expects Synced", got)
+	}
+	checkExtra("cfg-keep deleted", nil, 1)
 }

@@ -45,10 +45,17 @@ const (
 	// template (kubectl rollout restart, and tools that restart the same
 	// way), which Git leaves out: a record of an action, not configuration.
 	Restart Reason = "restart"
+	// ExtraneousIgnored: with --extra, a live object Git no longer
+	// declares, tracked as an Argo CD app's, that Git marked
+	// argocd.argoproj.io/compare-options: IgnoreExtraneous: Argo CD does
+	// not count it towards the app's sync status (kustomize's generators
+	// are told to mark what they generate so, with Prune=false, to keep
+	// older generations).
+	ExtraneousIgnored Reason = "ignoreExtraneous"
 )
 
 // Reasons lists every reason in report order.
-var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned, Encrypted, Restart}
+var Reasons = []Reason{Defaulted, ZeroValue, UnstableRender, ReconcilerMetadata, Builtin, OperatorOwned, Encrypted, Restart, ExtraneousIgnored}
 
 // Dismissal is one difference between Git and live that is no drift, and
 // why. Values are masked like a finding's.

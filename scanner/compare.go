@@ -509,10 +509,15 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 // extra reports live objects that carry an app's tracking label or
 // annotation but are not in Git, among the kinds and namespaces the scan
 // listed anyway. Argo CD neither tracks nor prunes an object of a kind it
-// excludes, so none is an Argo CD app's extra object.
+// excludes, so none is an Argo CD app's extra object; one marked
+// IgnoreExtraneous (uncounted) is a dismissal.
 func (s *scan) extra(live *liveState) {
 	for _, e := range live.extra {
 		if gv, err := schema.ParseGroupVersion(e.apiVersion); err == nil && s.cfg.Apps[e.app].ExcludedKinds.Excludes(gv.Group, e.kind) != "" {
+			continue
+		}
+		if e.ignored {
+			s.dismissed.addN(report.ExtraneousIgnored, 1)
 			continue
 		}
 		s.r.Apps[e.app].Objects = append(s.r.Apps[e.app].Objects, report.Object{

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/classify"
+	"github.com/calricon/driftscan/report"
 )
 
 // trackingKeys are the label and annotation that tie a live object to an
@@ -44,8 +45,9 @@ func (s *scan) extraOwners() extraOwners {
 	return o
 }
 
-// of is the app the listed item belongs to, by its labels and annotations.
-func (o extraOwners) of(s *scan, it *listItem) (int, bool) {
+// of is the app the listed item belongs to, by its labels and annotations
+// (returned for uncounted).
+func (o extraOwners) of(s *scan, it *listItem) (int, map[string]string, bool) {
 	labels, annotations := it.tracking()
 	if len(o.tracked) > 0 {
 		h := it.head
@@ -53,7 +55,7 @@ func (o extraOwners) of(s *scan, it *listItem) (int, bool) {
 		obj := classify.Object{Group: gv.Group, Version: gv.Version, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
 		for _, k := range classify.ClaimKeys(labels, annotations, o.argoLabels) {
 			if ai, ok := o.tracked[k]; ok && s.tracking[ai].Tracks(obj, labels, annotations) {
-				return ai, true
+				return ai, annotations, true
 			}
 		}
 	}
@@ -63,8 +65,33 @@ func (o extraOwners) of(s *scan, it *listItem) (int, bool) {
 			name = annotations[k]
 		}
 		if ai, ok := o.byName[name]; ok {
-			return ai, true
+			return ai, annotations, true
 		}
 	}
-	return -1, false
+	return -1, nil, false
+}
+
+// argoCompareOptions is the annotation in which Git sets Argo CD compare
+// options for one object, comma-separated.
+const argoCompareOptions = "argocd.argoproj.io/compare-options"
+
+// uncounted says whether an undeclared live object of an app (of gitops),
+// which the app's tracking names, is one Argo CD leaves out of the app's
+// sync status (controller/state.go, CompareAppState), seen with the real
+// Argo CD (e2e TestExtraObjectsArgoCDDoesNotCount): a sync hook (hook), which it
+// never prunes either (gitops-engine skips hooks when it builds a sync's
+// tasks) and runs again at each sync, so it stays between syncs; an
+// object whose compare options say IgnoreExtraneous (ignored), which a
+// sync with prune deletes unless it also says Prune=false, as kustomize's
+// generators are told to mark what they generate. An object marked
+// Prune=false alone is left and counted: the app stays OutOfSync. As
+// hookOf, for every app but a Flux one.
+func uncounted(gitops *report.GitOps, annotations map[string]string) (ignored, hook bool) {
+	if gitops != nil && gitops.Tool == "flux" {
+		return false, false
+	}
+	if key, _ := argoHook(annotations); key != "" {
+		return false, true
+	}
+	return argoOption(annotations, argoCompareOptions, "IgnoreExtraneous"), false
 }

@@ -32,18 +32,35 @@ func hookOf(app config.App, ann map[string]string) string {
 	if app.GitOps != nil && app.GitOps.Tool == "flux" {
 		return ""
 	}
-	if v, ok := ann[argoHookAnnotation]; ok {
-		for _, t := range strings.Split(v, ",") {
-			if strings.TrimSpace(t) != "Skip" {
-				return argoHookAnnotation + ": " + v + ": Argo CD runs it during a sync and does not count it towards the app's sync status"
-			}
-		}
+	switch key, skip := argoHook(ann); {
+	case skip:
 		return argoHookAnnotation + ": Skip: Argo CD never applies it"
-	}
-	if v, ok := ann[helmHookAnnotation]; ok && v != "crd-install" {
-		return helmHookAnnotation + ": " + v + ": Argo CD runs it as a sync hook and does not count it towards the app's sync status"
+	case key == argoHookAnnotation:
+		return key + ": " + ann[key] + ": Argo CD runs it during a sync and does not count it towards the app's sync status"
+	case key != "":
+		return key + ": " + ann[key] + ": Argo CD runs it as a sync hook and does not count it towards the app's sync status"
 	}
 	return ""
+}
+
+// argoHook is the annotation (argoHookAnnotation or helmHookAnnotation)
+// by which Argo CD takes an object for one of its sync hooks, "" for
+// none; skip when argocd.argoproj.io/hook names Skip alone, which makes it
+// no hook but an object Argo CD never applies (gitops-engine's hook.IsHook
+// and hook.Skip: Argo CD's annotation hides Helm's).
+func argoHook(ann map[string]string) (key string, skip bool) {
+	if v, ok := ann[argoHookAnnotation]; ok {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(t) != "Skip" {
+				return argoHookAnnotation, false
+			}
+		}
+		return "", true
+	}
+	if v, ok := ann[helmHookAnnotation]; ok && v != "crd-install" {
+		return helmHookAnnotation, false
+	}
+	return "", false
 }
 
 // The annotations by which Git tells Flux's kustomize-controller how to

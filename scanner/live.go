@@ -34,6 +34,9 @@ type liveState struct {
 type extraObject struct {
 	app                               int
 	apiVersion, kind, namespace, name string
+	// ignored: the object is marked for Argo CD not to count it
+	// (uncounted), so it is a dismissal, not an Extra object.
+	ignored bool
 }
 
 // neverClusterWide are the resources the scan lists only per namespace,
@@ -235,9 +238,13 @@ func (s *scan) keep(it *listItem, owners extraOwners) (di int, found *foundObjec
 	if !s.opts.Extra {
 		return -1, nil, nil, nil
 	}
-	if ai, ok := owners.of(s, it); ok {
+	if ai, annotations, ok := owners.of(s, it); ok {
+		ignored, hook := uncounted(s.r.Apps[ai].GitOps, annotations)
+		if hook {
+			return -1, nil, nil, nil
+		}
 		h := it.head
-		return -1, nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name}, nil
+		return -1, nil, &extraObject{app: ai, apiVersion: h.APIVersion, kind: h.Kind, namespace: h.Metadata.Namespace, name: h.Metadata.Name, ignored: ignored}, nil
 	}
 	return -1, nil, nil, nil
 }

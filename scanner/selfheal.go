@@ -107,8 +107,14 @@ func argoReplaced(app config.App, ann map[string]string) bool {
 	if app.GitOps == nil || app.GitOps.Tool != "argocd" {
 		return false
 	}
-	for opt := range strings.SplitSeq(ann[argoSyncOptions], ",") {
-		if strings.TrimSpace(opt) == "Replace=true" {
+	return argoOption(ann, argoSyncOptions, "Replace=true")
+}
+
+// argoOption reports whether the comma-separated options of annotation key
+// hold opt, as Argo CD reads them (gitops-engine's HasAnnotationOption).
+func argoOption(ann map[string]string, key, opt string) bool {
+	for o := range strings.SplitSeq(ann[key], ",") {
+		if strings.TrimSpace(o) == opt {
 			return true
 		}
 	}
