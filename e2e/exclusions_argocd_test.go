@@ -46,7 +46,10 @@ subsets:
 		"app/lock.yaml": "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: leader}\nspec: {holderIdentity: nobody}\n",
 	})
 	const name = "excluded-kinds"
-	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "app", Automated: "{selfHeal: true}"})
+	// Auto-sync without self-heal: the edit below must stay until the
+	// scan sees it (self-heal reverts it within seconds, sooner than a
+	// scan on a busy machine).
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "app", Automated: "{selfHeal: false}"})
 	waitArgoSynced(t, name, repo.Head())
 	env.Get(t, cluster.ConfigMap, ns, "cfg") // the app did sync
 

@@ -243,3 +243,54 @@ func TestExtraObjectsArgoCDDoesNotCount(t *testing.T) {
 	}
 	checkExtra("cfg-keep deleted", nil, 1)
 }
+
+// hookChart is a chart at chart/ with a ConfigMap, a post-install and
+// post-upgrade hook deleted before it is created again (so it stays
+// between upgrades), and, while kept, a ConfigMap Helm is told to keep
+// (helm.sh/resource-policy: keep) when an upgrade drops it.
+func hookChart(version string, kept bool) map[string]string {
+	files := map[string]string{
+		"chart/Chart.yaml":            "apiVersion: v2\nname: hooked\nversion: " + version + "\n",
+		"chart/templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hooked-config}\ndata: {level: info}\n",
+		"chart/templates/hook.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hooked-migrate
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+data: {step: migrate}
+`,
+		"chart/templates/kept.yaml": "", // Repo.Commit overwrites, never deletes
+	}
+	if kept {
+		files["chart/templates/kept.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hooked-kept\n  annotations: {helm.sh/resource-policy: keep}\ndata: {k: v}\n"
+	}
+	return files
+}
+
+// helm-controller post-renders a chart's hooks with its templates (Helm 4's
+// combined post-render strategy, its default), so a hook that stays
+// between upgrades carries the HelmRelease's labels; Helm never deletes it
+// at an upgrade (its delete policy does, before the next run). An object
+// an upgrade dropped that Helm keeps (resource-policy keep) stays with the
+// labels: that one is extra.
+func TestExtraObjectsOfAFluxHelmRelease(t *testing.T) {
+	needFlux(t)
+	ns := env.Namespace(t, nil)
+	const name = "extra-hooked"
+	repo := gitServer.NewRepo(t, hookChart("0.1.0", true))
+	createFluxSource(t, ns, name, repo)
+	createGitHelmRelease(t, ns, name, name, "chart", "reconcileStrategy: Revision")
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
+	repo.Commit(t, "drop kept", hookChart("0.2.0", false))
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.2.0")
+	for _, cm := range []string{"hooked-migrate", "hooked-kept"} {
+		if labels := env.Get(t, cluster.ConfigMap, ns, cm).GetLabels(); labels["helm.toolkit.fluxcd.io/name"] != name {
+			t.Fatalf("%s's labels %v: the test expects it live with the HelmRelease's labels", cm, labels)
+		}
+	}
+	if got, want := extraObjects(scan(t, "--from", "flux", "--app", name, "--extra")), []string{"ConfigMap/hooked-kept"}; !slices.Equal(got, want) {
+		t.Errorf("driftscan's extra objects %v, want %v", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -85,10 +86,18 @@ const argoCompareOptions = "argocd.argoproj.io/compare-options"
 // sync with prune deletes unless it also says Prune=false, as kustomize's
 // generators are told to mark what they generate. An object marked
 // Prune=false alone is left and counted: the app stays OutOfSync. As
-// hookOf, for every app but a Flux one.
+// hookOf, for every app but a Flux one. Of a Flux HelmRelease, Helm's
+// hooks (helm.sh/hook, of any type: Helm never installs one it does not
+// know) are no extra objects either: helm-controller post-renders them
+// with the templates (Helm 4's combined strategy, its default), so they
+// carry its labels, and Helm deletes them by their delete policy, never
+// at an upgrade (e2e TestExtraObjectsOfAFluxHelmRelease). To
+// kustomize-controller these marks mean nothing: it applies and prunes
+// such an object as any other.
 func uncounted(gitops *report.GitOps, annotations map[string]string) (ignored, hook bool) {
 	if gitops != nil && gitops.Tool == "flux" {
-		return false, false
+		_, helmHook := annotations[helmHookAnnotation]
+		return false, helmHook && strings.HasPrefix(gitops.Object, "HelmRelease/")
 	}
 	if key, _ := argoHook(annotations); key != "" {
 		return false, true
