@@ -22,6 +22,9 @@ type builtinAddition struct {
 	// gitEmpty: only when Git leaves the field out or empty (an
 	// allocation the server makes when Git asks for none).
 	gitEmpty bool
+	// anyOwner: whoever managedFields name as the key's owner, as the API
+	// server writes it on every write of the object.
+	anyOwner bool
 }
 
 var builtinAdditions = []builtinAddition{
@@ -34,9 +37,15 @@ var builtinAdditions = []builtinAddition{
 	{group: "apps", kind: "DaemonSet", path: ".metadata.annotations.deprecated.daemonset.template.generation", detail: "added by the API server's DaemonSet strategy"},
 	// The Deployment controller, through the status subresource.
 	{group: "apps", kind: "Deployment", path: ".metadata.annotations.deployment.kubernetes.io/revision", detail: "added by kube-controller-manager's Deployment controller"},
-	// The namespace registry strategy labels every namespace with its name.
-	{kind: "Namespace", path: ".metadata.labels.kubernetes.io/metadata.name", detail: "added by the API server (every namespace is labelled with its own name)"},
-	{kind: "Namespace", path: ".spec.finalizers", detail: "added by the API server (the namespace controller's finalizer)"},
+	// The namespace registry strategy labels every namespace with its name
+	// at every create and update (Canonicalize), and managedFields name
+	// the manager of the request that created the namespace as its owner
+	// (seen in e2e TestArgoCDManagedNamespaceMetadata), as they do of the
+	// finalizers below.
+	{kind: "Namespace", path: ".metadata.labels.kubernetes.io/metadata.name", detail: "added by the API server (every namespace is labelled with its own name)", anyOwner: true},
+	// Set at create; an update keeps the old ones (PrepareForUpdate): only
+	// the finalize subresource changes them.
+	{kind: "Namespace", path: ".spec.finalizers", detail: "added by the API server (the namespace controller's finalizer)", anyOwner: true},
 	// The Job registry strategy selects the Job's pods by its uid.
 	{group: "batch", kind: "Job", path: ".spec.selector", detail: "added by the API server's Job strategy", gitEmpty: true},
 	{group: "batch", kind: "Job", prefix: ".spec.template.metadata.labels.", detail: "added by the API server's Job strategy", keys: jobLabels},
@@ -76,18 +85,19 @@ var jobLabels = []string{"batch.kubernetes.io/controller-uid", "batch.kubernetes
 // builtinKey dismisses a key that the API server or a built-in controller
 // adds, when Git does not declare it (or, for an allocation, declares it
 // empty) and it is owned by nobody, by kube-controller-manager or by the
-// applier (which owns what it created, for a client-side apply).
+// applier (which owns what it created, for a client-side apply), or by
+// anyone for a key the API server writes at every write (anyOwner).
 func (c *Classifier) builtinKey(o Object, ch Change, f report.Finding) (Result, bool) {
 	if ch.Type == report.TypeRemoved {
-		return Result{}, false
-	}
-	if m := ch.Owner; m != nil && !c.appliers[m.Manager] && m.Manager != "kube-controller-manager" {
-		// Someone else wrote the key: the ordinary rules name them.
 		return Result{}, false
 	}
 	for _, b := range builtinAdditions {
 		if !b.matches(o, ch.Path) {
 			continue
+		}
+		if m := ch.Owner; m != nil && !b.anyOwner && !c.appliers[m.Manager] && m.Manager != "kube-controller-manager" {
+			// Someone else wrote the key: the ordinary rules name them.
+			return Result{}, false
 		}
 		if ch.Type == report.TypeChanged && !(b.gitEmpty && ch.ZeroGit) {
 			return Result{}, false

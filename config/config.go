@@ -116,6 +116,14 @@ type App struct {
 	// the key of Argo CD's instance label (argocd-cm's
 	// application.instanceLabelKey), "" for app.kubernetes.io/instance.
 	ArgoInstanceLabel string `yaml:"-"`
+	// ArgoManagedNamespace, set by discovery for an Argo CD Application
+	// that syncs with CreateNamespace=true and sets
+	// spec.syncPolicy.managedNamespaceMetadata, is that metadata: Argo CD
+	// applies it to the app's namespace (Namespace) with server-side apply
+	// at each sync, unless the app's own manifests declare that
+	// namespace, and never compares it. Where names the field, for
+	// reports.
+	ArgoManagedNamespace *NamespaceMetadata `yaml:"-"`
 	// ArgoSource, set by discovery for an Argo CD Application's source in
 	// Git, is what Argo CD's repo server merges the parameter files in the
 	// source's folder into (.argocd-source.yaml and
@@ -619,4 +627,12 @@ func ForFolder(dir, namespace string) (*Config, error) {
 	cfg.Dir = abs
 	cfg.Apps = []App{{Name: filepath.Base(abs), Namespace: namespace, Source: Source{Path: "."}}}
 	return cfg, nil
+}
+
+// NamespaceMetadata is the labels and annotations a reconciler applies to
+// an app's namespace (App.ArgoManagedNamespace).
+type NamespaceMetadata struct {
+	Labels, Annotations map[string]string
+	// Where names where they are declared: the Application and the field.
+	Where string
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -45,7 +46,11 @@ type application struct {
 				Prune    bool  `json:"prune"`
 				SelfHeal bool  `json:"selfHeal"`
 			} `json:"automated"`
-			SyncOptions []string `json:"syncOptions"`
+			SyncOptions              []string `json:"syncOptions"`
+			ManagedNamespaceMetadata *struct {
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"managedNamespaceMetadata"`
 		} `json:"syncPolicy"`
 		IgnoreDifferences []struct {
 			Group                 string   `json:"group"`
@@ -74,6 +79,26 @@ func (a *application) synced() string {
 		return h[len(h)-1].Revision
 	}
 	return ""
+}
+
+// managedNamespace is the metadata Argo CD applies to the destination
+// namespace at each sync (controller/sync_namespace.go: with the sync
+// option CreateNamespace=true and spec.syncPolicy.managedNamespaceMetadata
+// set, even empty), with the sync option it adds so that it applies them
+// with server-side apply; nil when it applies none. object names the
+// Application.
+func (a *application) managedNamespace(object string) *config.NamespaceMetadata {
+	sp := a.Spec.SyncPolicy
+	if sp == nil || sp.ManagedNamespaceMetadata == nil || !slices.Contains(sp.SyncOptions, "CreateNamespace=true") {
+		return nil
+	}
+	annotations := maps.Clone(sp.ManagedNamespaceMetadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["argocd.argoproj.io/sync-options"] = "ServerSideApply=true" // over any of the Application's
+	return &config.NamespaceMetadata{Labels: sp.ManagedNamespaceMetadata.Labels, Annotations: annotations,
+		Where: object + " spec.syncPolicy.managedNamespaceMetadata"}
 }
 
 // syncedVersion is the chart version of the Application's last successful
@@ -421,6 +446,11 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		app := config.App{
 			Name: appName, Owner: owner, Namespace: a.Spec.Destination.Namespace, Source: src,
 			Appliers: []string{argoApplier}, GitOps: &g,
+		}
+		if appName == name && app.Namespace != "" {
+			// The Application's own app: Argo CD manages one namespace
+			// for it, not one per source.
+			app.ArgoManagedNamespace = a.managedNamespace(object)
 		}
 		if synced := a.syncedVersion(); len(sources) == 1 && s.Chart != "" && synced != "" && synced != src.Revision {
 			// Live is the chart version Argo CD synced; a newer one

@@ -74,6 +74,9 @@ func TestApplications(t *testing.T) {
 				if g := res.Apps[i].GitOps; g != nil {
 					g.Object = strings.ReplaceAll(g.Object, ns, "NS")
 				}
+				if m := res.Apps[i].ArgoManagedNamespace; m != nil {
+					m.Where = strings.ReplaceAll(m.Where, ns, "NS")
+				}
 			}
 			if d := diff(tt.apps, res.Apps); d != "" {
 				t.Errorf("apps (-want +got):\n%s", d)
@@ -493,6 +496,56 @@ spec:
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/pruning", Prune: true}},
 			{Name: "switched-off", Owner: "shop", Source: config.Source{ReleaseName: "switched-off", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/switched-off", Suspended: true}},
+		},
+	},
+	{
+		name: "managed namespace metadata with CreateNamespace=true is what Argo CD applies to the destination namespace, with its server-side apply option over the Application's",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: managed}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy:
+    syncOptions: [CreateNamespace=true]
+    managedNamespaceMetadata:
+      labels: {pod-security.kubernetes.io/enforce: restricted}
+      annotations: {owner: shop, argocd.argoproj.io/sync-options: Prune=false}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: empty}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop-empty}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {syncOptions: [CreateNamespace=true], managedNamespaceMetadata: {}}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: not-created}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop-other}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy:
+    managedNamespaceMetadata:
+      labels: {pod-security.kubernetes.io/enforce: restricted}
+`},
+		apps: []config.App{
+			{Name: "empty", Owner: "shop", Namespace: "shop-empty", Source: config.Source{ReleaseName: "empty", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/empty", Suspended: true},
+				ArgoManagedNamespace: &config.NamespaceMetadata{Annotations: map[string]string{"argocd.argoproj.io/sync-options": "ServerSideApply=true"},
+					Where: "Application/NS/empty spec.syncPolicy.managedNamespaceMetadata"}},
+			{Name: "managed", Owner: "shop", Namespace: "shop", Source: config.Source{ReleaseName: "managed", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/managed", Suspended: true},
+				ArgoManagedNamespace: &config.NamespaceMetadata{Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+					Annotations: map[string]string{"owner": "shop", "argocd.argoproj.io/sync-options": "ServerSideApply=true"},
+					Where:       "Application/NS/managed spec.syncPolicy.managedNamespaceMetadata"}},
+			{Name: "not-created", Owner: "shop", Namespace: "shop-other", Source: config.Source{ReleaseName: "not-created", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/not-created", Suspended: true}},
 		},
 	},
 	{

@@ -33,6 +33,9 @@ type argoApp struct {
 	// Spec is more YAML under spec (ignoreDifferences:), indented by two
 	// spaces.
 	Spec string
+	// SyncPolicy is more YAML under spec.syncPolicy
+	// (managedNamespaceMetadata:), indented by four spaces.
+	SyncPolicy string
 }
 
 // createArgoApp creates the Application as a person does with kubectl, and
@@ -63,6 +66,7 @@ spec:
 	if len(options) > 0 {
 		fmt.Fprintf(&b, "    syncOptions: [%s]\n", strings.Join(options, ", "))
 	}
+	b.WriteString(a.SyncPolicy)
 	obj := cluster.Object(t, b.String())
 	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatalf("create Application %s: %v", a.Name, err)

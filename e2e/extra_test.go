@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -208,10 +207,7 @@ func TestExtraObjectsArgoCDDoesNotCount(t *testing.T) {
 	checkExtra("Git dropped three", []string{"ConfigMap/cfg-keep"}, 2)
 
 	// A sync with prune deletes only cfg-ign.
-	patch := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"prune":true}}}`
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
-		t.Fatal(err)
-	}
+	syncArgoAppPruning(t, name, true)
 	var left []string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		phase, _, _ := unstructured.NestedString(getArgoApp(t, name).Object, "status", "operationState", "phase")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -59,12 +60,21 @@ func TestArgoCDPendingSyncIsNotDrift(t *testing.T) {
 	}
 }
 
-// syncArgoApp starts a sync of the Application to its target, as `argocd
-// app sync` does: by writing an operation.
-func syncArgoApp(t *testing.T, name string) {
+// syncArgoApp starts a sync of the Application as `argocd app sync` does
+// through argocd-server: with the Application's spec.syncPolicy
+// syncOptions (CreateNamespace=true, ServerSideApply=true, ...), which the
+// controller reads from the operation only; prune: with pruning.
+func syncArgoApp(t *testing.T, name string) { syncArgoAppPruning(t, name, false) }
+
+func syncArgoAppPruning(t *testing.T, name string, prune bool) {
 	t.Helper()
-	patch := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{}}}`
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
+	options, _, _ := unstructured.NestedStringSlice(getArgoApp(t, name).Object, "spec", "syncPolicy", "syncOptions")
+	op := map[string]any{"initiatedBy": map[string]any{"username": "e2e"}, "sync": map[string]any{"prune": prune, "syncOptions": options}}
+	patch, err := json.Marshal(map[string]any{"operation": op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
 		t.Fatalf("sync Application %s: %v", name, err)
 	}
 }

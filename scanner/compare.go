@@ -487,6 +487,8 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, paused)
 		} else if h := chartCRDHint(d.chartCRD, app.Source.Helm, gitops, f, cl); h != "" {
 			f.Hint = joinHint(f.Hint, h)
+		} else if h := managedNamespaceHint(d.managedNamespace, gitops, f); h != "" {
+			f.Hint = joinHint(f.Hint, h)
 		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		} else if h := selfHealHint(gitops, f); h != "" {

@@ -161,6 +161,9 @@ type desired struct {
 	// chartCRD: a CustomResourceDefinition of the crds/ folder of a chart
 	// Flux's helm-controller applies, out of its drift detection.
 	chartCRD bool
+	// managedNamespace: the app's namespace as Argo CD applies its managed
+	// namespace metadata (addManagedNamespace), which it never compares.
+	managedNamespace bool
 }
 
 type listKey struct {
@@ -478,6 +481,9 @@ func (s *scan) render(ctx context.Context) error {
 		for j, mf := range res.manifests {
 			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j], res.sopsFiles[mf.Object])
 		}
+		if res.err == nil {
+			s.addManagedNamespace(len(s.r.Apps)-1, app, res.manifests)
+		}
 		if objs := &s.r.Apps[len(s.r.Apps)-1].Objects; len(*objs) == 0 {
 			*objs = nil // as without the room made above: no objects
 		}
@@ -584,6 +590,43 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		mf.Object.SetNamespace(ns)
 	}
 	s.objects = append(s.objects, d)
+}
+
+// addManagedNamespace adds the app's namespace with the metadata Argo CD
+// applies to it at each sync (config.App.ArgoManagedNamespace) to what the
+// scan compares, as the Namespace Argo CD applies: no more than the
+// metadata and an empty spec, with server-side apply, so the namespace's other labels and
+// annotations are not Argo CD's. Argo CD leaves it out when the app's
+// manifests declare that namespace (gitops-engine autoCreateNamespace),
+// and so does this.
+func (s *scan) addManagedNamespace(ai int, app config.App, manifests []render.Manifest) {
+	m := app.ArgoManagedNamespace
+	if m == nil || app.Namespace == "" {
+		return
+	}
+	for _, mf := range manifests {
+		if id := mf.Ident(); id.Kind == "Namespace" && id.Name == app.Namespace && schema.FromAPIVersionAndKind(id.APIVersion, id.Kind).Group == "" {
+			return
+		}
+	}
+	meta := map[string]any{"name": app.Namespace}
+	for key, values := range map[string]map[string]string{"labels": m.Labels, "annotations": m.Annotations} {
+		if len(values) > 0 {
+			v := make(map[string]any, len(values))
+			for k, s := range values {
+				v[k] = s
+			}
+			meta[key] = v
+		}
+	}
+	n := len(s.objects)
+	// Argo CD applies a corev1.Namespace made unstructured: its spec too,
+	// empty, which makes argocd-controller the owner of .spec.
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "spec": map[string]any{}}
+	s.addDesired(ai, app, render.Manifest{Object: &unstructured.Unstructured{Object: ns}, File: m.Where}, nil, false)
+	if len(s.objects) > n {
+		s.objects[n].managedNamespace = true
+	}
 }
 
 // git returns Git's object of d, decoding it first when the parse cache

@@ -73,6 +73,24 @@ func chartCRDHint(chartCRD bool, h *config.HelmSource, g *report.GitOps, f repor
 	return ""
 }
 
+// managedNamespaceHint says what Argo CD does with a change of the
+// namespace metadata it manages for the app (desired.managedNamespace):
+// it applies spec.syncPolicy.managedNamespaceMetadata at each sync, with
+// server-side apply, and never compares it (controller/sync_namespace.go;
+// seen in e2e TestArgoCDManagedNamespaceMetadata), so a change of what it
+// declares leaves the app Synced and self-heal idle until a sync, for any
+// reason, puts it back; a key it does not declare stays. "" for any other
+// finding.
+func managedNamespaceHint(managed bool, g *report.GitOps, f report.Finding) string {
+	if !managed || g == nil {
+		return ""
+	}
+	if f.Type == report.TypeAdded {
+		return fmt.Sprintf("%s applies only the namespace metadata it declares, with server-side apply: it leaves this key", g.Object)
+	}
+	return fmt.Sprintf("%s applies spec.syncPolicy.managedNamespaceMetadata at each sync but never compares it: the app shows Synced and self-heal does not act, and the next sync, for any change, puts Git's value back", g.Object)
+}
+
 // argoIgnoredHint says what Argo CD does at a sync with a field Git
 // declares that one of its own ignoreDifferences (the Application's or
 // argocd-cm's) hides: the field is out of its diff, so the app shows
