@@ -31,10 +31,7 @@ func argoCleanSyncs(t *testing.T, ssa bool) {
 	}
 	for _, tracking := range []string{reconcilers.TrackingAnnotation, reconcilers.TrackingLabel, reconcilers.TrackingAnnotationAndLabel} {
 		t.Run(tracking, func(t *testing.T) {
-			if err := argo.SetTracking(t.Context(), tracking); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = argo.SetTracking(context.Background(), reconcilers.TrackingAnnotation) })
+			useArgoTracking(t, tracking)
 			for _, src := range sources {
 				t.Run(src.Name, func(t *testing.T) {
 					t.Parallel()
@@ -53,6 +50,16 @@ func argoCleanSyncs(t *testing.T, ssa bool) {
 
 func trackingName(m string) string {
 	return map[string]string{reconcilers.TrackingAnnotation: "ann", reconcilers.TrackingLabel: "label", reconcilers.TrackingAnnotationAndLabel: "both"}[m]
+}
+
+// useArgoTracking sets Argo CD's tracking method (one setting of the whole
+// Argo CD, argocd-cm's) until the test ends.
+func useArgoTracking(t *testing.T, method string) {
+	t.Helper()
+	if err := argo.SetTracking(t.Context(), method); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = argo.SetTracking(context.Background(), reconcilers.TrackingAnnotation) })
 }
 
 // checkTracking checks that Argo CD really tracks the app's ConfigMap with

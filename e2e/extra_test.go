@@ -58,10 +58,7 @@ func TestExtraObjectsAreWhatArgoCDWouldPrune(t *testing.T) {
 	needArgo(t)
 	for _, tracking := range []string{reconcilers.TrackingAnnotation, reconcilers.TrackingLabel} {
 		t.Run(tracking, func(t *testing.T) {
-			if err := argo.SetTracking(t.Context(), tracking); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = argo.SetTracking(context.Background(), reconcilers.TrackingAnnotation) })
+			useArgoTracking(t, tracking)
 			ns := env.Namespace(t, nil)
 			name := "extra-" + trackingName(tracking)
 			repo := gitServer.NewRepo(t, twoConfigs(true))
@@ -73,19 +70,27 @@ func TestExtraObjectsAreWhatArgoCDWouldPrune(t *testing.T) {
 			// Auto-sync skips a change that only prunes, when the app does
 			// not prune: a person syncs, and the app stays OutOfSync, cfg-b
 			// requiring pruning.
-			refreshArgoApp(t, name)
-			syncArgoApp(t, name)
-			prune := argoRequiresPruning(t, name, head, "ConfigMap/cfg-b")
-			if want := map[string][]string{
+			checkExtraIsWhatArgoPrunes(t, name, head, map[string][]string{
 				reconcilers.TrackingAnnotation: {"ConfigMap/cfg-b"},
 				reconcilers.TrackingLabel:      {"ConfigMap/cfg-b", "ConfigMap/copied"},
-			}[tracking]; !slices.Equal(prune, want) {
-				t.Fatalf("Argo CD would prune %v; the test expects %v", prune, want)
-			}
-			if got := extraObjects(scan(t, "--from", "argocd", "--app", name, "--extra")); !slices.Equal(got, prune) {
-				t.Errorf("driftscan's extra objects %v, want what Argo CD would prune: %v", got, prune)
-			}
+			}[tracking])
 		})
+	}
+}
+
+// checkExtraIsWhatArgoPrunes has Argo CD compare and sync the app at head,
+// which left cfg-b (prune off), checks that it then lists want as
+// requiring pruning, and that driftscan's extra objects are those.
+func checkExtraIsWhatArgoPrunes(t *testing.T, name, head string, want []string) {
+	t.Helper()
+	refreshArgoApp(t, name)
+	syncArgoApp(t, name)
+	prune := argoRequiresPruning(t, name, head, "ConfigMap/cfg-b")
+	if !slices.Equal(prune, want) {
+		t.Fatalf("Argo CD would prune %v; the test expects %v", prune, want)
+	}
+	if got := extraObjects(scan(t, "--from", "argocd", "--app", name, "--extra")); !slices.Equal(got, prune) {
+		t.Errorf("driftscan's extra objects %v, want what Argo CD would prune: %v", got, prune)
 	}
 }
 

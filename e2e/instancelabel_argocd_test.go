@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"slices"
 	"testing"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -40,10 +38,7 @@ func TestArgoCDCustomInstanceLabelKey(t *testing.T) {
 	setArgoCM(t, "application.instanceLabelKey", argoInstanceKey)
 	for _, tracking := range []string{reconcilers.TrackingLabel, reconcilers.TrackingAnnotationAndLabel} {
 		t.Run(tracking, func(t *testing.T) {
-			if err := argo.SetTracking(t.Context(), tracking); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = argo.SetTracking(context.Background(), reconcilers.TrackingAnnotation) })
+			useArgoTracking(t, tracking)
 			ns := env.Namespace(t, nil)
 			name := "instance-key-" + trackingName(tracking)
 			repo := gitServer.NewRepo(t, labelledConfigs(true))
@@ -59,18 +54,10 @@ func TestArgoCDCustomInstanceLabelKey(t *testing.T) {
 			// CD's among them.
 			env.Create(t, "some-operator", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"copied","labels":{"`+argoInstanceKey+`":"`+name+`"}},"data":{"k":"c"}}`))
 			head := repo.Commit(t, "drop cfg-b", labelledConfigs(false))
-			refreshArgoApp(t, name)
-			syncArgoApp(t, name)
-			prune := argoRequiresPruning(t, name, head, "ConfigMap/cfg-b")
-			if want := map[string][]string{
+			checkExtraIsWhatArgoPrunes(t, name, head, map[string][]string{
 				reconcilers.TrackingLabel:              {"ConfigMap/cfg-b", "ConfigMap/copied"},
 				reconcilers.TrackingAnnotationAndLabel: {"ConfigMap/cfg-b"},
-			}[tracking]; !slices.Equal(prune, want) {
-				t.Fatalf("Argo CD would prune %v; the test expects %v", prune, want)
-			}
-			if got := extraObjects(scan(t, "--from", "argocd", "--app", name, "--extra")); !slices.Equal(got, prune) {
-				t.Errorf("driftscan's extra objects %v, want what Argo CD would prune: %v", got, prune)
-			}
+			}[tracking])
 
 			if tracking != reconcilers.TrackingLabel {
 				return

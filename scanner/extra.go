@@ -2,12 +2,10 @@ package scanner
 
 import (
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/classify"
-	"github.com/calricon/driftscan/report"
 )
 
 // trackingKeys are the label and annotation that tie a live object to an
@@ -76,8 +74,8 @@ func (o extraOwners) of(s *scan, it *listItem) (int, map[string]string, bool) {
 // options for one object, comma-separated.
 const argoCompareOptions = "argocd.argoproj.io/compare-options"
 
-// uncounted says whether an undeclared live object of an app (of gitops),
-// which the app's tracking names, is one Argo CD leaves out of the app's
+// uncounted says whether an undeclared live object of an app, which the
+// app's tracking t names, is one Argo CD leaves out of the app's
 // sync status (controller/state.go, CompareAppState), seen with the real
 // Argo CD (e2e TestExtraObjectsArgoCDDoesNotCount): a sync hook (hook), which it
 // never prunes either (gitops-engine skips hooks when it builds a sync's
@@ -94,10 +92,10 @@ const argoCompareOptions = "argocd.argoproj.io/compare-options"
 // at an upgrade (e2e TestExtraObjectsOfAFluxHelmRelease). To
 // kustomize-controller these marks mean nothing: it applies and prunes
 // such an object as any other.
-func uncounted(gitops *report.GitOps, annotations map[string]string) (ignored, hook bool) {
-	if gitops != nil && gitops.Tool == "flux" {
+func uncounted(t classify.Tracking, annotations map[string]string) (ignored, hook bool) {
+	if t.FluxKind != "" {
 		_, helmHook := annotations[helmHookAnnotation]
-		return false, helmHook && strings.HasPrefix(gitops.Object, "HelmRelease/")
+		return false, helmHook && t.FluxKind == "HelmRelease"
 	}
 	if key, _ := argoHook(annotations); key != "" {
 		return false, true

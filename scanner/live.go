@@ -239,7 +239,7 @@ func (s *scan) keep(it *listItem, owners extraOwners) (di int, found *foundObjec
 		return -1, nil, nil, nil
 	}
 	if ai, annotations, ok := owners.of(s, it); ok {
-		ignored, hook := uncounted(s.r.Apps[ai].GitOps, annotations)
+		ignored, hook := uncounted(s.tracking[ai], annotations)
 		if hook {
 			return -1, nil, nil, nil
 		}

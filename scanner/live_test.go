@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/render"
@@ -119,6 +120,7 @@ func TestAPageKeepsOnlyDeclaredObjectsAndExtraIdentities(t *testing.T) {
 	}
 	for _, extra := range []bool{false, true} {
 		s := &scan{opts: Options{Extra: extra}, r: &report.Report{Apps: []report.App{{Name: "web"}}},
+			tracking: []classify.Tracking{trackingOf(config.App{Name: "web"}, "")},
 			declared: map[objectKey]int{{"", "Secret", "shop", "declared"}: 0}}
 		var found []*unstructured.Unstructured
 		var extras []extraObject

@@ -613,8 +613,8 @@ func (s *scan) addManagedNamespace(ai int, app config.App, manifests []render.Ma
 	for key, values := range map[string]map[string]string{"labels": m.Labels, "annotations": m.Annotations} {
 		if len(values) > 0 {
 			v := make(map[string]any, len(values))
-			for k, s := range values {
-				v[k] = s
+			for k, val := range values {
+				v[k] = val
 			}
 			meta[key] = v
 		}
