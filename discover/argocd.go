@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
@@ -340,8 +341,26 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 		build:         kustomizeBuildOptions(data["kustomize.buildOptions"]),
 		filter:        d.argoFilter(cm, data),
 		labelTracking: data["application.resourceTrackingMethod"] == "label",
-		instanceLabel: data["application.instanceLabelKey"],
+		instanceLabel: data[argoInstanceLabelKey],
 	}
+}
+
+// argoInstanceLabelKey is argocd-cm's key for the key of the instance
+// label Argo CD writes with label and annotation+label tracking.
+const argoInstanceLabelKey = "application.instanceLabelKey"
+
+// ArgoInstanceLabel reads argocd-cm in Argo CD's namespace ns for the key
+// of the instance label Argo CD writes (application.instanceLabelKey), as
+// a scan's discovery does for config.App.ArgoInstanceLabel: "" when it
+// sets none or argocd-cm cannot be read (app.kubernetes.io/instance, as
+// classify.Tracking takes "").
+func ArgoInstanceLabel(ctx context.Context, client dynamic.Interface, ns string) string {
+	cm, err := client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	key, _, _ := unstructured.NestedString(cm.Object, "data", argoInstanceLabelKey)
+	return key
 }
 
 // destinationServer is the server of an Application's destination as Argo

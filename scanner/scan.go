@@ -482,7 +482,7 @@ func (s *scan) render(ctx context.Context) error {
 			s.addDesired(len(s.r.Apps)-1, app, mf, pairs[j], res.sopsFiles[mf.Object])
 		}
 		if res.err == nil {
-			s.addManagedNamespace(len(s.r.Apps)-1, app, res.manifests)
+			s.addManagedNamespace(len(s.r.Apps)-1, app)
 		}
 		if objs := &s.r.Apps[len(s.r.Apps)-1].Objects; len(*objs) == 0 {
 			*objs = nil // as without the room made above: no objects
@@ -598,32 +598,25 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 // metadata and an empty spec, with server-side apply, so the namespace's other labels and
 // annotations are not Argo CD's. Argo CD leaves it out when the app's
 // manifests declare that namespace (gitops-engine autoCreateNamespace),
-// and so does this.
-func (s *scan) addManagedNamespace(ai int, app config.App, manifests []render.Manifest) {
+// and so does this: addDesired has indexed them (declared).
+func (s *scan) addManagedNamespace(ai int, app config.App) {
 	m := app.ArgoManagedNamespace
 	if m == nil || app.Namespace == "" {
 		return
 	}
-	for _, mf := range manifests {
-		if id := mf.Ident(); id.Kind == "Namespace" && id.Name == app.Namespace && schema.FromAPIVersionAndKind(id.APIVersion, id.Kind).Group == "" {
-			return
-		}
+	if di, ok := s.declared[objectKey{"", "Namespace", "", app.Namespace}]; ok && s.objects[di].app == ai {
+		return
 	}
-	meta := map[string]any{"name": app.Namespace}
-	for key, values := range map[string]map[string]string{"labels": m.Labels, "annotations": m.Annotations} {
-		if len(values) > 0 {
-			v := make(map[string]any, len(values))
-			for k, val := range values {
-				v[k] = val
-			}
-			meta[key] = v
-		}
-	}
-	n := len(s.objects)
 	// Argo CD applies a corev1.Namespace made unstructured: its spec too,
 	// empty, which makes argocd-controller the owner of .spec.
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "spec": map[string]any{}}
-	s.addDesired(ai, app, render.Manifest{Object: &unstructured.Unstructured{Object: ns}, File: m.Where}, nil, false)
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "spec": map[string]any{}}}
+	ns.SetName(app.Namespace)
+	if len(m.Labels) > 0 {
+		ns.SetLabels(m.Labels)
+	}
+	ns.SetAnnotations(m.Annotations)
+	n := len(s.objects)
+	s.addDesired(ai, app, render.Manifest{Object: ns, File: m.Where}, nil, false)
 	if len(s.objects) > n {
 		s.objects[n].managedNamespace = true
 	}
