@@ -71,7 +71,7 @@ func trackedBy(obj *unstructured.Unstructured, key string) string {
 // selfHeals reports whether an Application's automated sync with self-heal
 // is on and not paused: not suspended by breakglass and not skipped.
 func selfHeals(app *unstructured.Unstructured) bool {
-	if app.GetAnnotations()[AnnotationUntil] != "" || app.GetAnnotations()["argocd.argoproj.io/skip-reconcile"] == "true" {
+	if app.GetAnnotations()[AnnotationUntil] != "" || discover.ArgoSkipsReconcile(app) {
 		return false
 	}
 	automated, found, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")

@@ -23,6 +23,11 @@ func TestDismissals(t *testing.T) {
 	chart.Tracking = Tracking{ArgoApps: []string{"web"}, FluxName: "web", HelmRelease: "web", HelmNamespace: "shop"}
 	keyed := deploy // argocd-cm's application.instanceLabelKey: argocd.argoproj.io/instance
 	keyed.Tracking.ArgoLabelKey = "argocd.argoproj.io/instance"
+	east, none := "east", ""
+	installed := deploy // argocd-cm's installationID: east
+	installed.Tracking.ArgoInstallationID = &east
+	uninstalled := deploy // argocd-cm read, no installationID
+	uninstalled.Tracking.ArgoInstallationID = &none
 	fluxApp := deploy
 	fluxApp.Tracking = Tracking{FluxKind: "Kustomization", FluxName: "apps", FluxNamespace: "flux-system"}
 	pvc := Object{Version: "v1", Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data"}
@@ -124,6 +129,18 @@ func TestDismissals(t *testing.T) {
 			drift: true, class: report.ClassPipeline, hint: "Argo CD application billing claims this object"},
 		{name: "a tracking id copied from another object", obj: deploy,
 			ch:    Change{Path: ".metadata.annotations.argocd.argoproj.io/tracking-id", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "web:apps/Deployment:shop/api"},
+			drift: true, class: report.ClassPipeline, hint: "two apps fight"},
+		{name: "an Argo CD installation id, argocd-cm unknown", obj: deploy,
+			ch:     Change{Path: ".metadata.annotations.argocd.argoproj.io/installation-id", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "west"},
+			reason: report.ReconcilerMetadata},
+		{name: "argocd-cm's installationID", obj: installed,
+			ch:     Change{Path: ".metadata.annotations.argocd.argoproj.io/installation-id", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "east"},
+			reason: report.ReconcilerMetadata},
+		{name: "another Argo CD installation's id: two installations fight", obj: installed,
+			ch:    Change{Path: ".metadata.annotations.argocd.argoproj.io/installation-id", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "west"},
+			drift: true, class: report.ClassPipeline, hint: `Argo CD installation "west" claims this object`},
+		{name: "an installation id where this Argo CD has none", obj: uninstalled,
+			ch:    Change{Path: ".metadata.annotations.argocd.argoproj.io/installation-id", Type: report.TypeAdded, NewKey: true, Owner: apply, Live: "west"},
 			drift: true, class: report.ClassPipeline, hint: "two apps fight"},
 		{name: "Argo CD's tracking label where the chart writes the release name", obj: deploy,
 			ch:     Change{Path: ".metadata.labels.app.kubernetes.io/instance", Type: report.TypeChanged, Owner: apply, Git: "web-prod", Live: "web"},

@@ -36,6 +36,21 @@ type Tracking struct {
 	// Under another key, app.kubernetes.io/instance is a chart's label
 	// like any other.
 	ArgoLabelKey string
+	// ArgoInstallationID is argocd-cm's installationID, "" when Argo CD
+	// has none; nil when it is not known. Argo CD writes it in
+	// argocd.argoproj.io/installation-id next to its tracking id, and with
+	// annotation tracking counts as an app's own only an object that
+	// carries its own id, none when it has none (util/argo
+	// resource_tracking.go, getAppInstanceValue): what carries another id
+	// is another Argo CD installation's. Unknown, any id is taken for
+	// this app's Argo CD.
+	ArgoInstallationID *string
+}
+
+// argoInstallation reports whether the installation id on an object ("":
+// none) is that of the app's Argo CD.
+func (t Tracking) argoInstallation(id string) bool {
+	return t.ArgoInstallationID == nil || id == *t.ArgoInstallationID
 }
 
 // ArgoInstanceLabel is the key of the instance label Argo CD writes with
@@ -141,7 +156,10 @@ func (t Tracking) judge(o Object, where, key, live string) (verdict, bool) {
 		return t.argoTrackingID(o, live), true
 	case where == "annotations" && key == argoInstallationID:
 		// The Argo CD installation's own id: the same on every app it syncs.
-		return verdict{tool: "Argo CD", mine: len(t.ArgoApps) > 0, other: "another Argo CD installation", detail: "the Argo CD installation id " + live}, true
+		if len(t.ArgoApps) > 0 && t.argoInstallation(live) {
+			return verdict{tool: "Argo CD", mine: true, detail: "the Argo CD installation id " + live}, true
+		}
+		return verdict{tool: "Argo CD", other: fmt.Sprintf("Argo CD installation %q", live), detail: fmt.Sprintf("the Argo CD installation id %q is not this app's Argo CD's", live)}, true
 	case where == "labels" && key == t.ArgoInstanceLabel():
 		for _, a := range t.ArgoApps {
 			if live == argoLabelValue(a) {
@@ -243,7 +261,8 @@ var okEnd = regexp.MustCompile(`[a-zA-Z0-9]$`)
 // tracking the app's reconciler writes on what it applies, by which that
 // reconciler counts the object as the app's own (and, when Git no longer
 // declares it, as one to prune): Argo CD's tracking id naming this object
-// (annotation tracking, Argo CD 3's default), or with ArgoLabel its
+// (annotation tracking, Argo CD 3's default) with its installation id
+// (ArgoInstallationID), or with ArgoLabel its
 // instance label; the name and namespace labels of the Flux Kustomization
 // or HelmRelease (FluxKind). A chart's or an operator's copy of the
 // app.kubernetes.io/instance label is no Argo CD tracking unless Argo CD
@@ -260,7 +279,7 @@ func (t Tracking) Tracks(o Object, labels, annotations map[string]string) bool {
 		return ok && slices.ContainsFunc(t.ArgoApps, func(a string) bool { return v == argoLabelValue(a) })
 	default:
 		v, ok := annotations[argoTrackingID]
-		return ok && t.argoTrackingID(o, v).mine
+		return ok && t.argoTrackingID(o, v).mine && t.argoInstallation(annotations[argoInstallationID])
 	}
 }
 

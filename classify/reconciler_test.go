@@ -15,6 +15,13 @@ func TestTracks(t *testing.T) {
 	argo := Tracking{ArgoApps: []string{"web", "apps_web"}}
 	label := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true}
 	keyed := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true, ArgoLabelKey: "argocd.argoproj.io/instance"}
+	east, none := "east", ""
+	installed := Tracking{ArgoApps: []string{"web"}, ArgoInstallationID: &east}
+	uninstalled := Tracking{ArgoApps: []string{"web"}, ArgoInstallationID: &none}
+	installedLabel := Tracking{ArgoApps: []string{"web"}, ArgoLabel: true, ArgoInstallationID: &east}
+	id := func(installation string) map[string]string {
+		return map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg", "argocd.argoproj.io/installation-id": installation}
+	}
 	ks := Tracking{FluxKind: "Kustomization", FluxName: "web", FluxNamespace: "flux-system"}
 	hr := Tracking{FluxKind: "HelmRelease", FluxName: "web", FluxNamespace: "shop"}
 	instance := map[string]string{"app.kubernetes.io/instance": "web"}
@@ -33,6 +40,13 @@ func TestTracks(t *testing.T) {
 		{"the instance label under argocd-cm's instanceLabelKey", keyed, map[string]string{"argocd.argoproj.io/instance": "web"}, nil, true},
 		{"a chart's app.kubernetes.io/instance under another instanceLabelKey", keyed, instance, nil, false},
 		{"the tracking id under label tracking", label, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, false},
+		{"the tracking id with argocd-cm's installationID", installed, nil, id("east"), true},
+		{"the tracking id of another Argo CD installation", installed, nil, id("west"), false},
+		{"the tracking id without the installation id argocd-cm sets", installed, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, false},
+		{"an installation id where this Argo CD has none", uninstalled, nil, id("west"), false},
+		{"no installation id where this Argo CD has none", uninstalled, nil, map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/cfg"}, true},
+		{"any installation id when argocd-cm is unknown", argo, nil, id("west"), true},
+		{"label tracking reads no installation id", installedLabel, instance, id("west"), true},
 		{"the Kustomization's labels", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil, true},
 		{"another namespace's Kustomization", ks, map[string]string{"kustomize.toolkit.fluxcd.io/name": "web", "kustomize.toolkit.fluxcd.io/namespace": "team"}, nil, false},
 		{"a HelmRelease's labels on a Kustomization's app", ks, map[string]string{"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "flux-system"}, nil, false},

@@ -116,6 +116,15 @@ type App struct {
 	// the key of Argo CD's instance label (argocd-cm's
 	// application.instanceLabelKey), "" for app.kubernetes.io/instance.
 	ArgoInstanceLabel string `yaml:"-"`
+	// ArgoInstance, set by discovery for an Argo CD Application, is the
+	// name Argo CD writes for it in its tracking: the Application's name
+	// in Argo CD's own namespace, <namespace>_<name> outside it.
+	ArgoInstance string `yaml:"-"`
+	// ArgoInstallationID, set by discovery for an Argo CD Application, is
+	// argocd-cm's installationID ("" when it sets none): the id that tells
+	// two Argo CD installations on one cluster apart. nil when discovery
+	// could not read argocd-cm.
+	ArgoInstallationID *string `yaml:"-"`
 	// ArgoManagedNamespace, set by discovery for an Argo CD Application
 	// that syncs with CreateNamespace=true and sets
 	// spec.syncPolicy.managedNamespaceMetadata, is that metadata: Argo CD

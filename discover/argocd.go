@@ -243,6 +243,10 @@ func (d *discovery) argocd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var enabled argoAppNamespaces
+	if d.opts.AllNamespaces {
+		enabled = d.argoAppNamespaces(ctx, projectNS)
+	}
 	var kept []*unstructured.Unstructured
 	apps := map[string]*application{}
 	for i := range items {
@@ -250,6 +254,10 @@ func (d *discovery) argocd(ctx context.Context) error {
 		var a application
 		if err := decode(u, &a); err != nil {
 			d.fail(ref(u), "", err)
+			continue
+		}
+		if reason := enabled.refuses(u.GetNamespace(), projectNS); reason != "" {
+			d.skip(ref(u), "%s", reason)
 			continue
 		}
 		if reason := d.otherCluster(a); reason != "" {
@@ -265,6 +273,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
 		d.application(u, a, names[ref(u)], func(repo string) string {
+			if why := namespacePermitted(projects, projectNS, a.Spec.Project, u.GetNamespace()); why != "" {
+				return why
+			}
 			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
 		excluded := settings.filter.forCluster(destinationServer(*a))
@@ -273,6 +284,8 @@ func (d *discovery) argocd(ctx context.Context) error {
 			d.res.Apps[i].ExcludedKinds = excluded
 			d.res.Apps[i].ArgoLabelTracking = settings.labelTracking
 			d.res.Apps[i].ArgoInstanceLabel = settings.instanceLabel
+			d.res.Apps[i].ArgoInstallationID = settings.installationID
+			d.res.Apps[i].ArgoInstance = d.argoInstance(u)
 		}
 	}
 	return nil
@@ -286,6 +299,16 @@ func (d *discovery) argoNamespace() string {
 	return d.opts.Namespace
 }
 
+// ArgoSkipsReconcile reports whether the Application carries
+// argocd.argoproj.io/skip-reconcile set true (as strconv.ParseBool reads
+// it, like the controller's canProcessApp): Argo CD then does not look at
+// it at all, so nothing syncs it and self-heal is off whatever its sync
+// policy says (seen: e2e TestArgoCDPausingMechanisms).
+func ArgoSkipsReconcile(app *unstructured.Unstructured) bool {
+	skip, err := strconv.ParseBool(app.GetAnnotations()["argocd.argoproj.io/skip-reconcile"])
+	return err == nil && skip
+}
+
 // argoSourceOf is what the scan needs to merge the parameter files of the
 // source s of the Application u as Argo CD does (ArgoSourceFiles).
 func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application, s appSource, refs map[string]appSource) *config.ArgoSource {
@@ -293,15 +316,21 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 	if err != nil {
 		return nil
 	}
-	a := &config.ArgoSource{Instance: u.GetName(), Source: source, Name: u.GetName(), Project: app.Spec.Project, Namespace: app.Spec.Destination.Namespace}
+	a := &config.ArgoSource{Instance: d.argoInstance(u), Source: source, Name: u.GetName(), Project: app.Spec.Project, Namespace: app.Spec.Destination.Namespace}
 	if len(refs) > 0 {
 		a.Refs, _ = json.Marshal(refs)
 	}
-	// Application.InstanceName: the name alone in Argo CD's namespace.
-	if ns := u.GetNamespace(); ns != "" && ns != d.argoNamespace() {
-		a.Instance = ns + "_" + u.GetName()
-	}
 	return a
+}
+
+// argoInstance is the name Argo CD gives the Application u in its tracking
+// and build environment (Application.InstanceName): the name alone in
+// Argo CD's namespace, <namespace>_<name> outside it.
+func (d *discovery) argoInstance(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" && ns != d.argoNamespace() {
+		return ns + "_" + u.GetName()
+	}
+	return u.GetName()
 }
 
 // argoCM is what argocd-cm says of how Argo CD builds, applies and tracks
@@ -318,6 +347,9 @@ type argoCM struct {
 	// instance label Argo CD writes with label and annotation+label
 	// tracking, "" for app.kubernetes.io/instance.
 	instanceLabel string
+	// installationID is installationID, "" for none; nil when argocd-cm
+	// could not be read.
+	installationID *string
 }
 
 // argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
@@ -325,11 +357,11 @@ type argoCM struct {
 // argoCompareIgnores). Without argocd-cm, Argo CD's defaults and no rules;
 // when it cannot be read (the scan's identity may not get it), a nil
 // build (the scan's own defaults), the kinds Argo CD always excludes,
-// annotation tracking, and no rules.
+// annotation tracking, no installation id known, and no rules.
 func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil)}
+		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), installationID: new(string)}
 	}
 	if err != nil {
 		return argoCM{filter: d.argoFilter(nil, nil)}
@@ -337,11 +369,13 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
+	id := data["installationID"]
 	return argoCM{
-		build:         kustomizeBuildOptions(data["kustomize.buildOptions"]),
-		filter:        d.argoFilter(cm, data),
-		labelTracking: data["application.resourceTrackingMethod"] == "label",
-		instanceLabel: data[argoInstanceLabelKey],
+		build:          kustomizeBuildOptions(data["kustomize.buildOptions"]),
+		filter:         d.argoFilter(cm, data),
+		labelTracking:  data["application.resourceTrackingMethod"] == "label",
+		instanceLabel:  data[argoInstanceLabelKey],
+		installationID: &id,
 	}
 }
 
@@ -416,7 +450,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	object := ref(u)
 	owner := d.owner(u, a.Spec.Project)
 	gitops := report.GitOps{Tool: FromArgoCD, Object: object, Suspended: true}
-	if sp := a.Spec.SyncPolicy; sp != nil && sp.Automated != nil && (sp.Automated.Enabled == nil || *sp.Automated.Enabled) {
+	if sp := a.Spec.SyncPolicy; sp != nil && sp.Automated != nil && (sp.Automated.Enabled == nil || *sp.Automated.Enabled) && !ArgoSkipsReconcile(u) {
 		gitops = report.GitOps{Tool: FromArgoCD, Object: object, SelfHeal: sp.Automated.SelfHeal, Prune: sp.Automated.Prune}
 	}
 	if sp := a.Spec.SyncPolicy; sp != nil {

@@ -13,14 +13,16 @@ import (
 )
 
 // AppProjects are the Argo CD projects whose sourceRepos say which
-// repositories an Application may name.
+// repositories an Application may name, and whose sourceNamespaces which
+// namespaces outside Argo CD's own an Application may be in.
 var AppProjects = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}
 
 // appProject holds the fields of an AppProject that discovery reads. See
 // https://argo-cd.readthedocs.io/en/stable/user-guide/projects/
 type appProject struct {
 	Spec struct {
-		SourceRepos []string `json:"sourceRepos"`
+		SourceRepos      []string `json:"sourceRepos"`
+		SourceNamespaces []string `json:"sourceNamespaces"`
 	} `json:"spec"`
 }
 

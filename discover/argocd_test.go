@@ -2,8 +2,12 @@ package discover
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
@@ -58,6 +62,14 @@ func TestApplications(t *testing.T) {
 					// submodules are checked out.
 					src.RecurseSubmodules = true
 				}
+				if tt.apps[i].ArgoInstance == "" && tt.apps[i].GitOps != nil {
+					// The Application's name: it is in Argo CD's namespace.
+					tt.apps[i].ArgoInstance = tt.apps[i].GitOps.Object[strings.LastIndex(tt.apps[i].GitOps.Object, "/")+1:]
+				}
+				if tt.apps[i].ArgoInstallationID == nil {
+					// argocd-cm read or absent: no installationID.
+					tt.apps[i].ArgoInstallationID = new(string)
+				}
 				if tt.apps[i].KustomizeBuild == nil && tt.argocdCM == "" {
 					// Without argocd-cm, Argo CD's defaults: no --enable-helm,
 					// no --load-restrictor.
@@ -97,8 +109,8 @@ func TestApplications(t *testing.T) {
 
 var argoCases = []argoCase{
 	{
-		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization, and resourceTrackingMethod and instanceLabelKey how it tracks what it applies",
-		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n  application.resourceTrackingMethod: label\n  application.instanceLabelKey: argocd.argoproj.io/instance\n",
+		name:     "argocd-cm's kustomize.buildOptions say how Argo CD builds every kustomization, and resourceTrackingMethod, instanceLabelKey and installationID how it tracks what it applies",
+		argocdCM: "  kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n  application.resourceTrackingMethod: label\n  application.instanceLabelKey: argocd.argoproj.io/instance\n  installationID: east\n",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -110,12 +122,13 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "built", Owner: "shop", Namespace: "shop",
-			Source:            config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
-			Appliers:          argoAppliers,
-			GitOps:            &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
-			KustomizeBuild:    &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
-			ArgoLabelTracking: true,
-			ArgoInstanceLabel: "argocd.argoproj.io/instance",
+			Source:             config.Source{ReleaseName: "built", Repo: deployRepo, Path: "apps/web-kustomize"},
+			Appliers:           argoAppliers,
+			GitOps:             &report.GitOps{Tool: "argocd", Object: "Application/NS/built", Suspended: true},
+			KustomizeBuild:     &config.KustomizeBuild{EnableHelm: true, LoadRestrictionsNone: true},
+			ArgoLabelTracking:  true,
+			ArgoInstanceLabel:  "argocd.argoproj.io/instance",
+			ArgoInstallationID: ptr.To("east"),
 		}},
 	},
 	{
@@ -460,7 +473,7 @@ spec:
 		},
 	},
 	{
-		name: "self-heal and prune come from the automated sync policy; without it the app is suspended",
+		name: "self-heal and prune come from the automated sync policy; without it, or with skip-reconcile, the app is suspended",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -488,12 +501,34 @@ spec:
   destination: {server: https://kubernetes.default.svc}
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
   syncPolicy: {automated: {enabled: false, selfHeal: true, prune: true}, syncOptions: [ServerSideApply=true]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: skipped, annotations: {argocd.argoproj.io/skip-reconcile: "True"}}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {automated: {selfHeal: true, prune: true}}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: not-skipped, annotations: {argocd.argoproj.io/skip-reconcile: "no"}}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+  syncPolicy: {automated: {selfHeal: true}}
 `},
 		apps: []config.App{
 			{Name: "healing", Owner: "shop", Source: config.Source{ReleaseName: "healing", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/healing", SelfHeal: true}},
+			{Name: "not-skipped", Owner: "shop", Source: config.Source{ReleaseName: "not-skipped", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/not-skipped", SelfHeal: true}},
 			{Name: "pruning", Owner: "shop", Source: config.Source{ReleaseName: "pruning", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/pruning", Prune: true}},
+			{Name: "skipped", Owner: "shop", Source: config.Source{ReleaseName: "skipped", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
+				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/skipped", Suspended: true}},
 			{Name: "switched-off", Owner: "shop", Source: config.Source{ReleaseName: "switched-off", Repo: deployRepo, Path: "apps/web"}, Appliers: argoAppliers,
 				GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/switched-off", Suspended: true}},
 		},
@@ -844,35 +879,75 @@ spec:
 	},
 }
 
-// TestTheSameNameInTwoNamespaces lists Applications in any namespace, found
-// by a label selector, and names the apps namespace/name.
-func TestTheSameNameInTwoNamespaces(t *testing.T) {
+// TestApplicationsInAnyNamespace lists Applications in any namespace, found
+// by a label selector, as the Argo CD of the options' namespace
+// reconciles them: its own namespace's, and those of the namespaces
+// argocd-cmd-params-cm's application.namespaces enables whose AppProject
+// lists their namespace in sourceNamespaces (seen with the real Argo CD in
+// e2e TestArgoCDApplicationsInAnyNamespace). Two of the same name are
+// named namespace/name, each with the instance name Argo CD tracks it by.
+func TestApplicationsInAnyNamespace(t *testing.T) {
 	installCRDs(t)
-	a, b := env.Namespace(t, nil), env.Namespace(t, nil)
-	manifest := `
+	a, b, c := env.Namespace(t, nil), env.Namespace(t, nil), env.Namespace(t, nil)
+	manifest := func(name, project, suite string) string {
+		return `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
-metadata: {name: web, labels: {suite: SUITE}}
+metadata: {name: ` + name + `, labels: {suite: ` + suite + `}}
 spec:
-  project: shop
+  project: ` + project + `
   destination: {server: https://kubernetes.default.svc}
   source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
 `
-	allowProjects(t, a, "shop")
-	applyAll(t, "argocd-server", a, strings.ReplaceAll(manifest, "SUITE", a))
-	applyAll(t, "argocd-server", b, strings.ReplaceAll(manifest, "SUITE", a))
-	applyAll(t, "argocd-server", b, strings.ReplaceAll(strings.ReplaceAll(manifest, "SUITE", "other"), "name: web", "name: api"))
-	opts := options(FromArgoCD, a) // the AppProjects' namespace
+	}
+	applyAll(t, "argocd-server", a,
+		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: shop}\nspec: {sourceRepos: ['*'], sourceNamespaces: ['"+b+"']}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: infra}\nspec: {sourceRepos: ['*']}\n",
+		// A regular expression that matches no namespace of the test, and a
+		// glob that matches b.
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cmd-params-cm}\ndata: {application.namespaces: '/^nothing-.*$/, ?"+b[1:]+"'}\n")
+	applyAll(t, "argocd-server", a, manifest("web", "shop", a), manifest("own-infra", "infra", a))
+	applyAll(t, "argocd-server", b, manifest("web", "shop", a), manifest("refused", "infra", a), manifest("api", "shop", "other"))
+	applyAll(t, "argocd-server", c, manifest("ignored", "shop", a))
+	opts := options(FromArgoCD, a) // Argo CD's namespace
 	opts.AllNamespaces = true
 	opts.Selector = "suite=" + a
 	res := discover(t, opts)
 	var got []string
 	for _, app := range res.Apps {
-		got = append(got, app.Name+" from "+app.GitOps.Object)
+		got = append(got, app.Name+" from "+app.GitOps.Object+" as "+app.ArgoInstance+": "+strings.ReplaceAll(app.Error, a, "A"))
 	}
-	want := []string{a + "/web from Application/" + a + "/web", b + "/web from Application/" + b + "/web"}
+	want := []string{
+		a + "/web from Application/" + a + "/web as web: ",
+		"own-infra from Application/" + a + "/own-infra as own-infra: ",
+		b + "/web from Application/" + b + "/web as " + b + "_web: ",
+		"refused from Application/" + b + "/refused as " + b + "_refused: AppProject A/infra does not list namespace " + b + " in its sourceNamespaces, so Argo CD refuses to reconcile this Application and driftscan does not fetch its source",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
 	if d := diff(want, got); d != "" {
 		t.Errorf("apps (-want +got):\n%s", d)
+	}
+	wantSkipped := []string{"Application/" + c + "/ignored: Argo CD in namespace " + a + " does not reconcile Applications in namespace " + c + " (argocd-cmd-params-cm's application.namespaces is /^nothing-.*$/,?" + b[1:] + "), so it never syncs this one"}
+	if d := diff(wantSkipped, res.Skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+
+	// Without argocd-cmd-params-cm, Argo CD reconciles its own namespace's
+	// Applications only.
+	if err := env.Client.CoreV1().ConfigMaps(a).Delete(t.Context(), "argocd-cmd-params-cm", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res = discover(t, opts)
+	got = nil
+	for _, app := range res.Apps {
+		got = append(got, app.Name)
+	}
+	if d := diff([]string{"own-infra", "web"}, got); d != "" {
+		t.Errorf("apps without application.namespaces (-want +got):\n%s", d)
+	}
+	if len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0], "sets no application.namespaces") {
+		t.Errorf("skipped without application.namespaces: %q, want the three Applications outside %s", res.Skipped, a)
 	}
 }
 

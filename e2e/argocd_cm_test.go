@@ -70,11 +70,18 @@ func setArgoCM(t *testing.T, key, value string) {
 // status once Argo CD has compared it again.
 func argoSyncAfterRefresh(t *testing.T, name string) string {
 	t.Helper()
+	return argoSyncAfterRefreshIn(t, argo.Namespace, name)
+}
+
+// argoSyncAfterRefreshIn is argoSyncAfterRefresh for the Application
+// ns/name.
+func argoSyncAfterRefreshIn(t *testing.T, ns, name string) string {
+	t.Helper()
 	before := time.Now().Add(-time.Second)
-	refreshArgoApp(t, name)
+	refreshArgoAppIn(t, ns, name)
 	var status string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, false, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(ctx, name, metav1.GetOptions{})
+		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -90,7 +97,7 @@ func argoSyncAfterRefresh(t *testing.T, name string) string {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("Application %s was not compared again after a refresh: %v", name, err)
+		t.Fatalf("Application %s/%s was not compared again after a refresh: %v", ns, name, err)
 	}
 	return status
 }

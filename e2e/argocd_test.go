@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -36,6 +37,15 @@ type argoApp struct {
 	// SyncPolicy is more YAML under spec.syncPolicy
 	// (managedNamespaceMetadata:), indented by four spaces.
 	SyncPolicy string
+	// AppNamespace is the Application's namespace: "" for the shared Argo
+	// CD's own, another Argo CD's, or one of the shared Argo CD's
+	// application namespaces (apps in any namespace).
+	AppNamespace string
+	// Project is the AppProject; "" for default.
+	Project string
+	// Labels are the Application's labels, as a YAML flow map; "" for
+	// none.
+	Labels string
 }
 
 // createArgoApp creates the Application as a person does with kubectl, and
@@ -46,16 +56,16 @@ func createArgoApp(t *testing.T, a argoApp) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: argoproj.io/v1alpha1
 kind: Application
-metadata: {name: %s, namespace: %s}
+metadata: {name: %s, namespace: %s, labels: %s}
 spec:
-  project: default
+  project: %s
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   source:
     repoURL: %s
     targetRevision: main
     path: %s
 %s%s  syncPolicy:
-`, a.Name, argo.Namespace, a.Namespace, a.Repo.URL, a.Path, a.Source, a.Spec)
+`, a.Name, cmp.Or(a.AppNamespace, argo.Namespace), cmp.Or(a.Labels, "{}"), cmp.Or(a.Project, "default"), a.Namespace, a.Repo.URL, a.Path, a.Source, a.Spec)
 	if a.Automated != "" {
 		fmt.Fprintf(&b, "    automated: %s\n", a.Automated)
 	}
@@ -68,21 +78,27 @@ spec:
 	}
 	b.WriteString(a.SyncPolicy)
 	obj := cluster.Object(t, b.String())
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
-		t.Fatalf("create Application %s: %v", a.Name, err)
+	ns := cmp.Or(a.AppNamespace, argo.Namespace)
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create Application %s/%s: %v", ns, a.Name, err)
 	}
 	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
 	})
 }
 
 // getArgoApp reads an Application.
 func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
+	return getArgoAppIn(t, argo.Namespace, name)
+}
+
+// getArgoAppIn reads the Application ns/name.
+func getArgoAppIn(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	env.Need(t)
-	u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("get Application %s: %v", name, err)
+		t.Fatalf("get Application %s/%s: %v", ns, name, err)
 	}
 	return u
 }
@@ -92,11 +108,18 @@ func getArgoApp(t *testing.T, name string) *unstructured.Unstructured {
 // took. Revision "" is any: a multi-source Application has no single one.
 func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 	t.Helper()
+	return waitArgoSyncedIn(t, argo, argo.Namespace, name, revision)
+}
+
+// waitArgoSyncedIn is waitArgoSynced for the Application ns/name of the
+// Argo CD a.
+func waitArgoSyncedIn(t *testing.T, a *reconcilers.ArgoCD, ns, name, revision string) time.Duration {
+	t.Helper()
 	env.Need(t)
 	start := time.Now()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Get(ctx, name, metav1.GetOptions{})
+		u, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -113,7 +136,7 @@ func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 		return status == "Synced" && rev == revision && phase == "Succeeded" && opRev == revision, nil
 	})
 	if err != nil {
-		t.Fatalf("Application %s never synced %s: %s\n%s", name, revision, last, argo.Logs(3000))
+		t.Fatalf("Application %s/%s never synced %s: %s\n%s", ns, name, revision, last, a.Logs(3000))
 	}
 	return time.Since(start)
 }
@@ -122,9 +145,15 @@ func waitArgoSynced(t *testing.T, name, revision string) time.Duration {
 // bypassing its caches, as `argocd app get --hard-refresh` does.
 func refreshArgoApp(t *testing.T, name string) {
 	t.Helper()
+	refreshArgoAppIn(t, argo.Namespace, name)
+}
+
+// refreshArgoAppIn is refreshArgoApp for the Application ns/name.
+func refreshArgoAppIn(t *testing.T, ns, name string) {
+	t.Helper()
 	env.Need(t)
 	patch := `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
-		t.Fatalf("refresh Application %s: %v", name, err)
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
+		t.Fatalf("refresh Application %s/%s: %v", ns, name, err)
 	}
 }

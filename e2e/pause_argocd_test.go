@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
 )
 
 // Which ways of pausing an Application really stop the real Argo CD
@@ -44,6 +45,11 @@ func TestArgoCDPausingMechanisms(t *testing.T) {
 			humanEdit(t, ns, "debug")
 			if c.stops {
 				holds(t, ns, "debug", holdFor)
+				// The scan must not promise a revert that does not come.
+				got := activeFindings(scan(t, "--from", "argocd", "--app", app))
+				if len(got) != 1 || got[0].Class != report.ClassHuman || strings.Contains(got[0].Hint, "self-heal is on") {
+					t.Errorf("want the human's edit without a self-heal hint (Argo CD held it), got:\n%s", describe(got))
+				}
 				return
 			}
 			t.Logf("reverted %s after the edit despite the annotation", waitReverted(t, ns, "info", 30*time.Second))

@@ -68,14 +68,20 @@ func syncArgoApp(t *testing.T, name string) { syncArgoAppPruning(t, name, false)
 
 func syncArgoAppPruning(t *testing.T, name string, prune bool) {
 	t.Helper()
-	options, _, _ := unstructured.NestedStringSlice(getArgoApp(t, name).Object, "spec", "syncPolicy", "syncOptions")
+	syncArgoAppIn(t, argo.Namespace, name, prune)
+}
+
+// syncArgoAppIn is syncArgoAppPruning for the Application ns/name.
+func syncArgoAppIn(t *testing.T, ns, name string, prune bool) {
+	t.Helper()
+	options, _, _ := unstructured.NestedStringSlice(getArgoAppIn(t, ns, name).Object, "spec", "syncPolicy", "syncOptions")
 	op := map[string]any{"initiatedBy": map[string]any{"username": "e2e"}, "sync": map[string]any{"prune": prune, "syncOptions": options}}
 	patch, err := json.Marshal(map[string]any{"operation": op})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
-		t.Fatalf("sync Application %s: %v", name, err)
+	if _, err := env.Dynamic.Resource(reconcilers.Application).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "argocd-server"}); err != nil {
+		t.Fatalf("sync Application %s/%s: %v", ns, name, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package scanner
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,5 +68,80 @@ func TestExtraLeavesOutWhatArgoCDDoesNotCount(t *testing.T) {
 	}
 	if got := r.Stats.Dismissed[report.ExtraneousIgnored]; got != 2 {
 		t.Errorf("%d objects dismissed as %s, want 2 (ignored, generated)", got, report.ExtraneousIgnored)
+	}
+}
+
+// Argo CD with argocd-cm's installationID counts as an app's own only what
+// carries its id next to the tracking id (e2e TestTwoArgoCDInstallations):
+// another installation's app of the same name is not this one's extra.
+// Without argocd-cm known, any id is this Argo CD's.
+func TestExtraIsOfThisArgoCDInstallation(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {k: v}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.Apply(t, "argocd-controller", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"k":"v"}}`))
+	for name, id := range map[string]string{"east": `,"argocd.argoproj.io/installation-id":"east"`, "west": `,"argocd.argoproj.io/installation-id":"west"`, "none": ""} {
+		env.Apply(t, "argocd-controller", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","annotations":{"argocd.argoproj.io/tracking-id":"web:/ConfigMap:`+ns+`/`+name+`"`+id+`}}}`))
+	}
+	east := "east"
+	for _, c := range []struct {
+		name string
+		id   *string
+		want []string
+	}{
+		{"installationID east", &east, []string{"ConfigMap/east"}},
+		{"argocd-cm unknown", nil, []string{"ConfigMap/east", "ConfigMap/none", "ConfigMap/west"}},
+	} {
+		app := config.App{Name: "web", Source: config.Source{Path: dir}, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/web"}, ArgoInstallationID: c.id}
+		r := runScan(t, scanConfig(ns, app), func(o *Options) { o.Extra = true })
+		var got []string
+		for ref, s := range statuses(r) {
+			if s == report.StatusExtra {
+				got = append(got, ref)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: extra %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Argo CD tracks an Application outside its own namespace as
+// <namespace>_<name> (e2e TestArgoCDApplicationsInAnyNamespace): with
+// Applications web in argocd and in team, each app's extra objects are
+// those its own instance name tracks, whichever the scan indexes last.
+func TestExtraOfApplicationsOfOneNameInTwoNamespaces(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	var apps []config.App
+	for _, a := range []struct{ name, object, instance, suffix string }{
+		{"argocd/web", "Application/argocd/web", "web", "web"},
+		{"team/web", "Application/team/web", "team_web", "team-web"},
+	} {
+		dir := t.TempDir()
+		cm := "cfg-" + a.suffix
+		if err := os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+cm+"}\ndata: {k: v}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env.Apply(t, "argocd-controller", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+cm+`"},"data":{"k":"v"}}`))
+		env.Apply(t, "argocd-controller", ns, cluster.Object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"left-`+a.suffix+`","annotations":{"argocd.argoproj.io/tracking-id":"`+a.instance+`:/ConfigMap:`+ns+`/left-`+a.suffix+`"}}}`))
+		apps = append(apps, config.App{Name: a.name, Source: config.Source{Path: dir}, GitOps: &report.GitOps{Tool: "argocd", Object: a.object}, ArgoInstance: a.instance})
+	}
+	for _, order := range [][]config.App{apps, {apps[1], apps[0]}} {
+		r := runScan(t, scanConfig(ns, order...), func(o *Options) { o.Extra = true })
+		got := map[string][]string{}
+		for _, a := range r.Apps {
+			for _, o := range a.Objects {
+				if o.Status == report.StatusExtra {
+					got[a.Name] = append(got[a.Name], o.Name)
+				}
+			}
+		}
+		want := map[string][]string{"argocd/web": {"left-web"}, "team/web": {"left-team-web"}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("apps %s, %s: extra objects (-want +got):\n%s", order[0].Name, order[1].Name, d)
+		}
 	}
 }

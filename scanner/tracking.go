@@ -19,11 +19,16 @@ func trackingOf(app config.App, release string) classify.Tracking {
 		switch g.Tool {
 		case "argocd":
 			// Argo CD writes <namespace>_<name> for an Application outside
-			// its own namespace, which the scan does not know: both match.
+			// its own namespace: discovery says which; for an app of a
+			// config, which the scan does not know, both match.
 			t.ArgoApps = []string{name, ns + "_" + name}
+			if app.ArgoInstance != "" {
+				t.ArgoApps = []string{app.ArgoInstance}
+			}
 			t.FluxName = ""
 			t.ArgoLabel = app.ArgoLabelTracking
 			t.ArgoLabelKey = app.ArgoInstanceLabel
+			t.ArgoInstallationID = app.ArgoInstallationID
 		case "flux":
 			t.ArgoApps = nil
 			t.FluxKind, t.FluxName, t.FluxNamespace = kind, name, ns

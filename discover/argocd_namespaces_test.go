@@ -1,0 +1,28 @@
+package discover
+
+import "testing"
+
+// argoMatchAny matches as Argo CD's glob.MatchStringInList in its regexp
+// mode: /regexp/ anywhere in the value, else a glob over the whole value.
+func TestArgoMatchAny(t *testing.T) {
+	for _, c := range []struct {
+		patterns []string
+		value    string
+		want     bool
+	}{
+		{[]string{"team-*"}, "team-a", true},
+		{[]string{"team-*"}, "my-team-a", false},
+		{[]string{"team-?"}, "team-ab", false},
+		{[]string{"{team,squad}-*"}, "squad-b", true},
+		{[]string{"/team-[0-9]+/"}, "my-team-42-prod", true}, // unanchored, as regexp2's MatchString
+		{[]string{"/^team-[0-9]+$/"}, "team-42-prod", false},
+		{[]string{"//"}, "anything", false},       // too short to be a regexp: a glob of "//"
+		{[]string{"/(?<=x)y/"}, "anything", true}, // .NET lookbehind: Go cannot tell, so it matches
+		{nil, "team-a", false},
+		{[]string{"other", "team-a"}, "team-a", true},
+	} {
+		if got := argoMatchAny(c.patterns, c.value); got != c.want {
+			t.Errorf("argoMatchAny(%q, %q) = %v, want %v", c.patterns, c.value, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/fixtures/cluster"
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
+)
+
+// createNamespace creates namespace name and deletes it when the test
+// ends.
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := env.CreateNamespace(t.Context(), name, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// createProject creates an AppProject in Argo CD's namespace that allows
+// any repository and destination to Applications in its own namespace and
+// in sourceNamespaces.
+func createProject(t *testing.T, name string, sourceNamespaces ...string) {
+	t.Helper()
+	namespaces := make([]any, 0, len(sourceNamespaces))
+	for _, ns := range sourceNamespaces {
+		namespaces = append(namespaces, ns)
+	}
+	project := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": name, "namespace": argo.Namespace},
+		"spec": map[string]any{
+			"sourceRepos":      []any{"*"},
+			"destinations":     []any{map[string]any{"server": "*", "namespace": "*"}},
+			"sourceNamespaces": namespaces,
+		},
+	}}
+	if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace).Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatalf("create AppProject %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// Argo CD reconciles an Application outside its own namespace (apps in
+// any namespace) only in a namespace argocd-cmd-params-cm's
+// application.namespaces enables (here team-*), and only when the
+// Application's AppProject lists that namespace in sourceNamespaces; it
+// tracks what such an Application applies as <namespace>_<name>, so an
+// Application of the same name in Argo CD's own namespace is another app.
+// `driftscan scan --from argocd --all-namespaces` must see the same: each
+// app's own objects and extra objects, a takeover between the two as a
+// fight, and none of the Applications Argo CD does not reconcile.
+func TestArgoCDApplicationsInAnyNamespace(t *testing.T) {
+	needArgo(t)
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	team, off := "team-any-"+suffix, "other-any-"+suffix
+	createNamespace(t, team)
+	createNamespace(t, off)
+	project := "team-any-" + suffix
+	createProject(t, project, team)
+	name := "web-any-" + suffix
+	labels := "{test: any-" + suffix + "}"
+	own := gitServer.NewRepo(t, configMaps("cfg-own", "cfg-left"))
+	teams := gitServer.NewRepo(t, configMaps("cfg-team"))
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: own, Path: "app", Labels: labels})
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: teams, Path: "app", AppNamespace: team, Project: project, Labels: labels})
+	// The default project lists no sourceNamespaces.
+	createArgoApp(t, argoApp{Name: name + "-refused", Namespace: dest, Repo: teams, Path: "app", AppNamespace: team, Labels: labels})
+	// A namespace application.namespaces does not enable.
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: teams, Path: "app", AppNamespace: off, Project: project, Labels: labels})
+	syncArgoApp(t, name)
+	waitArgoSynced(t, name, own.Head())
+	syncArgoAppIn(t, team, name, false)
+	waitArgoSyncedIn(t, argo, team, name, teams.Head())
+	for cm, app := range map[string]string{"cfg-own": name, "cfg-left": name, "cfg-team": team + "_" + name} {
+		if id := env.Get(t, cluster.ConfigMap, dest, cm).GetAnnotations()["argocd.argoproj.io/tracking-id"]; !strings.HasPrefix(id, app+":") {
+			t.Fatalf("%s's tracking id is %q: the test expects Argo CD to track it for %s", cm, id, app)
+		}
+	}
+	var refusal string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		conds, _, _ := unstructured.NestedSlice(getArgoAppIn(t, team, name+"-refused").Object, "status", "conditions")
+		for _, c := range conds {
+			if msg, _ := c.(map[string]any)["message"].(string); strings.Contains(msg, "not permitted to use project") {
+				refusal = msg
+			}
+		}
+		return refusal != "", nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD did not refuse %s/%s-refused, whose project does not list its namespace", team, name)
+	}
+	if status, ok := getArgoAppIn(t, off, name).Object["status"]; ok {
+		t.Fatalf("Argo CD reconciled %s/%s, in a namespace application.namespaces does not enable: status %v", off, name, status)
+	}
+
+	// Git drops cfg-left from the app in Argo CD's namespace (it does not
+	// prune) and takes cfg-team from the team's app.
+	head := own.Commit(t, "drop cfg-left, take cfg-team", configMaps("cfg-own", "cfg-team"))
+	refreshArgoApp(t, name)
+	syncArgoApp(t, name)
+	if prune := argoRequiresPruning(t, name, head, "ConfigMap/cfg-left"); !slices.Equal(prune, []string{"ConfigMap/cfg-left"}) {
+		t.Fatalf("Argo CD would prune %v of %s; the test expects ConfigMap/cfg-left", prune, name)
+	}
+	if id := env.Get(t, cluster.ConfigMap, dest, "cfg-team").GetAnnotations()["argocd.argoproj.io/tracking-id"]; !strings.HasPrefix(id, name+":") {
+		t.Fatalf("cfg-team's tracking id is %q after the sync: the test expects %s's", id, name)
+	}
+	if got := argoSyncAfterRefreshIn(t, team, name); got != "OutOfSync" {
+		t.Fatalf("Argo CD says %s/%s is %s with cfg-team taken; the test expects OutOfSync", team, name, got)
+	}
+
+	// The refused Application is an app error: exit 2.
+	r := scanExiting(t, 2, "--from", "argocd", "--all-namespaces", "-l", "test=any-"+suffix, "--extra")
+	ownApp, teamApp := argo.Namespace+"/"+name, team+"/"+name
+	var apps []string
+	for _, a := range r.Apps {
+		apps = append(apps, a.Name)
+	}
+	slices.Sort(apps)
+	want := []string{ownApp, name + "-refused", teamApp}
+	slices.Sort(want)
+	if !slices.Equal(apps, want) {
+		t.Errorf("apps %v, want %v: Argo CD does not reconcile %s/%s", apps, want, off, name)
+	}
+	for _, a := range r.Apps {
+		var extra []string
+		for _, o := range a.Objects {
+			if o.Status == report.StatusExtra {
+				extra = append(extra, o.Kind+"/"+o.Name)
+			}
+		}
+		switch a.Name {
+		case ownApp:
+			if !slices.Equal(extra, []string{"ConfigMap/cfg-left"}) {
+				t.Errorf("%s's extra objects are %v, want what Argo CD would prune: [ConfigMap/cfg-left]", a.Name, extra)
+			}
+		case teamApp:
+			if len(extra) > 0 {
+				t.Errorf("%s's extra objects are %v, want none: cfg-left is %s's", a.Name, extra, ownApp)
+			}
+		default:
+			if !strings.Contains(a.Error, "sourceNamespaces") {
+				t.Errorf("%s: error %q, want the refusal Argo CD gives (%s)", a.Name, a.Error, refusal)
+			}
+		}
+	}
+
+	// Both apps declare cfg-team: an error of the scan of both. The scan of
+	// the team's app alone says who took it.
+	got := activeFindings(scan(t, "--from", "argocd", "--all-namespaces", "-l", "test=any-"+suffix, "--app", teamApp))
+	if len(got) != 1 || got[0].Object != "ConfigMap/cfg-team" || !strings.Contains(got[0].Path, "tracking-id") || !strings.Contains(got[0].Hint, "fight") {
+		t.Errorf("want one finding: %s took cfg-team from %s, got:\n%s", ownApp, teamApp, describe(got))
+	}
+}
