@@ -8,6 +8,7 @@
 package breakglass
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,11 @@ type SuspendOptions struct {
 	// BackportPR asks the scheduled scan to open the pull request that
 	// carries the hotfix back to Git once it is made (AnnotationBackportPR).
 	BackportPR bool
+	// ArgoNamespace is Argo CD's own namespace: where argocd-cm is, and
+	// a parent Application its tracking names without <namespace>_ (an
+	// Application in another namespace is tracked as <namespace>_<name>).
+	// "" for the Application's own.
+	ArgoNamespace string
 }
 
 // DefaultSuspendOptions returns the defaults: a 12h cap.
@@ -152,7 +158,7 @@ func suspend(ctx context.Context, client dynamic.Interface, t Target, opts Suspe
 		if !found {
 			return Change{}, fmt.Errorf("%w: %s has no automated sync to suspend", ErrRefused, t)
 		}
-		why, err := restorer(ctx, client, obj)
+		why, err := restorer(ctx, client, obj, cmp.Or(opts.ArgoNamespace, t.Namespace))
 		if err != nil {
 			return Change{}, fmt.Errorf("suspend %s: %w", t, err)
 		}

@@ -166,3 +166,47 @@ func TestArgoCDApplicationsInAnyNamespace(t *testing.T) {
 		t.Errorf("want one finding: %s took cfg-team from %s, got:\n%s", ownApp, teamApp, describe(got))
 	}
 }
+
+// breakglass on an Application in a team namespace (-n), deployed by an app
+// of apps in Argo CD's namespace: the parent's tracking names it without
+// a namespace, so it is in Argo CD's namespace (--argocd-namespace), and
+// its self-heal would undo the child's pause. Once both are suspended,
+// status and resume scan the child's source, which discovery finds with
+// Argo CD's AppProjects, not in the team namespace.
+func TestBreakglassInAnyNamespace(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	suffix := ns[strings.LastIndex(ns, "-")+1:]
+	team := "team-bg-" + suffix
+	createNamespace(t, team)
+	createProject(t, team, team)
+	parent, child := "bg-parent-"+suffix, "bg-child-"+suffix
+	createAppOfAppsIn(t, ns, parent, child, team, team)
+
+	checkSuspendRefusedIn(t, parent, child, team)
+	for _, args := range [][]string{{parent}, {child, "-n", team}} {
+		if res := runDriftscan(t, append([]string{"breakglass", "suspend", "--reason", "INC-10 hotfix", "--ttl", "1h"}, args...)...); res.Code != 0 {
+			t.Fatalf("suspend %v: exit %d\n%s%s", args, res.Code, res.Stdout, res.Stderr)
+		} else if len(args) > 1 && !strings.Contains(res.Stdout, "breakglass resume "+child+" -n "+team) {
+			t.Errorf("suspend %v does not say how to resume it:\n%s", args, res.Stdout)
+		}
+	}
+	humanEdit(t, ns, "debug")
+	holds(t, ns, "debug", holdFor)
+
+	res := runDriftscan(t, "breakglass", "status", "-A")
+	var line string
+	for l := range strings.SplitSeq(res.Stdout, "\n") {
+		if strings.HasPrefix(l, "Application/"+team+"/"+child+" ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "LOG_LEVEL") || strings.Contains(line, "unknown:") {
+		t.Errorf("status -A: want the child with the human's LOG_LEVEL as the drift it protects:\n%s%s", res.Stdout, res.Stderr)
+	}
+	res = runDriftscan(t, "breakglass", "resume", child, "-n", team)
+	if res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "LOG_LEVEL") {
+		t.Errorf("resume of the child: exit %d, want a refusal over the human's LOG_LEVEL, which Git does not have:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+}

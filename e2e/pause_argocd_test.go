@@ -125,6 +125,13 @@ func TestBreakglassRefusesAChildOfASelfHealingParent(t *testing.T) {
 // web/ into ns, and waits until both synced.
 func createAppOfApps(t *testing.T, ns, parent, child string) {
 	t.Helper()
+	createAppOfAppsIn(t, ns, parent, child, argo.Namespace, "default")
+}
+
+// createAppOfAppsIn is createAppOfApps with the child Application in
+// namespace childNS, of AppProject project.
+func createAppOfAppsIn(t *testing.T, ns, parent, child, childNS, project string) {
+	t.Helper()
 	files := map[string]string{}
 	for k, v := range plainApp {
 		files[k] = v
@@ -134,29 +141,36 @@ func createAppOfApps(t *testing.T, ns, parent, child string) {
 kind: Application
 metadata: {name: %s, namespace: %s}
 spec:
-  project: default
+  project: %s
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   source: {repoURL: %s, targetRevision: main, path: web}
   syncPolicy:
     automated: {selfHeal: true, prune: true}
-`, child, argo.Namespace, ns, repo.URL)})
+`, child, childNS, project, ns, repo.URL)})
 	createArgoApp(t, argoApp{Name: parent, Namespace: argo.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
 	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(argo.Namespace).Delete(context.Background(), child, metav1.DeleteOptions{})
+		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(childNS).Delete(context.Background(), child, metav1.DeleteOptions{})
 	})
 	waitArgoSynced(t, parent, repo.Head())
-	waitArgoSynced(t, child, repo.Head())
+	waitArgoSyncedIn(t, argo, childNS, child, repo.Head())
 }
 
 // checkSuspendRefused checks that breakglass refuses to suspend child,
 // naming its parent and how to suspend it, and leaves child as it was.
 func checkSuspendRefused(t *testing.T, parent, child string) {
 	t.Helper()
-	res := runDriftscan(t, "breakglass", "suspend", child, "--reason", "INC-9 hotfix", "--ttl", "1h")
-	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+argo.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent) {
+	checkSuspendRefusedIn(t, parent, child, argo.Namespace)
+}
+
+// checkSuspendRefusedIn is checkSuspendRefused for a child Application in
+// namespace childNS (-n).
+func checkSuspendRefusedIn(t *testing.T, parent, child, childNS string) {
+	t.Helper()
+	res := runDriftscan(t, "breakglass", "suspend", child, "-n", childNS, "--reason", "INC-9 hotfix", "--ttl", "1h")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+argo.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent+" -n "+argo.Namespace) {
 		t.Fatalf("suspend of the child: exit %d, want a refusal that names the parent and how to suspend it:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
-	if _, found, _ := unstructured.NestedMap(getArgoApp(t, child).Object, "spec", "syncPolicy", "automated"); !found {
+	if _, found, _ := unstructured.NestedMap(getArgoAppIn(t, childNS, child).Object, "spec", "syncPolicy", "automated"); !found {
 		t.Fatal("the refused suspend changed the child")
 	}
 }

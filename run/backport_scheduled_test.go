@@ -213,7 +213,7 @@ func (d *drill) checkResume(t *testing.T) ResumeCheck {
 	// --git-ca-file gives it.
 	opts.Forge, opts.Git = *d.cfg.Forge, d.cfg.Git
 	opts.Getenv = func(k string) string { return map[string]string{config.DefaultForgeTokenEnv: drillForgeToken}[k] }
-	check, err := CheckResume(t.Context(), client, "web", s, opts)
+	check, err := CheckResume(t.Context(), client, d.target, s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

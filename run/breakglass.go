@@ -31,17 +31,17 @@ func DefaultUnbackportedOptions() UnbackportedOptions {
 	return UnbackportedOptions{Discover: discover.DefaultOptions(), Scan: scanOptions()}
 }
 
-// Unbackported scans app, as discovery finds it (with the apps a reconciler
-// object makes of it, named app-...), and lists its pipeline and human
+// Unbackported scans the apps discovery makes of the reconciler object t
+// (one per source of an Application), and lists their pipeline and human
 // findings that are not ignored: the next sync would revert them
 // (breakglass.Blocking). It is what resume refuses over.
-func Unbackported(ctx context.Context, client dynamic.Interface, app string, opts UnbackportedOptions) ([]string, error) {
-	out, _, err := unbackported(ctx, client, app, opts)
+func Unbackported(ctx context.Context, client dynamic.Interface, t breakglass.Target, opts UnbackportedOptions) ([]string, error) {
+	out, _, err := unbackported(ctx, client, t, opts)
 	return out, err
 }
 
-// unbackported is Unbackported, and the apps discovery made of app.
-func unbackported(ctx context.Context, client dynamic.Interface, app string, opts UnbackportedOptions) ([]string, []config.App, error) {
+// unbackported is Unbackported, and the apps discovery made of t.
+func unbackported(ctx context.Context, client dynamic.Interface, t breakglass.Target, opts UnbackportedOptions) ([]string, []config.App, error) {
 	dopts := opts.Discover
 	if dopts.ServerURL == "" {
 		dopts.ServerURL = opts.Scan.RESTConfig.Host
@@ -52,23 +52,34 @@ func unbackported(ctx context.Context, client dynamic.Interface, app string, opt
 	}
 	cfg := config.New()
 	cfg.Git = opts.Git
+	// The apps of t by the object they were discovered from, not by name:
+	// another app may be named <app>-<something>, and an Application
+	// outside Argo CD's namespace may be named <namespace>/<name>.
+	names := map[string]bool{}
 	for _, a := range res.Apps {
-		if a.Name == app || strings.HasPrefix(a.Name, app+"-") {
-			if a.TargetRevision != "" {
-				// Resuming applies what Git is at now, not what the
-				// reconciler applied last: that is what it would revert.
-				a.Source.Revision, a.TargetRevision = a.TargetRevision, ""
-			}
-			cfg.Apps = append(cfg.Apps, a)
+		if a.GitOps == nil || a.GitOps.Object != t.String() {
+			continue
 		}
+		if a.TargetRevision != "" {
+			// Resuming applies what Git is at now, not what the
+			// reconciler applied last: that is what it would revert.
+			a.Source.Revision, a.TargetRevision = a.TargetRevision, ""
+		}
+		cfg.Apps = append(cfg.Apps, a)
+		names[a.Name] = true
 	}
 	for _, r := range res.Ignore {
-		if r.App == app {
+		if names[r.App] {
 			cfg.Ignore = append(cfg.Ignore, r)
 		}
 	}
 	if len(cfg.Apps) == 0 {
-		return nil, nil, fmt.Errorf("app %s: discovery found no source to scan", app)
+		for _, why := range res.Skipped {
+			if strings.HasPrefix(why, t.String()+": ") {
+				return nil, nil, fmt.Errorf("discovery skipped %s", why)
+			}
+		}
+		return nil, nil, fmt.Errorf("%s: discovery found no source to scan", t)
 	}
 	r, err := scanner.Scan(ctx, cfg, opts.Scan)
 	if err != nil {

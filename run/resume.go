@@ -54,12 +54,18 @@ func (c ResumeCheck) OpenPullRequest() string {
 // CheckResume scans the app of suspension s (Unbackported) and, when the
 // suspension asked for a pull request or a forge token is at hand, looks
 // up the hotfix's pull request on the forge of the app's repository.
-func CheckResume(ctx context.Context, client dynamic.Interface, app string, s breakglass.Suspension, opts ResumeCheckOptions) (ResumeCheck, error) {
-	blocking, apps, err := unbackported(ctx, client, app, opts.UnbackportedOptions)
+func CheckResume(ctx context.Context, client dynamic.Interface, t breakglass.Target, s breakglass.Suspension, opts ResumeCheckOptions) (ResumeCheck, error) {
+	blocking, apps, err := unbackported(ctx, client, t, opts.UnbackportedOptions)
 	if err != nil {
 		return ResumeCheck{}, err
 	}
 	check := ResumeCheck{Blocking: blocking}
+	// The app as the scheduled scan names it (namespace/name when two
+	// namespaces hold the name), which names the backport's branch.
+	app := t.Name
+	if len(apps) > 0 {
+		app = apps[0].Name
+	}
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv

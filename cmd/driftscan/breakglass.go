@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/breakglass"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/discover"
 	"github.com/calricon/driftscan/run"
 )
 
@@ -25,6 +28,8 @@ type breakglassOptions struct {
 	kubeconfig kubeconfig
 	from       string
 	namespace  string
+	argoNS     string
+	flags      *pflag.FlagSet // the persistent flags, to ask which were given
 	gitCache   string
 	timeout    time.Duration
 	now        func() time.Time
@@ -48,9 +53,11 @@ the only part of driftscan that writes to the cluster, and it writes only the
 fields it names, as field manager driftscan-breakglass.`,
 	}
 	f := cmd.PersistentFlags()
+	o.flags = f
 	o.kubeconfig.bindFlags(f)
 	f.StringVar(&o.from, "from", "argocd", "the reconciler: argocd (Application) or flux (Kustomization, else HelmRelease)")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: argocd, or flux-system for flux)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: --argocd-namespace, or flux-system for flux)")
+	f.StringVar(&o.argoNS, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace (argocd-cm, AppProjects, a parent Application), when -n names another (applications in any namespace; without this flag, -n is Argo CD's own when it holds AppProjects)")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
 	addContractParams(f, &o.params)
@@ -59,7 +66,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	return cmd
 }
 
-func (o *breakglassOptions) complete() error {
+func (o *breakglassOptions) complete(ctx context.Context) error {
 	cfg, _, _, err := o.kubeconfig.load()
 	if err != nil {
 		return err
@@ -75,15 +82,60 @@ func (o *breakglassOptions) complete() error {
 		return fmt.Errorf("--from %q: want argocd or flux", o.from)
 	}
 	if o.namespace == "" {
-		o.namespace = breakglass.DefaultNamespace(o.from)
+		o.namespace = o.defaultNamespace()
+	} else if o.from == discover.FromArgoCD && !o.flags.Changed("argocd-namespace") && o.controlPlane(ctx, o.namespace) {
+		// -n alone names Argo CD's own namespace when it is one (Argo CD
+		// installed elsewhere than argocd), else an application namespace
+		// of the Argo CD in argocd.
+		o.argoNS = o.namespace
 	}
 	return nil
+}
+
+// controlPlane reports whether namespace ns is an Argo CD's own: it holds
+// AppProjects (Argo CD creates default at start), which live nowhere
+// else. When that cannot be read, it is taken to be, as -n meant before
+// applications in any namespace.
+func (o *breakglassOptions) controlPlane(ctx context.Context, ns string) bool {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	list, err := o.dynamic.Resource(discover.AppProjects).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	return err != nil || len(list.Items) > 0
+}
+
+// defaultNamespace is the reconciler object's namespace without -n:
+// Argo CD's, or flux-system.
+func (o *breakglassOptions) defaultNamespace() string {
+	if o.from == discover.FromArgoCD {
+		return o.argoNS
+	}
+	return breakglass.DefaultNamespace(o.from)
+}
+
+// again is the arguments that name app to another breakglass command: with
+// -n when its namespace is not the default.
+func (o *breakglassOptions) again(app string) string {
+	if o.namespace != o.defaultNamespace() {
+		return app + " -n " + o.namespace
+	}
+	return app
+}
+
+// discovery is how the commands find the source of t's app: in t's
+// namespace, or for an Application outside Argo CD's (apps in any
+// namespace) among every namespace's, with Argo CD's AppProjects and
+// argocd-cm.
+func (o *breakglassOptions) discovery(opts *discover.Options, t breakglass.Target) {
+	opts.From, opts.Namespace = o.from, t.Namespace
+	if o.from == discover.FromArgoCD && t.Namespace != o.argoNS {
+		opts.Namespace, opts.AllNamespaces = o.argoNS, true
+	}
 }
 
 // begin completes the options, bounds the command by --timeout and finds
 // the reconciler object of app.
 func (o *breakglassOptions) begin(ctx context.Context, app string) (context.Context, context.CancelFunc, breakglass.Target, error) {
-	if err := o.complete(); err != nil {
+	if err := o.complete(ctx); err != nil {
 		return nil, nil, breakglass.Target{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -95,15 +147,16 @@ func (o *breakglassOptions) begin(ctx context.Context, app string) (context.Cont
 	return ctx, cancel, t, nil
 }
 
-// unbackported lists app's drift that resuming would revert (run.Unbackported).
-func (o *breakglassOptions) unbackported(ctx context.Context, app string) ([]string, error) {
+// unbackported lists the drift of t's app that resuming would revert
+// (run.Unbackported).
+func (o *breakglassOptions) unbackported(ctx context.Context, t breakglass.Target) ([]string, error) {
 	opts := run.DefaultUnbackportedOptions()
-	opts.Discover.From, opts.Discover.Namespace = o.from, o.namespace
+	o.discovery(&opts.Discover, t)
 	opts.Scan.RESTConfig = o.restCfg
 	if o.gitCache != "" {
 		opts.Scan.GitCacheDir = o.gitCache
 	}
-	return run.Unbackported(ctx, o.dynamic, app, opts)
+	return run.Unbackported(ctx, o.dynamic, t, opts)
 }
 
 func (o *breakglassOptions) printChange(ch breakglass.Change, verb string) {
@@ -149,7 +202,7 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 			if opts.Who, err = breakglass.WhoAmI(ctx, o.kube); err != nil {
 				return fmt.Errorf("suspend %s: the audit annotation needs who you are: %w", t, err)
 			}
-			opts.Now = o.now
+			opts.Now, opts.ArgoNamespace = o.now, o.argoNS
 			ch, err := breakglass.Suspend(ctx, o.dynamic, t, opts)
 			if err != nil {
 				return err
@@ -160,7 +213,7 @@ func (o *breakglassOptions) suspendCommand() *cobra.Command {
 			}
 			o.settle(ctx, ch, wait)
 			if !ch.DryRun {
-				fmt.Fprintf(o.streams.Out, "until %s. Carry the hotfix back to Git, then: driftscan breakglass resume %s\n", opts.Now().Add(opts.TTL).UTC().Format(time.RFC3339), args[0])
+				fmt.Fprintf(o.streams.Out, "until %s. Carry the hotfix back to Git, then: driftscan breakglass resume %s\n", opts.Now().Add(opts.TTL).UTC().Format(time.RFC3339), o.again(args[0]))
 			}
 			return nil
 		},
@@ -218,7 +271,7 @@ func (o *breakglassOptions) checkResume(ctx context.Context, t breakglass.Target
 		return run.ResumeCheck{}, err
 	}
 	opts := run.DefaultResumeCheckOptions()
-	opts.Discover.From, opts.Discover.Namespace = o.from, o.namespace
+	o.discovery(&opts.Discover, t)
 	opts.Scan.RESTConfig, opts.Forge = o.restCfg, o.forge
 	cfg := config.New()
 	if err := o.git.apply(cfg); err != nil {
@@ -228,7 +281,7 @@ func (o *breakglassOptions) checkResume(ctx context.Context, t breakglass.Target
 	if o.gitCache != "" {
 		opts.Scan.GitCacheDir = o.gitCache
 	}
-	return run.CheckResume(ctx, o.dynamic, t.Name, s, opts)
+	return run.CheckResume(ctx, o.dynamic, t, s, opts)
 }
 
 // printResumeCheck says that resuming reverts nothing, and why.
@@ -245,17 +298,22 @@ func (o *breakglassOptions) printResumeCheck(c run.ResumeCheck, forced bool) {
 }
 
 func (o *breakglassOptions) statusCommand() *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "status [APP]",
 		Short: "Every suspended app: who, why, time left, and the drift the suspension protects",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(); err != nil {
+			if err := o.complete(cmd.Context()); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			list, err := breakglass.List(ctx, o.dynamic, o.namespace, breakglass.Application, breakglass.Kustomization, breakglass.HelmRelease)
+			ns := o.namespace
+			if all {
+				ns = ""
+			}
+			list, err := breakglass.List(ctx, o.dynamic, ns, breakglass.Application, breakglass.Kustomization, breakglass.HelmRelease)
 			if err != nil {
 				return err
 			}
@@ -265,6 +323,8 @@ func (o *breakglassOptions) statusCommand() *cobra.Command {
 			return o.printStatus(ctx, list)
 		},
 	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "suspended apps of every namespace (applications in any namespace)")
+	return cmd
 }
 
 // printStatus writes a line per suspension, with the drift it protects,
@@ -280,7 +340,7 @@ func (o *breakglassOptions) printStatus(ctx context.Context, list []breakglass.S
 			left, expired = "EXPIRED "+(-s.Left(now)).Round(time.Minute).String()+" ago", expired+1
 		}
 		drift := "-"
-		if findings, err := o.unbackported(ctx, s.Target.Name); err != nil {
+		if findings, err := o.unbackported(ctx, s.Target); err != nil {
 			drift = "unknown: " + err.Error()
 		} else if len(findings) > 0 {
 			drift = strings.Join(findings, "; ")
