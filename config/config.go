@@ -117,8 +117,10 @@ type App struct {
 	// application.instanceLabelKey), "" for app.kubernetes.io/instance.
 	ArgoInstanceLabel string `yaml:"-"`
 	// ArgoInstance, set by discovery for an Argo CD Application, is the
-	// name Argo CD writes for it in its tracking: the Application's name
-	// in Argo CD's own namespace, <namespace>_<name> outside it.
+	// name Argo CD gives it in its tracking, its build environment
+	// ($ARGOCD_APP_NAME) and its parameter files
+	// (.argocd-source-<instance>.yaml): the Application's name in Argo
+	// CD's own namespace, <namespace>_<name> outside it.
 	ArgoInstance string `yaml:"-"`
 	// ArgoInstallationID, set by discovery for an Argo CD Application, is
 	// argocd-cm's installationID ("" when it sets none): the id that tells
@@ -151,9 +153,6 @@ type App struct {
 // ArgoSource is an Application's source as Argo CD holds it, for the
 // parameter files its repo server merges into it.
 type ArgoSource struct {
-	// Instance is the name the files name the app by: the Application's
-	// name, or <namespace>_<name> outside Argo CD's own namespace.
-	Instance string
 	// Source is the Application's source, and Refs its sources with a
 	// ref (for $ref/ values files), as their JSON.
 	Source []byte

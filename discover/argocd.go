@@ -316,7 +316,7 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 	if err != nil {
 		return nil
 	}
-	a := &config.ArgoSource{Instance: d.argoInstance(u), Source: source, Name: u.GetName(), Project: app.Spec.Project, Namespace: app.Spec.Destination.Namespace}
+	a := &config.ArgoSource{Source: source, Name: u.GetName(), Project: app.Spec.Project, Namespace: app.Spec.Destination.Namespace}
 	if len(refs) > 0 {
 		a.Refs, _ = json.Marshal(refs)
 	}

@@ -51,7 +51,7 @@ func ArgoSourceFiles(app config.App, dir, commit string) (src config.Source, pro
 	}
 	defer root.Close()
 	merged := a.Source
-	for _, name := range []string{argoSourceFile, fmt.Sprintf(argoAppSourceFile, a.Instance)} {
+	for _, name := range []string{argoSourceFile, fmt.Sprintf(argoAppSourceFile, app.ArgoInstance)} {
 		patch, err := readSourceFile(root, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -85,7 +85,7 @@ func ArgoSourceFiles(app config.App, dir, commit string) (src config.Source, pro
 	}
 	// Only what tells the tools how to render comes from the files.
 	s.Chart, s.Path, s.RepoURL, s.TargetRevision = base.Chart, base.Path, base.RepoURL, base.TargetRevision
-	env := argoBuildEnv(a, s, commit)
+	env := argoBuildEnv(app.ArgoInstance, a, s, commit)
 	if !env.substitute(&s, refs) && !changed {
 		return app.Source, nil, false, nil
 	}
@@ -106,11 +106,12 @@ func ArgoSourceFiles(app config.App, dir, commit string) (src config.Source, pro
 // v1alpha1.Env.Envsubst).
 type buildEnv map[string]string
 
-// argoBuildEnv is the build environment of a's source s at commit.
-func argoBuildEnv(a *config.ArgoSource, s appSource, commit string) buildEnv {
+// argoBuildEnv is the build environment of a's source s at commit, of the
+// Application Argo CD names instance (config.App.ArgoInstance).
+func argoBuildEnv(instance string, a *config.ArgoSource, s appSource, commit string) buildEnv {
 	short := func(n int) string { return commit[:min(n, len(commit))] }
 	return buildEnv{
-		"ARGOCD_APP_NAME": a.Instance, "ARGOCD_APP_NAMESPACE": a.Namespace, "ARGOCD_APP_PROJECT_NAME": a.Project,
+		"ARGOCD_APP_NAME": instance, "ARGOCD_APP_NAMESPACE": a.Namespace, "ARGOCD_APP_PROJECT_NAME": a.Project,
 		"ARGOCD_APP_REVISION": commit, "ARGOCD_APP_REVISION_SHORT": short(7), "ARGOCD_APP_REVISION_SHORT_8": short(8),
 		"ARGOCD_APP_SOURCE_REPO_URL": s.RepoURL, "ARGOCD_APP_SOURCE_PATH": s.Path, "ARGOCD_APP_SOURCE_TARGET_REVISION": s.TargetRevision,
 	}

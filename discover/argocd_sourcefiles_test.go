@@ -36,7 +36,7 @@ func TestArgoSourceFiles(t *testing.T) {
 		}
 		a := &application{}
 		a.Spec.Project, a.Spec.Destination.Namespace = "shop", "web-prod"
-		return config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, a, s, nil)}
+		return config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, a, s, nil), ArgoInstance: d.argoInstance(u)}
 	}
 	write := func(t *testing.T, files map[string]string) string {
 		dir := t.TempDir()
@@ -100,7 +100,7 @@ func TestArgoSourceFiles(t *testing.T) {
 		u := &unstructured.Unstructured{}
 		u.SetName("web")
 		u.SetNamespace("argocd")
-		a := config.App{Name: "web", Source: config.Source{Repo: s.RepoURL, Path: s.Path}, ArgoSource: d.argoSourceOf(u, &application{}, s, nil)}
+		a := config.App{Name: "web", Source: config.Source{Repo: s.RepoURL, Path: s.Path}, ArgoSource: d.argoSourceOf(u, &application{}, s, nil), ArgoInstance: d.argoInstance(u)}
 		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3}\n  - {name: debug, value: \"true\", forcestring: true}\n"})
 		_, problems, changed, err := ArgoSourceFiles(a, dir, commit)
 		if err != nil || !changed {
@@ -207,7 +207,7 @@ func TestHostileArgoSourceFiles(t *testing.T) {
 	u.SetName("web")
 	s := appSource{RepoURL: "https://git.example.com/deploy.git", Path: "apps/web", Kustomize: &appKustomize{Images: []string{"nginx:1.25"}}}
 	src, _ := d.argoSource("web", s, nil)
-	app := config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, &application{}, s, nil)}
+	app := config.App{Name: "web", Source: src, ArgoSource: d.argoSourceOf(u, &application{}, s, nil), ArgoInstance: d.argoInstance(u)}
 	laughs := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
 	for i := 'b'; i <= 'j'; i++ {
 		prev := string(i - 1)

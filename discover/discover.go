@@ -80,7 +80,10 @@ type Options struct {
 	// tool's default: "argocd" for Argo CD, every namespace for Flux.
 	Namespace string
 	// AllNamespaces lists Applications in every namespace (Argo CD's
-	// "applications in any namespace"); Namespace is then ignored.
+	// "applications in any namespace") and keeps those the Argo CD of
+	// Namespace reconciles: its own, and those of the namespaces its
+	// argocd-cmd-params-cm enables (application.namespaces); Namespace
+	// still holds its AppProjects and argocd-cm.
 	AllNamespaces bool
 	// Selector is a label selector on the Applications, Kustomizations and
 	// HelmReleases (not on GitRepositories).

@@ -24,9 +24,9 @@ type discoverFlags struct {
 
 func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.from, "from", "", "also discover apps from the cluster's reconciler objects: argocd (Applications) or flux (Kustomizations and HelmReleases)")
-	f.StringVar(&d.argoNamespace, "argocd-namespace", "argocd", "with --from argocd: the namespace of the Applications")
+	f.StringVar(&d.argoNamespace, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace: its Applications, AppProjects and argocd-cm")
 	f.StringVar(&d.fluxNamespace, "flux-namespace", "", "with --from flux: the namespace of the Kustomizations and HelmReleases (default: all)")
-	f.BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "with --from argocd: Applications in every namespace")
+	f.BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "with --from argocd: also the Applications of the other namespaces Argo CD reconciles (argocd-cmd-params-cm's application.namespaces)")
 	f.StringVarP(&d.selector, "selector", "l", "", "with --from: a label selector on the reconciler objects")
 	f.StringVar(&d.importExpiry, "import-expiry", "", "review date (YYYY-MM-DD) of imported ignoreDifferences rules (default: 90 days from now)")
 	d.git.add(f)
