@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -963,5 +965,66 @@ func TestKustomizeBuildOptionsAreReadAsKustomizeReadsItsFlags(t *testing.T) {
 		if got := kustomizeBuildOptions(opts); *got != want {
 			t.Errorf("%q: %+v, want %+v", opts, *got, want)
 		}
+	}
+}
+
+// An identity that may list Applications and AppProjects but not read
+// ConfigMaps cannot tell which namespaces Argo CD reconciles, nor its
+// installation id: every namespace's Applications are kept, and any
+// installation id is taken for Argo CD's (ArgoInstallationID nil), as
+// before driftscan read them.
+func TestApplicationsInAnyNamespaceWithSettingsUnreadable(t *testing.T) {
+	installCRDs(t)
+	a, b := env.Namespace(t, nil), env.Namespace(t, nil)
+	allowProjects(t, a, "shop")
+	applyAll(t, "argocd-server", a, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cmd-params-cm}\ndata: {application.namespaces: none-of-these}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm}\ndata: {installationID: east}\n")
+	manifest := `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, labels: {suite: ` + a + `}}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`
+	applyAll(t, "argocd-server", a, manifest)
+	applyAll(t, "argocd-server", b, manifest)
+	user := "argo-reader-" + a
+	if _, err := env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AwaitAccess(t.Context(), user, rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"list"}}); err != nil {
+		t.Fatal(err)
+	}
+	reader := env.As(t, cluster.User{Name: user})
+	opts := options(FromArgoCD, a)
+	opts.AllNamespaces, opts.Selector = true, "suite="+a
+	res, err := Discover(t.Context(), reader.Dynamic, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, app := range res.Apps {
+		got = append(got, app.Name)
+		if app.ArgoInstallationID != nil {
+			t.Errorf("%s: installation id %q, want none known", app.Name, *app.ArgoInstallationID)
+		}
+	}
+	if d := diff([]string{a + "/web", b + "/web"}, got); d != "" {
+		t.Errorf("apps (-want +got):\n%s", d)
+	}
+	if len(res.Skipped) > 0 {
+		t.Errorf("skipped %q, want none", res.Skipped)
 	}
 }
