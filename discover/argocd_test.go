@@ -8,11 +8,11 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
-	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/report"
 )
 
@@ -990,27 +990,14 @@ spec:
 `
 	applyAll(t, "argocd-server", a, manifest)
 	applyAll(t, "argocd-server", b, manifest)
-	user := "argo-reader-" + a
-	if _, err := env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"get", "list"}}},
-	}, metav1.CreateOptions{}); err != nil {
+	reader, err := dynamic.NewForConfig(env.BindUser(t, "argo-reader-"+a,
+		rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"get", "list"}}))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AwaitAccess(t.Context(), user, rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"list"}}); err != nil {
-		t.Fatal(err)
-	}
-	reader := env.As(t, cluster.User{Name: user})
 	opts := options(FromArgoCD, a)
 	opts.AllNamespaces, opts.Selector = true, "suite="+a
-	res, err := Discover(t.Context(), reader.Dynamic, opts)
+	res, err := Discover(t.Context(), reader, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -297,32 +295,8 @@ func TestRBACForbiddingAKindSaysWhatIsMissing(t *testing.T) {
 	ns := env.Namespace(t, nil)
 	applyDir(t, fixture("apps", "web"), ns)
 	// A reader that may list everything the app has but Secrets.
-	user := "reader-" + ns
-	_, err := env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"", "apps"}, Resources: []string{"deployments", "configmaps", "services", "namespaces"}, Verbs: []string{"get", "list"}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AwaitAccess(t.Context(), user, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list"}}); err != nil {
-		t.Fatal(err)
-	}
-	asReader := func(o *Options) {
-		cfg := rest.CopyConfig(env.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		o.RESTConfig = cfg
-	}
+	reader := user(t, "reader-"+ns, rbacv1.PolicyRule{APIGroups: []string{"", "apps"}, Resources: []string{"deployments", "configmaps", "services", "namespaces"}, Verbs: []string{"get", "list"}})
+	asReader := func(o *Options) { o.RESTConfig = reader }
 	cfg := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: fixture("apps", "web")}})
 	// Without a cache, and warm: then the forbidden LIST is one the
 	// scan starts from its plan before it renders (prefetch.go).

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -25,25 +24,7 @@ func reader(t *testing.T, name string, extra ...rbacv1.PolicyRule) *rest.Config 
 // user is a user, bound cluster-wide, that may do what rules say.
 func user(t *testing.T, name string, rules ...rbacv1.PolicyRule) *rest.Config {
 	t.Helper()
-	env.Need(t)
-	if _, err := env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	env.DeleteRBACAtEnd(t, "ClusterRole", name)
-	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: name}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	env.DeleteRBACAtEnd(t, "ClusterRoleBinding", name)
-	if err := env.AwaitAccess(t.Context(), name, rules...); err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
-	return cfg
+	return env.BindUser(t, name, rules...)
 }
 
 // codes lists each warning as app/code.
