@@ -37,13 +37,7 @@ func restorer(ctx context.Context, client dynamic.Interface, app *unstructured.U
 	// argocd-cm in Argo CD's namespace; the default key when it cannot be
 	// read (the person pausing may not be allowed to).
 	key := classify.Tracking{ArgoLabelKey: discover.ArgoInstanceLabel(ctx, client, argoNS)}.ArgoInstanceLabel()
-	parent := trackedBy(app, key)
-	// Argo CD tracks an Application outside its own namespace as
-	// <namespace>_<name> (apps in any namespace), one in it by its name.
-	ns := argoNS
-	if pns, pname, ok := strings.Cut(parent, "_"); ok {
-		ns, parent = pns, pname
-	}
+	ns, parent := discover.ArgoApplication(trackedBy(app, key), argoNS)
 	if parent == "" || ns == app.GetNamespace() && parent == app.GetName() {
 		return "", nil
 	}

@@ -324,13 +324,30 @@ func (d *discovery) argoSourceOf(u *unstructured.Unstructured, app *application,
 }
 
 // argoInstance is the name Argo CD gives the Application u in its tracking
-// and build environment (Application.InstanceName): the name alone in
-// Argo CD's namespace, <namespace>_<name> outside it.
+// and build environment (ArgoInstance).
 func (d *discovery) argoInstance(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" && ns != d.argoNamespace() {
-		return ns + "_" + u.GetName()
+	return ArgoInstance(u.GetNamespace(), u.GetName(), d.argoNamespace())
+}
+
+// ArgoInstance is the name Argo CD gives the Application ns/name in its
+// tracking and build environment, Argo CD's own namespace being argoNS
+// (Application.InstanceName): the name alone in argoNS, <ns>_<name>
+// outside it (applications in any namespace).
+func ArgoInstance(ns, name, argoNS string) string {
+	if ns != "" && ns != argoNS {
+		return ns + "_" + name
 	}
-	return u.GetName()
+	return name
+}
+
+// ArgoApplication is the Application that Argo CD's instance name names,
+// Argo CD's own namespace being argoNS: ArgoInstance read back (Argo CD's
+// ParseFromQualifiedName with "_").
+func ArgoApplication(instance, argoNS string) (ns, name string) {
+	if ns, name, ok := strings.Cut(instance, "_"); ok {
+		return ns, name
+	}
+	return argoNS, instance
 }
 
 // argoCM is what argocd-cm says of how Argo CD builds, applies and tracks

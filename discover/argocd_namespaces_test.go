@@ -26,3 +26,19 @@ func TestArgoMatchAny(t *testing.T) {
 		}
 	}
 }
+
+// ArgoApplication reads back the instance name ArgoInstance gives, in Argo
+// CD's namespace and outside it.
+func TestArgoInstanceReadsBack(t *testing.T) {
+	for _, c := range []struct{ ns, name, instance string }{
+		{"argocd", "web", "web"},
+		{"team-a", "web", "team-a_web"},
+	} {
+		if got := ArgoInstance(c.ns, c.name, "argocd"); got != c.instance {
+			t.Errorf("ArgoInstance(%s, %s) = %q, want %q", c.ns, c.name, got, c.instance)
+		}
+		if ns, name := ArgoApplication(c.instance, "argocd"); ns != c.ns || name != c.name {
+			t.Errorf("ArgoApplication(%q) = %s/%s, want %s/%s", c.instance, ns, name, c.ns, c.name)
+		}
+	}
+}

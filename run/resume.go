@@ -61,11 +61,9 @@ func CheckResume(ctx context.Context, client dynamic.Interface, t breakglass.Tar
 	}
 	check := ResumeCheck{Blocking: blocking}
 	// The app as the scheduled scan names it (namespace/name when two
-	// namespaces hold the name), which names the backport's branch.
-	app := t.Name
-	if len(apps) > 0 {
-		app = apps[0].Name
-	}
+	// namespaces hold the name), which names the backport's branch;
+	// unbackported found at least one.
+	app := apps[0].Name
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
