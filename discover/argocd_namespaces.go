@@ -3,9 +3,10 @@ package discover
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
+	"time"
 
+	"github.com/dlclark/regexp2"
 	"github.com/gobwas/glob"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,27 +64,39 @@ func (n argoAppNamespaces) refuses(ns, argoNS string) string {
 
 // argoMatchAny is Argo CD's glob.MatchStringInList in its regexp mode, by
 // which it matches namespaces against application.namespaces and an
-// AppProject's sourceNamespaces: an entry wrapped in slashes is a regular
-// expression that may match any part of the value, any other a glob
-// (gobwas/glob, no separators). An entry that does not compile in Go
-// (Argo CD's regular expressions are .NET's, with lookarounds) matches
-// everything: driftscan cannot tell, and would rather scan an app Argo
-// CD skips than skip one it syncs.
+// AppProject's sourceNamespaces: an entry wrapped in slashes is tried as a
+// regular expression (regexp2's, .NET syntax with lookarounds, as Argo CD
+// compiles it) that may match any part of the value, and every entry as a
+// glob (gobwas/glob, no separators) over the whole value. An entry that
+// does not compile matches nothing, as in Argo CD, which logs it and goes
+// on; so does a regular expression that has not matched within
+// argoMatchTimeout (Argo CD waits forever: driftscan will not hang on a
+// pattern a hostile AppProject holds).
 func argoMatchAny(patterns []string, value string) bool {
 	for _, p := range patterns {
-		if len(p) > 2 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
-			re, err := regexp.Compile(p[1 : len(p)-1])
-			if err != nil || re.MatchString(value) {
-				return true
-			}
-			continue
+		if len(p) > 2 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") && argoRegexpMatch(p[1:len(p)-1], value) {
+			return true
 		}
-		g, err := glob.Compile(p)
-		if err != nil || g.Match(value) {
+		if g, err := glob.Compile(p); err == nil && g.Match(value) {
 			return true
 		}
 	}
 	return false
+}
+
+// argoMatchTimeout bounds one regular expression match of argoMatchAny.
+const argoMatchTimeout = time.Second
+
+// argoRegexpMatch is Argo CD's regex.Match: pattern compiled by regexp2
+// with no options, false when it does not compile or match.
+func argoRegexpMatch(pattern, value string) bool {
+	re, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		return false
+	}
+	re.MatchTimeout = argoMatchTimeout
+	ok, err := re.MatchString(value)
+	return err == nil && ok
 }
 
 // namespacePermitted says why the AppProject project (in Argo CD's

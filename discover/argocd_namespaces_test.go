@@ -1,9 +1,15 @@
 package discover
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // argoMatchAny matches as Argo CD's glob.MatchStringInList in its regexp
-// mode: /regexp/ anywhere in the value, else a glob over the whole value.
+// mode: /regexp/ (.NET syntax, as regexp2 compiles it) anywhere in the
+// value, else a glob over the whole value; a pattern that does not compile
+// matches nothing.
 func TestArgoMatchAny(t *testing.T) {
 	for _, c := range []struct {
 		patterns []string
@@ -17,7 +23,12 @@ func TestArgoMatchAny(t *testing.T) {
 		{[]string{"/team-[0-9]+/"}, "my-team-42-prod", true}, // unanchored, as regexp2's MatchString
 		{[]string{"/^team-[0-9]+$/"}, "team-42-prod", false},
 		{[]string{"//"}, "anything", false},       // too short to be a regexp: a glob of "//"
-		{[]string{"/(?<=x)y/"}, "anything", true}, // .NET lookbehind: Go cannot tell, so it matches
+		{[]string{"/^team-(?!prod)/"}, "team-a", true}, // .NET lookahead, which Go's regexp lacks
+		{[]string{"/^team-(?!prod)/"}, "team-prod", false},
+		{[]string{"/(?<=x)y/"}, "xy", true},
+		{[]string{"/team-(/"}, "team-(", false}, // does not compile: nothing, as in Argo CD
+		{[]string{"team-[a"}, "team-[a", false}, // a glob that does not compile
+		{[]string{"/team-a/", "team-*"}, "team-b", true},
 		{nil, "team-a", false},
 		{[]string{"other", "team-a"}, "team-a", true},
 	} {
@@ -40,5 +51,21 @@ func TestArgoInstanceReadsBack(t *testing.T) {
 		if ns, name := ArgoApplication(c.instance, "argocd"); ns != c.ns || name != c.name {
 			t.Errorf("ArgoApplication(%q) = %s/%s, want %s/%s", c.instance, ns, name, c.ns, c.name)
 		}
+	}
+}
+
+// A regular expression that backtracks for ever (one an AppProject's
+// author could write) gives up after argoMatchTimeout and matches
+// nothing, where Argo CD would wait: the scan goes on.
+func TestArgoMatchAnyGivesUpOnARunawayRegexp(t *testing.T) {
+	done := make(chan bool, 1)
+	go func() { done <- argoMatchAny([]string{"/^(a+)+$/"}, strings.Repeat("a", 40)+"!") }()
+	select {
+	case got := <-done:
+		if got {
+			t.Error("a runaway regular expression matched")
+		}
+	case <-time.After(20 * argoMatchTimeout):
+		t.Fatalf("argoMatchAny still matching after %v", 20*argoMatchTimeout)
 	}
 }
