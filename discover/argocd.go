@@ -381,6 +381,7 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), installationID: new(string)}
 	}
 	if err != nil {
+		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cm", err, "the ignore rules Argo CD takes from it (resource.customizations, resource.compareoptions) are not imported, so fields Argo CD ignores may show as drift; its tracking method is taken as annotation, its installation id as any, its resource exclusions as the ones Argo CD always has, and its kustomize build options as the scan's own")
 		return argoCM{filter: d.argoFilter(nil, nil)}
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")

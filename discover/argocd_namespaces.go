@@ -24,7 +24,7 @@ const argoAppNamespacesKey = "application.namespaces"
 // argocd-cmd-params-cm's application.namespaces, none when the ConfigMap
 // or the key is absent (Argo CD's default). known is false when the
 // ConfigMap cannot be read (the scan's identity may not get it): then
-// every namespace is taken as enabled, as before driftscan read it.
+// every namespace is taken as enabled, with a warning.
 type argoAppNamespaces struct {
 	patterns []string
 	known    bool
@@ -36,6 +36,7 @@ func (d *discovery) argoAppNamespaces(ctx context.Context, ns string) argoAppNam
 		return argoAppNamespaces{known: true}
 	}
 	if err != nil {
+		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cmd-params-cm", err, "which namespaces' Applications Argo CD reconciles (%s) is not known, so those of every namespace are scanned, also any Argo CD never syncs", argoAppNamespacesKey)
 		return argoAppNamespaces{}
 	}
 	value, _, _ := unstructured.NestedString(cm.Object, "data", argoAppNamespacesKey)

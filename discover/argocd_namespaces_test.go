@@ -22,7 +22,7 @@ func TestArgoMatchAny(t *testing.T) {
 		{[]string{"{team,squad}-*"}, "squad-b", true},
 		{[]string{"/team-[0-9]+/"}, "my-team-42-prod", true}, // unanchored, as regexp2's MatchString
 		{[]string{"/^team-[0-9]+$/"}, "team-42-prod", false},
-		{[]string{"//"}, "anything", false},       // too short to be a regexp: a glob of "//"
+		{[]string{"//"}, "anything", false},            // too short to be a regexp: a glob of "//"
 		{[]string{"/^team-(?!prod)/"}, "team-a", true}, // .NET lookahead, which Go's regexp lacks
 		{[]string{"/^team-(?!prod)/"}, "team-prod", false},
 		{[]string{"/(?<=x)y/"}, "xy", true},

@@ -951,6 +951,9 @@ spec:
 	if len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0], "sets no application.namespaces") {
 		t.Errorf("skipped without application.namespaces: %q, want the three Applications outside %s", res.Skipped, a)
 	}
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings %+v: a ConfigMap that does not exist is Argo CD's defaults, not a loss", res.Warnings)
+	}
 }
 
 func TestKustomizeBuildOptionsAreReadAsKustomizeReadsItsFlags(t *testing.T) {
@@ -972,7 +975,7 @@ func TestKustomizeBuildOptionsAreReadAsKustomizeReadsItsFlags(t *testing.T) {
 // ConfigMaps cannot tell which namespaces Argo CD reconciles, nor its
 // installation id: every namespace's Applications are kept, and any
 // installation id is taken for Argo CD's (ArgoInstallationID nil), as
-// before driftscan read them.
+// before driftscan read them, and the scan warns of each ConfigMap.
 func TestApplicationsInAnyNamespaceWithSettingsUnreadable(t *testing.T) {
 	installCRDs(t)
 	a, b := env.Namespace(t, nil), env.Namespace(t, nil)
@@ -1013,5 +1016,17 @@ spec:
 	}
 	if len(res.Skipped) > 0 {
 		t.Errorf("skipped %q, want none", res.Skipped)
+	}
+	// The scan says what it went without, naming each ConfigMap and why.
+	var warned []string
+	for _, w := range res.Warnings {
+		warned = append(warned, string(w.Code)+" "+w.Object)
+		if !strings.Contains(w.Message, "forbidden") {
+			t.Errorf("%s: warning %q does not say why it could not be read", w.Object, w.Message)
+		}
+	}
+	want := []string{"ReconcilerSettingsUnreadable ConfigMap/" + a + "/argocd-cmd-params-cm", "ReconcilerSettingsUnreadable ConfigMap/" + a + "/argocd-cm"}
+	if d := diff(want, warned); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
 	}
 }

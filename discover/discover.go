@@ -38,6 +38,7 @@ import (
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
 
@@ -127,6 +128,10 @@ type Result struct {
 	// Errors are per-object problems. An app that has one may still be in
 	// Apps (Error.App names it): see the package documentation.
 	Errors []*Error
+	// Warnings are the reconciler's settings discovery could not read and
+	// went on without (report.WarnReconcilerSettingsUnreadable), for the
+	// report: the apps are scanned with the reconciler's defaults.
+	Warnings []report.Warning
 }
 
 // Error is a problem with one reconciler object.
@@ -196,6 +201,17 @@ func (d *discovery) fail(object, app string, err error) {
 
 func (d *discovery) skip(object, format string, args ...any) {
 	d.res.Skipped = append(d.res.Skipped, object+": "+fmt.Sprintf(format, args...))
+}
+
+// settingsUnreadable records that the reconciler's settings in object (a
+// ConfigMap, kind/namespace/name) could not be read for err, and what the
+// scan does without them.
+func (d *discovery) settingsUnreadable(object string, err error, format string, args ...any) {
+	d.res.Warnings = append(d.res.Warnings, report.Warning{
+		Code:    report.WarnReconcilerSettingsUnreadable,
+		Object:  object,
+		Message: fmt.Sprintf("%s could not be read (%v): ", object, err) + fmt.Sprintf(format, args...),
+	})
 }
 
 // owner is the value of the owner label, else the owner annotation, else

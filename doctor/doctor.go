@@ -52,6 +52,10 @@ type Options struct {
 	// live ("" for every namespace).
 	From          string
 	FromNamespace string
+	// ArgoNamespace is Argo CD's own namespace (--argocd-namespace), where
+	// its AppProjects and ConfigMaps are read; "" for FromNamespace, else
+	// argocd.
+	ArgoNamespace string
 }
 
 // DefaultOptions returns options for a scan that only reads: no state, no

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -161,20 +162,22 @@ func (c *checker) fromNeeds() []Need {
 	ns := c.opts.FromNamespace
 	switch c.opts.From {
 	case FromArgoCD:
-		// AppProjects and argocd-cm live in Argo CD's own namespace, also
-		// when Applications live in any.
-		argo := ns
-		if argo == "" {
-			argo = "argocd"
-		}
-		return []Need{
+		// AppProjects and Argo CD's ConfigMaps live in Argo CD's own
+		// namespace, also when Applications live in any.
+		argo := cmp.Or(c.opts.ArgoNamespace, ns, "argocd")
+		needs := []Need{
 			{Verb: "list", Group: discover.Applications.Group, Resource: discover.Applications.Resource, Namespace: ns,
 				Why: "--from argocd discovers apps from the Applications " + whereObjects(ns)},
 			{Verb: "list", Group: discover.AppProjects.Group, Resource: discover.AppProjects.Resource, Namespace: argo,
 				Why: "--from argocd reads the AppProjects' sourceRepos, which say which repositories each Application may fetch"},
 			{Verb: "get", Resource: "configmaps", Namespace: argo, Name: "argocd-cm", Optional: true,
-				Why: "--from argocd reads argocd-cm's kustomize.buildOptions (--enable-helm, --load-restrictor); without it kustomizations are built with driftscan's defaults, which may not be Argo CD's"},
+				Why: "--from argocd reads argocd-cm's ignore rules, resource exclusions, tracking method, installation id and kustomize.buildOptions; without it fields Argo CD ignores may show as drift (the scan warns ReconcilerSettingsUnreadable)"},
 		}
+		if ns == "" {
+			needs = append(needs, Need{Verb: "get", Resource: "configmaps", Namespace: argo, Name: "argocd-cmd-params-cm", Optional: true,
+				Why: "--from argocd -A reads argocd-cmd-params-cm's application.namespaces, the namespaces whose Applications Argo CD reconciles; without it every namespace's are scanned (the scan warns ReconcilerSettingsUnreadable)"})
+		}
+		return needs
 	case FromFlux:
 		return []Need{
 			{Verb: "list", Group: discover.Kustomizations.Group, Resource: discover.Kustomizations.Resource, Namespace: ns,

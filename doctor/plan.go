@@ -99,6 +99,9 @@ func (p *Plan) discover(ctx context.Context, cfg *rest.Config, opts PlanOptions)
 	for _, e := range res.Errors {
 		p.Notes = append(p.Notes, "discovery: "+e.Error())
 	}
+	for _, w := range res.Warnings {
+		p.Notes = append(p.Notes, "discovery: "+w.Message)
+	}
 }
 
 func discoverInto(ctx context.Context, cfg *rest.Config, into *config.Config, opts discover.Options) (discover.Result, error) {

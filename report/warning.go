@@ -70,6 +70,13 @@ const (
 	// or resource.inclusions, or one it always excludes): Argo CD drops it
 	// from the app's Git, and it is not compared.
 	WarnNotApplied WarningCode = "NotApplied"
+	// WarnReconcilerSettingsUnreadable: a reconciler's own settings (Argo
+	// CD's argocd-cm or argocd-cmd-params-cm) could not be read, so its
+	// apps were discovered and compared with the reconciler's defaults: the
+	// ignore rules kept there were not imported (fields the reconciler
+	// ignores may show as drift), and Applications of namespaces it does
+	// not reconcile may have been scanned.
+	WarnReconcilerSettingsUnreadable WarningCode = "ReconcilerSettingsUnreadable"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

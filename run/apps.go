@@ -39,7 +39,7 @@ func discoverApps(ctx context.Context, client dynamic.Interface, cfg *config.Con
 	}
 	if o.Discover.RulesOnly {
 		res.RulesInto(cfg)
-		return discover.Result{Skipped: res.Skipped}, nil
+		return discover.Result{Skipped: res.Skipped, Warnings: res.Warnings}, nil
 	}
 	if err := res.Into(cfg); err != nil {
 		return discover.Result{}, err

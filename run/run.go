@@ -184,6 +184,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 		pruneCacheDirs(opts.CacheDir, opts.Scan.CacheDir, opts.Now(), opts.Logger)
 	}
 	attachDiscoveryErrors(r, found.Errors, len(opts.Apps) > 0)
+	r.Warnings = append(r.Warnings, found.Warnings...)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}

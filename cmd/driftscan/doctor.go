@@ -175,7 +175,7 @@ func (o *doctorOptions) completeCheck(c *doctor.Options) error {
 func (o *doctorOptions) completeFrom(c *doctor.Options) error {
 	switch from := o.discover.from; {
 	case from == "" && o.discover.importArgo, from == discover.FromArgoCD:
-		c.From, c.FromNamespace = doctor.FromArgoCD, o.discover.argoNamespace
+		c.From, c.FromNamespace, c.ArgoNamespace = doctor.FromArgoCD, o.discover.argoNamespace, o.discover.argoNamespace
 		if o.discover.allNamespaces {
 			c.FromNamespace = ""
 		}
