@@ -53,6 +53,14 @@ func (t Tracking) argoInstallation(id string) bool {
 	return t.ArgoInstallationID == nil || id == *t.ArgoInstallationID
 }
 
+// ArgoInstallationOf is the installation id Argo CD wrote on an object
+// with its tracking id ("" for none), and whether it is that of the app's
+// Argo CD (ArgoInstallationID; any id when that is not known).
+func (t Tracking) ArgoInstallationOf(annotations map[string]string) (id string, ours bool) {
+	id = annotations[argoInstallationID]
+	return id, t.argoInstallation(id)
+}
+
 // ArgoInstanceLabel is the key of the instance label Argo CD writes with
 // label and annotation+label tracking.
 func (t Tracking) ArgoInstanceLabel() string {

@@ -63,3 +63,32 @@ func TestTracks(t *testing.T) {
 		}
 	}
 }
+
+// ArgoInstallationOf gives the id on an object and whether it is the app's
+// Argo CD's: any when that is not known, none only when it has none.
+func TestArgoInstallationOf(t *testing.T) {
+	east, none := "east", ""
+	onObject := func(id string) map[string]string {
+		if id == "" {
+			return nil
+		}
+		return map[string]string{"argocd.argoproj.io/installation-id": id}
+	}
+	for _, c := range []struct {
+		installation *string
+		onObject     string
+		ours         bool
+	}{
+		{&east, "east", true},
+		{&east, "west", false},
+		{&east, "", false},
+		{&none, "west", false},
+		{&none, "", true},
+		{nil, "west", true},
+	} {
+		id, ours := Tracking{ArgoInstallationID: c.installation}.ArgoInstallationOf(onObject(c.onObject))
+		if id != c.onObject || ours != c.ours {
+			t.Errorf("installation %v, %q on the object: got %q %v, want %q %v", c.installation, c.onObject, id, ours, c.onObject, c.ours)
+		}
+	}
+}

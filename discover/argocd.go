@@ -282,9 +282,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
-			d.res.Apps[i].ArgoLabelTracking = settings.labelTracking
-			d.res.Apps[i].ArgoInstanceLabel = settings.instanceLabel
-			d.res.Apps[i].ArgoInstallationID = settings.installationID
+			d.res.Apps[i].ArgoLabelTracking = settings.tracking.ArgoLabel
+			d.res.Apps[i].ArgoInstanceLabel = settings.tracking.ArgoLabelKey
+			d.res.Apps[i].ArgoInstallationID = settings.tracking.ArgoInstallationID
 			d.res.Apps[i].ArgoInstance = d.argoInstance(u)
 		}
 	}
@@ -358,15 +358,8 @@ type argoCM struct {
 	build *config.KustomizeBuild
 	// filter is which kinds it never applies (argoFilter).
 	filter *argoResourceFilter
-	// labelTracking: application.resourceTrackingMethod is label.
-	labelTracking bool
-	// instanceLabel is application.instanceLabelKey: the key of the
-	// instance label Argo CD writes with label and annotation+label
-	// tracking, "" for app.kubernetes.io/instance.
-	instanceLabel string
-	// installationID is installationID, "" for none; nil when argocd-cm
-	// could not be read.
-	installationID *string
+	// tracking is how it tracks what it applies (argoTracking).
+	tracking classify.Tracking
 }
 
 // argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
@@ -378,7 +371,7 @@ type argoCM struct {
 func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), installationID: new(string)}
+		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil)}
 	}
 	if err != nil {
 		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cm", err, "the ignore rules Argo CD takes from it (resource.customizations, resource.compareoptions) are not imported, so fields Argo CD ignores may show as drift; its tracking method is taken as annotation, its installation id as any, its resource exclusions as the ones Argo CD always has, and its kustomize build options as the scan's own")
@@ -387,13 +380,10 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
-	id := data["installationID"]
 	return argoCM{
-		build:          kustomizeBuildOptions(data["kustomize.buildOptions"]),
-		filter:         d.argoFilter(cm, data),
-		labelTracking:  data["application.resourceTrackingMethod"] == "label",
-		instanceLabel:  data[argoInstanceLabelKey],
-		installationID: &id,
+		build:    kustomizeBuildOptions(data["kustomize.buildOptions"]),
+		filter:   d.argoFilter(cm, data),
+		tracking: argoTracking(data),
 	}
 }
 
@@ -401,18 +391,36 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 // label Argo CD writes with label and annotation+label tracking.
 const argoInstanceLabelKey = "application.instanceLabelKey"
 
-// ArgoInstanceLabel reads argocd-cm in Argo CD's namespace ns for the key
-// of the instance label Argo CD writes (application.instanceLabelKey), as
-// a scan's discovery does for config.App.ArgoInstanceLabel: "" when it
-// sets none or argocd-cm cannot be read (app.kubernetes.io/instance, as
-// classify.Tracking takes "").
-func ArgoInstanceLabel(ctx context.Context, client dynamic.Interface, ns string) string {
-	cm, err := client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
-	if err != nil {
-		return ""
+// argoTracking is how Argo CD tracks what it applies, by argocd-cm's data
+// (nil when it does not exist: Argo CD's defaults): by its instance label
+// (application.resourceTrackingMethod label) under
+// application.instanceLabelKey, and with its installationID ("" for none).
+// The apps it concerns (ArgoApps) are the caller's to add.
+func argoTracking(data map[string]string) classify.Tracking {
+	id := data["installationID"]
+	return classify.Tracking{
+		ArgoLabel:          data["application.resourceTrackingMethod"] == "label",
+		ArgoLabelKey:       data[argoInstanceLabelKey],
+		ArgoInstallationID: &id,
 	}
-	key, _, _ := unstructured.NestedString(cm.Object, "data", argoInstanceLabelKey)
-	return key
+}
+
+// ArgoTracking reads argocd-cm in Argo CD's namespace ns for how that Argo
+// CD tracks what it applies, as a scan's discovery does for an app's
+// config.App.ArgoLabelTracking, ArgoInstanceLabel and ArgoInstallationID:
+// Argo CD's defaults when argocd-cm does not exist, and when it cannot be
+// read annotation tracking, the default instance label and no installation
+// id known (ArgoInstallationID nil).
+func ArgoTracking(ctx context.Context, client dynamic.Interface, ns string) classify.Tracking {
+	cm, err := client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return argoTracking(nil)
+	case err != nil:
+		return classify.Tracking{}
+	}
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	return argoTracking(data)
 }
 
 // destinationServer is the server of an Application's destination as Argo

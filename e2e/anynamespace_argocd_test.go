@@ -33,24 +33,30 @@ func createNamespace(t *testing.T, name string) {
 // in sourceNamespaces.
 func createProject(t *testing.T, name string, sourceNamespaces ...string) {
 	t.Helper()
+	createProjectIn(t, argo.Namespace, name, sourceNamespaces...)
+}
+
+// createProjectIn is createProject for the Argo CD of namespace argoNS.
+func createProjectIn(t *testing.T, argoNS, name string, sourceNamespaces ...string) {
+	t.Helper()
 	namespaces := make([]any, 0, len(sourceNamespaces))
 	for _, ns := range sourceNamespaces {
 		namespaces = append(namespaces, ns)
 	}
 	project := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": name, "namespace": argo.Namespace},
+		"metadata": map[string]any{"name": name, "namespace": argoNS},
 		"spec": map[string]any{
 			"sourceRepos":      []any{"*"},
 			"destinations":     []any{map[string]any{"server": "*", "namespace": "*"}},
 			"sourceNamespaces": namespaces,
 		},
 	}}
-	if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace).Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+	if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argoNS).Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatalf("create AppProject %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = env.Dynamic.Resource(reconcilers.AppProject).Namespace(argoNS).Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 }
 

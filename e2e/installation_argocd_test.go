@@ -23,10 +23,10 @@ const installationKey = "argocd.argoproj.io/installation-id"
 // startSecondArgoCD starts another Argo CD v3.5.7 on the test's control
 // plane, in namespace ns, with argocd-cm's installationID id, and stops it
 // when the test ends.
-func startSecondArgoCD(t *testing.T, ns, id string) *reconcilers.ArgoCD {
+func startSecondArgoCD(t *testing.T, ns, id string, appNamespaces ...string) *reconcilers.ArgoCD {
 	t.Helper()
 	opts := reconcilers.DefaultArgoCDOptions()
-	opts.Namespace, opts.Lifetime, opts.ApplicationNamespaces = ns, 15*time.Minute, nil
+	opts.Namespace, opts.Lifetime, opts.ApplicationNamespaces = ns, 15*time.Minute, appNamespaces
 	a, err := reconcilers.StartArgoCD(t.Context(), env, opts)
 	if err != nil {
 		t.Fatalf("start a second Argo CD in %s: %v", ns, err)
@@ -61,7 +61,7 @@ func configMaps(names ...string) map[string]string {
 func TestTwoArgoCDInstallations(t *testing.T) {
 	needArgo(t)
 	setArgoCM(t, "installationID", "east")
-	west := startSecondArgoCD(t, "argocd-west", "west")
+	west := startSecondArgoCD(t, "argocd-west", "west", "west-*")
 	ns := env.Namespace(t, nil)
 	name := ns // each team names its Application after the namespace
 	eastRepo := gitServer.NewRepo(t, configMaps("cfg-east"))
@@ -120,6 +120,42 @@ func TestTwoArgoCDInstallations(t *testing.T) {
 	}
 	waitArgoSynced(t, name, eastRepo.Head())
 	checkClean(t, scan(t, "--from", "argocd", "--app", name), 1)
+
+	checkBreakglassOfAnotherInstallation(t, west)
+}
+
+// West's parent Application deploys a child Application into a namespace
+// of its own apps in any namespace (west-*), with self-heal: the child's
+// tracking id names the parent without a namespace and carries west's
+// installation id. Pausing the child with Argo CD east's namespace (the
+// default --argocd-namespace) would look for the parent in east's, where
+// there is none, and pause a child west's parent restores within seconds:
+// breakglass refuses, naming the installation; with west's namespace it
+// finds the parent and refuses as for one installation.
+func checkBreakglassOfAnotherInstallation(t *testing.T, west *reconcilers.ArgoCD) {
+	t.Helper()
+	ns := env.Namespace(t, nil)
+	suffix := ns[strings.LastIndex(ns, "-")+1:]
+	team := "west-bg-" + suffix
+	createNamespace(t, team)
+	createProjectIn(t, west.Namespace, team, team)
+	parent, child := "bg-parent-"+suffix, "bg-child-"+suffix
+	createAppOfAppsOf(t, west, ns, parent, child, team, team)
+	if id := getArgoAppIn(t, team, child).GetAnnotations()[installationKey]; id != "west" {
+		t.Fatalf("the child Application carries installation id %q; the test expects west's", id)
+	}
+
+	res := runDriftscan(t, "breakglass", "suspend", child, "-n", team, "--reason", "INC-11 hotfix", "--ttl", "1h")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "another Argo CD installation") || !strings.Contains(res.Stderr, `"west"`) || !strings.Contains(res.Stderr, "--argocd-namespace") {
+		t.Errorf("suspend of west's child with east's namespace: exit %d, want a refusal naming west's installation and --argocd-namespace:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	if _, found, _ := unstructured.NestedMap(getArgoAppIn(t, team, child).Object, "spec", "syncPolicy", "automated"); !found {
+		t.Fatal("the refused suspend changed the child")
+	}
+	res = runDriftscan(t, "breakglass", "suspend", child, "-n", team, "--argocd-namespace", west.Namespace, "--reason", "INC-11 hotfix", "--ttl", "1h")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "Application/"+west.Namespace+"/"+parent) || !strings.Contains(res.Stderr, "breakglass suspend "+parent+" -n "+west.Namespace) {
+		t.Errorf("suspend of west's child with west's namespace: exit %d, want a refusal that names west's parent and how to suspend it:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
 }
 
 // argoResources lists the resources of the Application ns/name

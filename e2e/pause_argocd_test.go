@@ -132,6 +132,13 @@ func createAppOfApps(t *testing.T, ns, parent, child string) {
 // namespace childNS, of AppProject project.
 func createAppOfAppsIn(t *testing.T, ns, parent, child, childNS, project string) {
 	t.Helper()
+	createAppOfAppsOf(t, argo, ns, parent, child, childNS, project)
+}
+
+// createAppOfAppsOf is createAppOfAppsIn with the parent in the namespace
+// of the Argo CD a, which reconciles both.
+func createAppOfAppsOf(t *testing.T, a *reconcilers.ArgoCD, ns, parent, child, childNS, project string) {
+	t.Helper()
 	files := map[string]string{}
 	for k, v := range plainApp {
 		files[k] = v
@@ -147,12 +154,12 @@ spec:
   syncPolicy:
     automated: {selfHeal: true, prune: true}
 `, child, childNS, project, ns, repo.URL)})
-	createArgoApp(t, argoApp{Name: parent, Namespace: argo.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
+	createArgoApp(t, argoApp{Name: parent, Namespace: a.Namespace, AppNamespace: a.Namespace, Repo: repo, Path: "apps", Automated: "{selfHeal: true, prune: true}"})
 	t.Cleanup(func() {
 		_ = env.Dynamic.Resource(reconcilers.Application).Namespace(childNS).Delete(context.Background(), child, metav1.DeleteOptions{})
 	})
-	waitArgoSynced(t, parent, repo.Head())
-	waitArgoSyncedIn(t, argo, childNS, child, repo.Head())
+	waitArgoSyncedIn(t, a, a.Namespace, parent, repo.Head())
+	waitArgoSyncedIn(t, a, childNS, child, repo.Head())
 }
 
 // checkSuspendRefused checks that breakglass refuses to suspend child,
