@@ -423,6 +423,15 @@ func ArgoTracking(ctx context.Context, client dynamic.Interface, ns string) clas
 	return argoTracking(data)
 }
 
+// pluginName names a source's config management plugin: its name, or the
+// one Argo CD's plugin discovery chooses when it names none.
+func pluginName(plugin map[string]any) string {
+	if name, _ := plugin["name"].(string); name != "" {
+		return strconv.Quote(name)
+	}
+	return "(the one Argo CD's discovery chooses)"
+}
+
 // destinationServer is the server of an Application's destination as Argo
 // CD's resource filter matches it: in-cluster's when it is named, not
 // given.
@@ -499,13 +508,13 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	}
 	first, skipped := true, false
 	for i, s := range sources {
-		where := object
+		where := ""
 		if len(sources) > 1 {
-			where = fmt.Sprintf("%s source %d", object, i)
+			where = fmt.Sprintf("source %d: ", i)
 		}
 		switch {
 		case s.Plugin != nil:
-			d.skip(where, "config management plugins are not run by driftscan")
+			d.notScanned(object, "%sconfig management plugin %s: driftscan runs no plugin, so nothing it renders is compared", where, pluginName(s.Plugin))
 			skipped = true
 			continue
 		case s.Ref != "" && s.Path == "":

@@ -32,6 +32,7 @@ type argoCase struct {
 	rules        []classify.IgnoreRule
 	skipped      []string
 	errors       []string
+	warnings     []string // code object: message
 }
 
 func TestApplications(t *testing.T) {
@@ -104,6 +105,9 @@ func TestApplications(t *testing.T) {
 			}
 			if d := diff(tt.errors, errorTexts(res.Errors, ns)); d != "" {
 				t.Errorf("errors (-want +got):\n%s", d)
+			}
+			if d := diff(tt.warnings, warningTexts(res.Warnings, ns)); d != "" {
+				t.Errorf("warnings (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -742,7 +746,10 @@ spec:
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 		}},
 		skipped: []string{
-			"Application/NS/mixed source 0: config management plugins are not run by driftscan",
+			"Application/NS/mixed: source 0: config management plugin \"sops\": driftscan runs no plugin, so nothing it renders is compared",
+		},
+		warnings: []string{
+			"NotScanned Application/NS/mixed: not scanned: source 0: config management plugin \"sops\": driftscan runs no plugin, so nothing it renders is compared",
 		},
 		errors: []string{
 			"Application/NS/shop: valueFiles $chart/x.yaml: the source with ref chart is a chart from a Helm repository, not Git",
@@ -931,7 +938,7 @@ spec:
 		t.Errorf("apps (-want +got):\n%s", d)
 	}
 	wantSkipped := []string{"Application/" + c + "/ignored: Argo CD in namespace " + a + " does not reconcile Applications in namespace " + c + " (argocd-cmd-params-cm's application.namespaces is /^nothing-.*$/,?" + b[1:] + "), so it never syncs this one"}
-	if d := diff(wantSkipped, res.Skipped); d != "" {
+	if d := diff(wantSkipped, skippedTexts(res.Skipped, "")); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
 
@@ -948,7 +955,7 @@ spec:
 	if d := diff([]string{"own-infra", "web"}, got); d != "" {
 		t.Errorf("apps without application.namespaces (-want +got):\n%s", d)
 	}
-	if len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0], "sets no application.namespaces") {
+	if len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0].Reason, "sets no application.namespaces") {
 		t.Errorf("skipped without application.namespaces: %q, want the three Applications outside %s", res.Skipped, a)
 	}
 	if len(res.Warnings) > 0 {

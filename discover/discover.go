@@ -123,8 +123,9 @@ type Result struct {
 	// Ignore are the imported ignore rules; each passes Validate.
 	Ignore []classify.IgnoreRule
 	// Skipped says, per object or source, why it gave no app: another
-	// cluster, a chart from a Helm repository, ...
-	Skipped []string
+	// cluster, a namespace Argo CD does not reconcile, a source driftscan
+	// cannot render (also a report.WarnNotScanned in Warnings).
+	Skipped []Skip
 	// Errors are per-object problems. An app that has one may still be in
 	// Apps (Error.App names it): see the package documentation.
 	Errors []*Error
@@ -132,6 +133,26 @@ type Result struct {
 	// went on without (report.WarnReconcilerSettingsUnreadable), for the
 	// report: the apps are scanned with the reconciler's defaults.
 	Warnings []report.Warning
+}
+
+// Skip is a reconciler object discovery made no app of, or one source of
+// it that gave none, and why.
+type Skip struct {
+	// Object is kind/namespace/name, or a kind alone when its CRD is not
+	// served.
+	Object string
+	// Reason says why, beginning "source N: " for one source of several.
+	Reason string
+}
+
+func (s Skip) String() string { return s.Object + ": " + s.Reason }
+
+// Names reports whether the skipped object is the one an app named name
+// would have come from: named so, or namespace/name (an Application
+// outside Argo CD's namespace), or the object itself.
+func (s Skip) Names(name string) bool {
+	_, rest, _ := strings.Cut(s.Object, "/")
+	return name == s.Object || name == rest || strings.Contains(s.Object, "/") && name == objectName(s.Object)
 }
 
 // Error is a problem with one reconciler object.
@@ -200,7 +221,20 @@ func (d *discovery) fail(object, app string, err error) {
 }
 
 func (d *discovery) skip(object, format string, args ...any) {
-	d.res.Skipped = append(d.res.Skipped, object+": "+fmt.Sprintf(format, args...))
+	d.res.Skipped = append(d.res.Skipped, Skip{Object: object, Reason: fmt.Sprintf(format, args...)})
+}
+
+// notScanned is skip for a source driftscan cannot render, which the
+// reconciler does apply: the report warns of it (report.WarnNotScanned),
+// or it would say nothing of objects nobody compared.
+func (d *discovery) notScanned(object, format string, args ...any) {
+	d.skip(object, format, args...)
+	skip := d.res.Skipped[len(d.res.Skipped)-1]
+	d.res.Warnings = append(d.res.Warnings, report.Warning{
+		Code:    report.WarnNotScanned,
+		Object:  object,
+		Message: "not scanned: " + skip.Reason,
+	})
 }
 
 // settingsUnreadable records that the reconciler's settings in object (a
@@ -210,7 +244,7 @@ func (d *discovery) settingsUnreadable(object string, err error, format string, 
 	d.res.Warnings = append(d.res.Warnings, report.Warning{
 		Code:    report.WarnReconcilerSettingsUnreadable,
 		Object:  object,
-		Message: fmt.Sprintf("%s could not be read (%v): ", object, err) + fmt.Sprintf(format, args...),
+		Message: fmt.Sprintf("could not be read (%v): ", err) + fmt.Sprintf(format, args...),
 	})
 }
 

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/gitrepo"
+	"github.com/calricon/driftscan/report"
 )
 
 var env *cluster.Env
@@ -101,11 +103,26 @@ func errorTexts(errs []*Error, ns string) []string {
 	return out
 }
 
-// skippedTexts writes the test's namespace NS in the skip reasons.
-func skippedTexts(skipped []string, ns string) []string {
+// skippedTexts are the skips as text, with the test's namespace ns (unless
+// "") written NS.
+func skippedTexts(skipped []Skip, ns string) []string {
 	var out []string
 	for _, s := range skipped {
-		out = append(out, strings.ReplaceAll(s, ns, "NS"))
+		text := s.String()
+		if ns != "" {
+			text = strings.ReplaceAll(text, ns, "NS")
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+// warningTexts are the warnings as "code object: message", with the test's
+// namespace ns written NS.
+func warningTexts(ws []report.Warning, ns string) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, strings.ReplaceAll(fmt.Sprintf("%s %s: %s", w.Code, w.Object, w.Message), ns, "NS"))
 	}
 	return out
 }

@@ -112,7 +112,7 @@ func (d *discovery) withHelmCharts(ctx context.Context, objs []fluxObject) ([]fl
 		spec := hc.Spec
 		spec.SourceRef.Namespace = o.source.Namespace
 		if k := spec.SourceRef.Kind; k != "GitRepository" && k != "HelmRepository" {
-			d.skip(ref(o.u), "chartRef %s: its chart comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", o.source, spec.SourceRef)
+			d.notScanned(ref(o.u), "chartRef %s: its chart comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", o.source, spec.SourceRef)
 			continue
 		}
 		o.hr.Spec.Chart = &struct {
@@ -343,7 +343,7 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 			src.Namespace = u.GetNamespace()
 		}
 		if src.Kind != "GitRepository" && src.Kind != "HelmRepository" {
-			d.skip(ref(u), "chart %s comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", chart.Chart, src)
+			d.notScanned(ref(u), "chart %s comes from %s: driftscan renders charts from GitRepositories and HelmRepositories only", chart.Chart, src)
 			continue
 		}
 		out = append(out, fluxObject{u: u, hr: &hr, source: src})

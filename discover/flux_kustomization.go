@@ -85,7 +85,7 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 			src.Namespace = u.GetNamespace()
 		}
 		if src.Kind != "GitRepository" && src.Kind != "OCIRepository" {
-			d.skip(ref(u), "source %s is neither a GitRepository nor an OCIRepository: driftscan renders those only", src)
+			d.notScanned(ref(u), "source %s is neither a GitRepository nor an OCIRepository: driftscan renders those only", src)
 			continue
 		}
 		out = append(out, fluxObject{u: u, ks: &ks, source: src})

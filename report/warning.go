@@ -77,6 +77,11 @@ const (
 	// ignores may show as drift), and Applications of namespaces it does
 	// not reconcile may have been scanned.
 	WarnReconcilerSettingsUnreadable WarningCode = "ReconcilerSettingsUnreadable"
+	// WarnNotScanned: a reconciler object (or one of its sources) applies
+	// what driftscan cannot render (a config management plugin, a chart or
+	// artifact from a Flux Bucket), so it gave no app and nothing it
+	// applies was compared.
+	WarnNotScanned WarningCode = "NotScanned"
 )
 
 // Warning is fidelity the scan lost without failing: something it could

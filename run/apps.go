@@ -55,8 +55,9 @@ type shardPlan struct {
 
 // selectApps keeps the apps of o.Shard and o.Apps, and returns the shard
 // plan (nil without o.Shard). No app left is an error, except in a shard,
-// which may own none.
-func selectApps(cfg *config.Config, o Options) (plan *shardPlan, err error) {
+// which may own none; so is an app of o.Apps the config does not have,
+// with discovery's reason when it skipped the object of that name.
+func selectApps(cfg *config.Config, o Options, skipped []discover.Skip) (plan *shardPlan, err error) {
 	if o.Shard != "" {
 		sh, err := parseShard(o.Shard)
 		if err != nil {
@@ -93,9 +94,15 @@ func selectApps(cfg *config.Config, o Options) (plan *shardPlan, err error) {
 			}
 		}
 		for _, a := range o.Apps {
-			if want[a] {
-				return nil, fmt.Errorf("app %s: no such app in the config", a)
+			if !want[a] {
+				continue
 			}
+			for _, s := range skipped {
+				if s.Names(a) {
+					return nil, fmt.Errorf("app %s: discovery skipped %s", a, s)
+				}
+			}
+			return nil, fmt.Errorf("app %s: no such app in the config", a)
 		}
 		cfg.Apps = kept
 	}
@@ -111,6 +118,25 @@ func parseShard(spec string) (shard.Spec, error) {
 		return shard.Spec{}, fmt.Errorf("shard %q: %w", spec, err)
 	}
 	return sh, nil
+}
+
+// attachDiscoveryWarnings adds discovery's warnings to the report. With
+// only some apps asked for (--app), a NotScanned warning of another
+// reconciler object is left out, as attachDiscoveryErrors leaves out its
+// errors; the reconciler's settings concern every app.
+func attachDiscoveryWarnings(r *report.Report, ws []report.Warning, onlyAsked bool) {
+	objects := map[string]bool{}
+	for _, a := range r.Apps {
+		if a.GitOps != nil {
+			objects[a.GitOps.Object] = true
+		}
+	}
+	for _, w := range ws {
+		if onlyAsked && w.Code == report.WarnNotScanned && !objects[w.Object] {
+			continue
+		}
+		r.Warnings = append(r.Warnings, w)
+	}
 }
 
 // attachDiscoveryErrors puts what discovery could not reproduce on the app

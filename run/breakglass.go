@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/client-go/dynamic"
 
@@ -74,9 +73,9 @@ func unbackported(ctx context.Context, client dynamic.Interface, t breakglass.Ta
 		}
 	}
 	if len(cfg.Apps) == 0 {
-		for _, why := range res.Skipped {
-			if strings.HasPrefix(why, t.String()+": ") {
-				return nil, nil, fmt.Errorf("discovery skipped %s", why)
+		for _, skip := range res.Skipped {
+			if skip.Object == t.String() {
+				return nil, nil, fmt.Errorf("discovery skipped %s", skip)
 			}
 		}
 		return nil, nil, fmt.Errorf("%s: discovery found no source to scan", t)

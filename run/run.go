@@ -131,7 +131,7 @@ type Result struct {
 	// Report is the final report, as written to the outputs.
 	Report *report.Report
 	// Skipped says, per reconciler object, why discovery found no app in it.
-	Skipped []string
+	Skipped []discover.Skip
 	// NotifyErrors are the notifications that failed; they fail the run
 	// only with Notify.Errors FailOnError.
 	NotifyErrors []error
@@ -169,9 +169,9 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 	}
 	res.Skipped = found.Skipped
 	for _, s := range found.Skipped {
-		opts.Logger.Info("skipped", "reason", s)
+		opts.Logger.Info("skipped", "object", s.Object, "reason", s.Reason)
 	}
-	plan, err := selectApps(cfg, opts)
+	plan, err := selectApps(cfg, opts, found.Skipped)
 	if err != nil {
 		return Result{}, err
 	}
@@ -184,7 +184,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (Result, error)
 		pruneCacheDirs(opts.CacheDir, opts.Scan.CacheDir, opts.Now(), opts.Logger)
 	}
 	attachDiscoveryErrors(r, found.Errors, len(opts.Apps) > 0)
-	r.Warnings = append(r.Warnings, found.Warnings...)
+	attachDiscoveryWarnings(r, found.Warnings, len(opts.Apps) > 0)
 	if err := suspensions(ctx, c.dynamic, r, opts); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}
