@@ -37,6 +37,10 @@ const (
 	// CachedInSync is how many objects the scan found in sync from its
 	// cache, without a compare (report.CacheStats.InSync).
 	CachedInSync = "driftscan_cached_in_sync_objects"
+	// Warnings counts the report's warnings by app ("" for the scan's
+	// own) and code: what the scan could not read or compare and went on
+	// without. A combination without warnings has no series.
+	Warnings = "driftscan_warnings"
 )
 
 // Statuses are the object statuses Objects always has a series for.
@@ -60,7 +64,11 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 		Name: IgnoreDebts,
 		Help: "Ignore rules that need their owner's attention, by app (empty for rules of every app), owner and state (expired, unused).",
 	}, []string{"app", "owner", "state"})
-	reg.MustRegister(findings, objects, debts)
+	warnings := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: Warnings,
+		Help: "What the scan could not read or compare and went on without (report warnings), by app (empty for the scan's own) and code (NotScanned, SchemaNotPublished, ...).",
+	}, []string{"app", "code"})
+	reg.MustRegister(findings, objects, debts, warnings)
 
 	for _, app := range r.Apps {
 		for _, s := range Statuses {
@@ -79,6 +87,10 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 			owner = d.Rule.Owner
 		}
 		debts.WithLabelValues(d.Rule.App, owner, string(d.Kind)).Inc()
+	}
+
+	for _, w := range r.Warnings {
+		warnings.WithLabelValues(w.App, string(w.Code)).Inc()
 	}
 
 	if r.Stats != nil {

@@ -94,6 +94,8 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		`driftscan_objects{app="web",status="InSync"} 1`,
 		`driftscan_objects{app="web",status="Missing"} 1`,
 		`driftscan_scan_duration_seconds{} 3.25`,
+		`driftscan_warnings{app="",code="NotScanned"} 1`,
+		`driftscan_warnings{app="web",code="SchemaNotPublished"} 2`,
 	}
 	if diff := cmp.Diff(want, samples(mfs)); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
@@ -113,6 +115,7 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		LastSuccess:  dto.MetricType_GAUGE,
 		APIRequests:  dto.MetricType_COUNTER,
 		CachedInSync: dto.MetricType_GAUGE,
+		Warnings:     dto.MetricType_GAUGE,
 	}
 	if diff := cmp.Diff(wantTypes, types); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)

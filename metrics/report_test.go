@@ -10,7 +10,8 @@ import (
 var scannedAt = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
 // sampleReport is a finalized report with two apps, drift by every kind of
-// actor, an ignored finding, a Missing and an Error object, and two debts.
+// actor, an ignored finding, a Missing and an Error object, two debts, and
+// warnings of the scan and of an app.
 func sampleReport() *report.Report {
 	r := report.New(scannedAt, "prod-eu")
 	r.Apps = []report.App{
@@ -47,6 +48,11 @@ func sampleReport() *report.Report {
 		{Kind: report.DebtExpired, Owner: "team-web", Rule: report.IgnoreRule{Kind: "ConfigMap", Owner: "team-web", App: "web"}, Matched: 1},
 		{Kind: report.DebtUnused, Owner: "", Rule: report.IgnoreRule{Kind: "Deployment", Owner: "platform"}},
 		{Kind: report.DebtUnused, Owner: "platform", Rule: report.IgnoreRule{Kind: "Service", Owner: "platform"}},
+	}
+	r.Warnings = []report.Warning{
+		{Code: report.WarnNotScanned, Object: "Application/argocd/vault", Message: `not scanned: config management plugin "avp": driftscan runs no plugin, so nothing it renders is compared`},
+		{Code: report.WarnSchemaNotPublished, App: "web", Message: "no OpenAPI schema for example.com/v1"},
+		{Code: report.WarnSchemaNotPublished, App: "web", Message: "no OpenAPI schema for example.org/v1"},
 	}
 	r.Stats = &report.Stats{APIRequests: 42, Throttled: 1, DurationSeconds: 3.25, Cache: &report.CacheStats{InSync: 7, Manifests: 9}}
 	r.Finalize()
