@@ -107,6 +107,11 @@ type App struct {
 	// kinds it always excludes): the scan does not compare such an object
 	// and warns that Argo CD never applies it.
 	ExcludedKinds *KindFilter `yaml:"-"`
+	// ArgoProject, set by discovery for an Argo CD Application, are the
+	// kinds its AppProject lets it sync: an object the project does not
+	// permit is an error of the scan, since Argo CD fails every sync of an
+	// app that declares one.
+	ArgoProject *ProjectResources `yaml:"-"`
 	// ArgoLabelTracking, set by discovery for an Argo CD Application, says
 	// Argo CD tracks what it applies by its instance label (argocd-cm's
 	// application.resourceTrackingMethod: label), not by its tracking-id

@@ -7,8 +7,11 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gobwas/glob"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/source"
 )
 
@@ -23,7 +26,35 @@ type appProject struct {
 	Spec struct {
 		SourceRepos      []string `json:"sourceRepos"`
 		SourceNamespaces []string `json:"sourceNamespaces"`
+		// The resources lists; a namespace whitelist that is not set
+		// permits every namespaced kind, one set empty none.
+		NamespaceResourceWhitelist *[]config.ProjectResource `json:"namespaceResourceWhitelist"`
+		NamespaceResourceBlacklist []config.ProjectResource  `json:"namespaceResourceBlacklist"`
+		ClusterResourceWhitelist   []config.ProjectResource  `json:"clusterResourceWhitelist"`
+		ClusterResourceBlacklist   []config.ProjectResource  `json:"clusterResourceBlacklist"`
 	} `json:"spec"`
+}
+
+// resources are the kinds project (in namespace ns) lets its Applications
+// sync; nil when it does not exist (sourcePermitted reports that).
+func projectResources(projects map[string]*appProject, ns, project string) *config.ProjectResources {
+	if project == "" {
+		project = "default"
+	}
+	p, ok := projects[project]
+	if !ok {
+		return nil
+	}
+	r := &config.ProjectResources{
+		Project:            ns + "/" + project,
+		NamespaceBlacklist: p.Spec.NamespaceResourceBlacklist,
+		ClusterWhitelist:   p.Spec.ClusterResourceWhitelist,
+		ClusterBlacklist:   p.Spec.ClusterResourceBlacklist,
+	}
+	if w := p.Spec.NamespaceResourceWhitelist; w != nil {
+		r.NamespaceWhitelistSet, r.NamespaceWhitelist = true, *w
+	}
+	return r
 }
 
 // projects lists the AppProjects of the Argo CD namespace ns, by name.
@@ -49,7 +80,9 @@ func (d *discovery) projects(ctx context.Context, ns string) (map[string]*appPro
 // AppProject.IsSourcePermitted: each sourceRepos entry is a glob on the
 // normalized URL ("*" any run of characters but "/", "**" any run, "?",
 // [...] and {a,b}); an entry "!pattern" denies what it matches, whatever
-// else allows it; the repository must match at least one allowing entry.
+// else allows it; the repository must match at least one allowing entry,
+// as Argo CD's documentation says (its code also takes a denial that does
+// not match for one, which the reason names).
 // See https://github.com/argoproj/argo-cd/blob/master/pkg/apis/application/v1alpha1/app_project_types.go
 func sourcePermitted(projects map[string]*appProject, ns, project, repo string) string {
 	if project == "" {
@@ -60,7 +93,7 @@ func sourcePermitted(projects map[string]*appProject, ns, project, repo string) 
 		return fmt.Sprintf("AppProject %s/%s does not exist, so Argo CD does not sync this Application and driftscan does not fetch its source", ns, project)
 	}
 	src := normalizeArgoURL(repo)
-	allowed := false
+	allowed, byDenial := false, ""
 	for _, pattern := range p.Spec.SourceRepos {
 		deny := strings.HasPrefix(pattern, "!")
 		norm := normalizeArgoURL(strings.TrimPrefix(pattern, "!"))
@@ -68,11 +101,21 @@ func sourcePermitted(projects map[string]*appProject, ns, project, repo string) 
 		switch {
 		case deny && matched:
 			return fmt.Sprintf("repository %s is denied by sourceRepos entry %q of AppProject %s/%s", source.SafeURL(repo), pattern, ns, project)
-		case !deny && matched:
+		case matched:
 			allowed = true
+		case deny && byDenial == "":
+			byDenial = pattern
 		}
 	}
-	if !allowed {
+	switch {
+	case !allowed && byDenial != "":
+		// IsSourcePermitted counts a denial that does not match as a
+		// match (globMatch with allowNegation): Argo CD syncs what no
+		// allowing entry names (e2e TestArgoCDDenyOnlySourceRepos). The
+		// project's author meant what the documentation says; driftscan
+		// holds to that and says what Argo CD does.
+		return fmt.Sprintf("repository %s matches no allowing sourceRepos entry of AppProject %s/%s, so driftscan does not fetch it; Argo CD does sync it: its AppProject.IsSourcePermitted counts a denial that does not match (here %q) as an allowing entry, against its documentation (argoproj/argo-cd#21264 reports the same of destinations): add an allowing entry for what the project may use", source.SafeURL(repo), ns, project, byDenial)
+	case !allowed:
 		return fmt.Sprintf("repository %s is not in the sourceRepos of AppProject %s/%s, so driftscan does not fetch it", source.SafeURL(repo), ns, project)
 	}
 	return ""
@@ -96,60 +139,10 @@ func normalizeArgoURL(repo string) string {
 // scpLike matches git@host:path and ssh://user@host/path addresses.
 var scpLike = regexp.MustCompile(`^(ssh://)?([^/:]*?)@[^@]+$`)
 
-// globMatch matches value against a sourceRepos glob, "/" separating
-// segments (gobwas/glob with separator '/', as Argo CD uses it).
+// globMatch is Argo CD's glob.Match(pattern, value, '/'): gobwas/glob
+// with "/" separating segments. A pattern that does not compile matches
+// nothing, as in Argo CD.
 func globMatch(pattern, value string) bool {
-	re, err := globRegexp(pattern)
-	if err != nil {
-		return false
-	}
-	return re.MatchString(value)
-}
-
-// globRegexp translates a glob into an anchored regular expression.
-func globRegexp(pattern string) (*regexp.Regexp, error) {
-	var b strings.Builder
-	b.WriteString("^")
-	depth := 0 // inside {a,b}
-	for i := 0; i < len(pattern); i++ {
-		c := pattern[i]
-		switch {
-		case c == '*' && i+1 < len(pattern) && pattern[i+1] == '*':
-			b.WriteString(".*")
-			i++
-		case c == '*':
-			b.WriteString("[^/]*")
-		case c == '?':
-			b.WriteString("[^/]")
-		case c == '[':
-			end := strings.IndexByte(pattern[i:], ']')
-			if end < 0 {
-				return nil, fmt.Errorf("unclosed [ in %q", pattern)
-			}
-			class := pattern[i+1 : i+end]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
-			i += end
-		case c == '{':
-			depth++
-			b.WriteString("(?:")
-		case c == '}' && depth > 0:
-			depth--
-			b.WriteString(")")
-		case c == ',' && depth > 0:
-			b.WriteString("|")
-		case c == '\\' && i+1 < len(pattern):
-			i++
-			b.WriteString(regexp.QuoteMeta(string(pattern[i])))
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	if depth > 0 {
-		return nil, fmt.Errorf("unclosed { in %q", pattern)
-	}
-	b.WriteString("$")
-	return regexp.Compile(b.String())
+	g, err := glob.Compile(pattern, '/')
+	return err == nil && g.Match(value)
 }

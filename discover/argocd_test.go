@@ -84,6 +84,10 @@ func TestApplications(t *testing.T) {
 					t.Errorf("app %s: Argo CD always excludes Leases, its filter does not", res.Apps[i].Name)
 				}
 				res.Apps[i].ExcludedKinds = nil // TestArgoResourceFilter
+				if p := res.Apps[i].ArgoProject; p == nil && res.Apps[i].Error == "" || p != nil && !strings.HasPrefix(p.Project, ns+"/") {
+					t.Errorf("app %s: project resources %+v, want its AppProject's in %s", res.Apps[i].Name, p, ns)
+				}
+				res.Apps[i].ArgoProject = nil // TestAppProjectResources
 				res.Apps[i].Error = strings.ReplaceAll(res.Apps[i].Error, ns, "NS")
 				res.Apps[i].ArgoSource = nil // TestArgoSourceFiles
 				if g := res.Apps[i].GitOps; g != nil {
@@ -806,7 +810,7 @@ spec:
 			{
 				Name: "evil", Owner: "tenant", Namespace: "tenant", Source: config.Source{Repo: "https://user:hunter2@attacker.example/x.git?token=abc"},
 				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/evil", Suspended: true},
-				Error: "repository https://attacker.example/x.git?token=redacted is not in the sourceRepos of AppProject NS/tenant, so driftscan does not fetch it",
+				Error: `repository https://attacker.example/x.git?token=redacted matches no allowing sourceRepos entry of AppProject NS/tenant, so driftscan does not fetch it; Argo CD does sync it: its AppProject.IsSourcePermitted counts a denial that does not match (here "!https://git.example.com/tenant/secret*") as an allowing entry, against its documentation (argoproj/argo-cd#21264 reports the same of destinations): add an allowing entry for what the project may use`,
 			},
 			{
 				Name: "ok", Owner: "tenant", Namespace: "tenant", Source: config.Source{ReleaseName: "ok", Repo: "https://git.example.com/tenant/deploy.git", Path: "apps/web"},
@@ -1035,5 +1039,57 @@ spec:
 	want := []string{"ReconcilerSettingsUnreadable ConfigMap/" + a + "/argocd-cmd-params-cm", "ReconcilerSettingsUnreadable ConfigMap/" + a + "/argocd-cm"}
 	if d := diff(want, warned); d != "" {
 		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+}
+
+// Each app carries its AppProject's resource lists, a namespace whitelist
+// that is not set told from one set empty (which permits no namespaced
+// kind), so the scan can tell which objects Argo CD refuses to sync.
+func TestAppProjectResources(t *testing.T) {
+	installCRDs(t)
+	ns := env.Namespace(t, nil)
+	applyAll(t, "argocd-server", ns, `
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: team}
+spec:
+  sourceRepos: ['*']
+  clusterResourceWhitelist: [{group: '', kind: Namespace, name: 'team-*'}]
+  namespaceResourceBlacklist: [{group: '', kind: ResourceQuota}]
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: locked}
+spec:
+  sourceRepos: ['*']
+  namespaceResourceWhitelist: []
+`)
+	for _, project := range []string{"team", "locked", "gone"} {
+		applyAll(t, "argocd-server", ns, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: `+project+`}
+spec:
+  project: `+project+`
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop/deploy.git, path: apps/web}
+`)
+	}
+	res := discover(t, options(FromArgoCD, ns))
+	got := map[string]*config.ProjectResources{}
+	for _, app := range res.Apps {
+		got[app.Name] = app.ArgoProject
+	}
+	want := map[string]*config.ProjectResources{
+		"team": {Project: ns + "/team", ClusterWhitelist: []config.ProjectResource{{Kind: "Namespace", Name: "team-*"}},
+			NamespaceBlacklist: []config.ProjectResource{{Kind: "ResourceQuota"}}},
+		"locked": {Project: ns + "/locked", NamespaceWhitelistSet: true, NamespaceWhitelist: []config.ProjectResource{}},
+		"gone":   nil,
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("project resources (-want +got):\n%s", d)
+	}
+	if why := got["locked"].Refuses("apps", "Deployment", "web", true); !strings.Contains(why, "namespaceResourceWhitelist") {
+		t.Errorf("locked permits a Deployment (%q): an empty namespaceResourceWhitelist permits nothing", why)
 	}
 }

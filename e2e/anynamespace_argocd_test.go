@@ -39,17 +39,27 @@ func createProject(t *testing.T, name string, sourceNamespaces ...string) {
 // createProjectIn is createProject for the Argo CD of namespace argoNS.
 func createProjectIn(t *testing.T, argoNS, name string, sourceNamespaces ...string) {
 	t.Helper()
-	namespaces := make([]any, 0, len(sourceNamespaces))
-	for _, ns := range sourceNamespaces {
-		namespaces = append(namespaces, ns)
+	createProjectOf(t, argoNS, name, []string{"*"}, sourceNamespaces)
+}
+
+// createProjectOf is createProjectIn with the project's sourceRepos (Argo
+// CD's globs; "!" denies).
+func createProjectOf(t *testing.T, argoNS, name string, sourceRepos, sourceNamespaces []string) {
+	t.Helper()
+	asAny := func(ss []string) []any {
+		out := make([]any, 0, len(ss))
+		for _, s := range ss {
+			out = append(out, s)
+		}
+		return out
 	}
 	project := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
 		"metadata": map[string]any{"name": name, "namespace": argoNS},
 		"spec": map[string]any{
-			"sourceRepos":      []any{"*"},
+			"sourceRepos":      asAny(sourceRepos),
 			"destinations":     []any{map[string]any{"server": "*", "namespace": "*"}},
-			"sourceNamespaces": namespaces,
+			"sourceNamespaces": asAny(sourceNamespaces),
 		},
 	}}
 	if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argoNS).Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {

@@ -402,6 +402,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 	}
 	paused := fluxPausedHint(*app, l) // before its content is taken
+	if paused == "" {
+		paused = s.syncFails[d.app]
+	}
 	gitops := s.r.Apps[d.app].GitOps
 	if d.replaced && gitops != nil && !gitops.Replace {
 		g := *gitops

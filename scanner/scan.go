@@ -234,7 +234,7 @@ func Scan(ctx context.Context, cfg *config.Config, opts Options) (*report.Report
 	}
 	r := report.New(now, cluster)
 	s := &scan{opts: opts, cfg: cfg, c: c, r: r, ignorer: ignorer, masker: m, fieldSets: newFieldSets(),
-		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}}
+		unstableSeen: unstableFields{byApp: map[int][]string{}, alone: map[int][]string{}}, syncFails: map[int]string{}}
 	cached := s.openCache()
 	s.prefetchLists(ctx)
 	defer s.stopPrefetches()
@@ -309,6 +309,9 @@ type scan struct {
 	dismissed    dismissals
 	tracking     []classify.Tracking
 	unstableSeen unstableFields
+	// syncFails says, by app, why every sync of it fails (an object its
+	// Argo CD AppProject does not permit): nothing reverts its drift.
+	syncFails map[int]string
 	// verdicts is the verdict cache, nil without Options.CacheDir; cc is
 	// the classification context, set before the compare workers start.
 	verdicts *verdicts
@@ -546,6 +549,17 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 		ref := ro.Ref()
 		s.warn(report.Warning{Code: report.WarnNotApplied, App: app.Name, Object: ref,
 			Message: fmt.Sprintf("%s (%s line %d) is of a kind Argo CD never applies (%s), so it is not compared", ref, mf.File, mf.Line, why)})
+		return
+	}
+	if why := app.ArgoProject.Refuses(gvk.Group, gvk.Kind, name, ns != ""); why != "" {
+		// Argo CD's sync validates every object first
+		// (validateSyncPermissions) and runs none when one fails.
+		ro.Status = report.StatusError
+		ro.Error = fmt.Sprintf("%s (%s line %d): %s, so Argo CD shows it Unknown and fails every sync of the app (one or more synchronization tasks are not valid): nothing of the app is synced until Git or the project changes", ro.Ref(), mf.File, mf.Line, why)
+		ra.Objects = append(ra.Objects, ro)
+		if _, ok := s.syncFails[ai]; !ok && ra.GitOps != nil {
+			s.syncFails[ai] = fmt.Sprintf("every sync of %s fails while %s, so neither a sync nor self-heal reverts this change", ra.GitOps.Object, why)
+		}
 		return
 	}
 	never, createOnly := fluxApplyPolicy(app, id)

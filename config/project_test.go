@@ -1,0 +1,37 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// ProjectResources permits as Argo CD's AppProject.IsGroupKindNamePermitted:
+// namespaced kinds unless a set whitelist lacks them or the blacklist names
+// them; cluster-scoped ones only by the whitelist, by name too.
+func TestProjectResourcesAsArgoCDPermitsThem(t *testing.T) {
+	all := []ProjectResource{{Group: "*", Kind: "*"}}
+	for _, tt := range []struct {
+		name             string
+		p                *ProjectResources
+		group, kind, obj string
+		namespaced       bool
+		refused          string
+	}{
+		{"no project", nil, "", "ConfigMap", "x", true, ""},
+		{"namespaced, no lists", &ProjectResources{}, "apps", "Deployment", "x", true, ""},
+		{"namespaced, whitelist set empty", &ProjectResources{NamespaceWhitelistSet: true}, "apps", "Deployment", "x", true, "namespaceResourceWhitelist"},
+		{"namespaced, whitelisted by glob", &ProjectResources{NamespaceWhitelistSet: true, NamespaceWhitelist: []ProjectResource{{Group: "apps", Kind: "*"}}}, "apps", "Deployment", "x", true, ""},
+		{"namespaced, blacklisted", &ProjectResources{NamespaceBlacklist: []ProjectResource{{Group: "", Kind: "ResourceQuota"}}}, "", "ResourceQuota", "x", true, "namespaceResourceBlacklist"},
+		{"cluster-scoped, no whitelist", &ProjectResources{}, "rbac.authorization.k8s.io", "ClusterRole", "x", false, "clusterResourceWhitelist"},
+		{"cluster-scoped, whitelisted", &ProjectResources{ClusterWhitelist: all}, "rbac.authorization.k8s.io", "ClusterRole", "x", false, ""},
+		{"cluster-scoped, by name", &ProjectResources{ClusterWhitelist: []ProjectResource{{Group: "", Kind: "Namespace", Name: "team-*"}}}, "", "Namespace", "kube-system", false, "clusterResourceWhitelist"},
+		{"cluster-scoped, name matches", &ProjectResources{ClusterWhitelist: []ProjectResource{{Group: "", Kind: "Namespace", Name: "team-*"}}}, "", "Namespace", "team-a", false, ""},
+		{"cluster-scoped, blacklisted", &ProjectResources{ClusterWhitelist: all, ClusterBlacklist: []ProjectResource{{Group: "", Kind: "Namespace"}}}, "", "Namespace", "team-a", false, "clusterResourceBlacklist"},
+		{"a group pattern does not match the core group", &ProjectResources{ClusterWhitelist: []ProjectResource{{Group: "?*", Kind: "*"}}}, "", "Namespace", "a", false, "clusterResourceWhitelist"},
+	} {
+		got := tt.p.Refuses(tt.group, tt.kind, tt.obj, tt.namespaced)
+		if (tt.refused == "") != (got == "") || !strings.Contains(got, tt.refused) {
+			t.Errorf("%s: Refuses = %q, want one naming %q", tt.name, got, tt.refused)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+)
+
+// Argo CD's documentation says a repository is permitted when an allowing
+// sourceRepos entry matches it and no denying ("!") one does. Its code
+// (AppProject.IsSourcePermitted) counts a denial that does not match as a
+// match, so a project of denials alone lets its Applications use every
+// other repository; a denial that matches refuses, whatever allows. The
+// scan fetches nothing Argo CD refuses, nor what only that reading of a
+// denial permits: it says Argo CD syncs it.
+func TestArgoCDDenyOnlySourceRepos(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	repo := gitServer.NewRepo(t, configMaps("cfg-deny-only"))
+
+	denyOnly, denied := "deny-only-"+suffix, "denied-"+suffix
+	createProjectOf(t, argo.Namespace, denyOnly, []string{"!https://git.example.com/**"}, nil)
+	createProjectOf(t, argo.Namespace, denied, []string{"!" + repo.URL, "*"}, nil)
+	createArgoApp(t, argoApp{Name: denyOnly, Namespace: dest, Repo: repo, Path: "app", Project: denyOnly})
+	createArgoApp(t, argoApp{Name: denied, Namespace: dest, Repo: repo, Path: "app", Project: denied})
+
+	syncArgoApp(t, denyOnly)
+	waitArgoSynced(t, denyOnly, repo.Head())
+	var refusal string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		conds, _, _ := unstructured.NestedSlice(getArgoAppIn(t, argo.Namespace, denied).Object, "status", "conditions")
+		for _, c := range conds {
+			if msg, _ := c.(map[string]any)["message"].(string); strings.Contains(msg, "not permitted in project") {
+				refusal = msg
+			}
+		}
+		return refusal != "", nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD did not refuse %s, whose project denies its repository", denied)
+	}
+
+	// driftscan holds to what the documentation says (the project's author
+	// meant it) and says what Argo CD does instead.
+	r := scanExiting(t, 2, "--from", "argocd", "--app", denyOnly)
+	if errs := appErrors(r); len(errs) != 1 || !strings.Contains(errs[0], "matches no allowing sourceRepos entry") || !strings.Contains(errs[0], "Argo CD does sync it") {
+		t.Errorf("scan of %s: errors %q, want one: no allowing entry, and Argo CD syncs it anyway", denyOnly, errs)
+	}
+	r = scanExiting(t, 2, "--from", "argocd", "--app", denied)
+	if errs := appErrors(r); len(errs) != 1 || !strings.Contains(errs[0], `is denied by sourceRepos entry "!`+repo.URL+`"`) {
+		t.Errorf("scan of %s: errors %q, want one: its repository denied by its project (Argo CD: %s)", denied, errs, refusal)
+	}
+}
+
+// An AppProject's resource lists: Argo CD validates every object of a sync
+// against them and runs none when one is not permitted (gitops-engine: "one
+// or more synchronization tasks are not valid"), so with a cluster-scoped
+// object the project does not permit, self-heal reverts nothing of the app.
+// The scan says the object is not permitted and promises no revert.
+func TestArgoCDProjectResources(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	name, role := "res-"+suffix, "reader-"+dest
+	files := map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + "}\nrules: []\n"}
+	for k, v := range plainApp {
+		files[k] = v
+	}
+	repo := gitServer.NewRepo(t, files)
+	project := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": name, "namespace": argo.Namespace},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+		},
+	}}
+	projects := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace)
+	if _, err := projects.Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = projects.Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
+	waitArgoSynced(t, name, repo.Head())
+	humanEdit(t, dest, "debug")
+	waitReverted(t, dest, "info", time.Minute)
+
+	// The project stops permitting cluster-scoped objects.
+	if _, err := projects.Patch(t.Context(), name, types.MergePatchType, []byte(`{"spec":{"clusterResourceWhitelist":null}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	humanEdit(t, dest, "debug")
+	var failed string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		// Failed, or Running while the automated sync retries.
+		op, _, _ := unstructured.NestedMap(getArgoApp(t, name).Object, "status", "operationState")
+		if msg, _ := op["message"].(string); strings.Contains(msg, "one or more synchronization tasks are not valid") {
+			failed = msg
+		}
+		return failed != "", nil
+	})
+	if err != nil {
+		app := getArgoApp(t, name)
+		op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
+		sync, _, _ := unstructured.NestedMap(app.Object, "status", "sync")
+		res, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+		conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+		level, _ := logLevel(t.Context(), dest)
+		t.Fatalf("Argo CD's self-heal of %s did not fail after its project stopped permitting the ClusterRole: LOG_LEVEL %q\noperation %v\nsync %v\nresources %v\nconditions %v", name, level, op, sync, res, conds)
+	}
+	holds(t, dest, "debug", holdFor)
+
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	var roleErr, hint string
+	for _, o := range r.Apps[0].Objects {
+		switch {
+		case o.Kind == "ClusterRole":
+			roleErr = o.Error
+		case o.Kind == "ConfigMap" && len(o.Findings) == 1:
+			hint = o.Findings[0].Hint
+		}
+	}
+	if !strings.Contains(roleErr, "does not permit the cluster-scoped rbac.authorization.k8s.io/ClusterRole "+role) || !strings.Contains(roleErr, "fails every sync") {
+		t.Errorf("the ClusterRole's error is %q, want the project's refusal and the failing syncs (Argo CD: %s)", roleErr, failed)
+	}
+	if !strings.Contains(hint, "every sync of Application/"+argo.Namespace+"/"+name+" fails") || strings.Contains(hint, "will be reverted") {
+		t.Errorf("the human's LOG_LEVEL hint is %q, want that no sync reverts it", hint)
+	}
+}
