@@ -53,14 +53,21 @@ func createProjectOf(t *testing.T, argoNS, name string, sourceRepos, sourceNames
 		}
 		return out
 	}
+	createProjectSpec(t, argoNS, name, map[string]any{
+		"sourceRepos":      asAny(sourceRepos),
+		"destinations":     []any{map[string]any{"server": "*", "namespace": "*"}},
+		"sourceNamespaces": asAny(sourceNamespaces),
+	})
+}
+
+// createProjectSpec creates the AppProject argoNS/name of spec, and deletes
+// it when the test ends.
+func createProjectSpec(t *testing.T, argoNS, name string, spec map[string]any) {
+	t.Helper()
 	project := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
 		"metadata": map[string]any{"name": name, "namespace": argoNS},
-		"spec": map[string]any{
-			"sourceRepos":      asAny(sourceRepos),
-			"destinations":     []any{map[string]any{"server": "*", "namespace": "*"}},
-			"sourceNamespaces": asAny(sourceNamespaces),
-		},
+		"spec":     spec,
 	}}
 	if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argoNS).Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatalf("create AppProject %s: %v", name, err)

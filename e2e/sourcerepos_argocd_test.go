@@ -78,21 +78,13 @@ func TestArgoCDProjectResources(t *testing.T) {
 		files[k] = v
 	}
 	repo := gitServer.NewRepo(t, files)
-	project := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": name, "namespace": argo.Namespace},
-		"spec": map[string]any{
-			"sourceRepos":              []any{"*"},
-			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
-			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
-		},
-	}}
+	createProjectSpec(t, argo.Namespace, name, map[string]any{
+		"sourceRepos":              []any{"*"},
+		"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+		"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+	})
 	projects := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace)
-	if _, err := projects.Create(t.Context(), project, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		_ = projects.Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
 	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
