@@ -3,10 +3,14 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+
+	"github.com/gobwas/glob"
 )
 
-// ProjectResources are the kinds an Argo CD AppProject lets its
-// Applications sync: AppProject.IsGroupKindNamePermitted. A namespaced kind
+// ProjectResources are the objects an Argo CD AppProject lets an
+// Application sync: AppProject.IsGroupKindNamePermitted, and for a
+// namespaced object IsDestinationPermitted. A namespaced kind
 // must match NamespaceWhitelist (any kind when it is not set; none when it
 // is set and empty) and no entry of NamespaceBlacklist; a cluster-scoped
 // one must match ClusterWhitelist (none when empty) and no entry of
@@ -19,6 +23,55 @@ type ProjectResources struct {
 	NamespaceWhitelistSet                  bool
 	NamespaceWhitelist, NamespaceBlacklist []ProjectResource
 	ClusterWhitelist, ClusterBlacklist     []ProjectResource
+	// CheckDestinations: the namespace of each namespaced object must be
+	// one Destinations permit on the app's cluster, known by both its
+	// server and its name (Argo CD's in-cluster); false leaves namespaces
+	// unchecked, as when the cluster's name in Argo CD is not known.
+	CheckDestinations          bool
+	Destinations               []ProjectDestination
+	ClusterServer, ClusterName string
+}
+
+// ProjectDestination is one entry of an AppProject's destinations: globs
+// on the cluster's server or name and on the namespace, "!" negating.
+type ProjectDestination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// argoGlobMatch is Argo CD's globMatch with negation: gobwas/glob with no
+// separator, "!" matching what the rest does not; a pattern that does not
+// compile matches nothing (negated: everything).
+func argoGlobMatch(pattern, value string) bool {
+	if rest, ok := strings.CutPrefix(pattern, "!"); ok {
+		return !argoGlobMatch(rest, value)
+	}
+	g, err := glob.Compile(pattern)
+	return err == nil && g.Match(value)
+}
+
+// destinationPermitted is AppProject.isDestinationMatched for namespace ns
+// on the app's cluster, word for word: a destination entry whose server or
+// name is negated and does not match the cluster, or whose namespace is
+// negated and does not match ns, denies (the negation's reading
+// argoproj/argo-cd#21264 reports); else one entry must match both.
+func (p *ProjectResources) destinationPermitted(ns string) bool {
+	matched := false
+	for _, d := range p.Destinations {
+		nameOK := p.ClusterName != "" && argoGlobMatch(d.Name, p.ClusterName)
+		serverOK := p.ClusterServer != "" && argoGlobMatch(d.Server, p.ClusterServer)
+		nsOK := argoGlobMatch(d.Namespace, ns)
+		switch {
+		case (serverOK || nameOK) && nsOK:
+			matched = true
+		case (!nameOK && strings.HasPrefix(d.Name, "!")) || (!serverOK && strings.HasPrefix(d.Server, "!")) && nsOK:
+			return false
+		case !nsOK && strings.HasPrefix(d.Namespace, "!") && serverOK:
+			return false
+		}
+	}
+	return matched
 }
 
 // ProjectResource is one entry of an AppProject's resource lists; Name
@@ -54,7 +107,7 @@ func anyMatch(list []ProjectResource, group, kind, name string) bool {
 
 // Refuses says why the project does not permit an object of group and kind
 // named name, or "" when it does (and for a nil ProjectResources).
-func (p *ProjectResources) Refuses(group, kind, name string, namespaced bool) string {
+func (p *ProjectResources) Refuses(group, kind, name, namespace string, namespaced bool) string {
 	if p == nil {
 		return ""
 	}
@@ -68,6 +121,8 @@ func (p *ProjectResources) Refuses(group, kind, name string, namespaced bool) st
 			return fmt.Sprintf("AppProject %s does not permit %s: its namespaceResourceWhitelist has no entry for it", p.Project, gk)
 		case anyMatch(p.NamespaceBlacklist, group, kind, ""):
 			return fmt.Sprintf("AppProject %s does not permit %s: its namespaceResourceBlacklist names it", p.Project, gk)
+		case p.CheckDestinations && !p.destinationPermitted(namespace):
+			return fmt.Sprintf("AppProject %s does not permit namespace %s on cluster %s: none of its destinations does", p.Project, namespace, p.ClusterName)
 		}
 		return ""
 	}

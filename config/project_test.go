@@ -29,9 +29,42 @@ func TestProjectResourcesAsArgoCDPermitsThem(t *testing.T) {
 		{"cluster-scoped, blacklisted", &ProjectResources{ClusterWhitelist: all, ClusterBlacklist: []ProjectResource{{Group: "", Kind: "Namespace"}}}, "", "Namespace", "team-a", false, "clusterResourceBlacklist"},
 		{"a group pattern does not match the core group", &ProjectResources{ClusterWhitelist: []ProjectResource{{Group: "?*", Kind: "*"}}}, "", "Namespace", "a", false, "clusterResourceWhitelist"},
 	} {
-		got := tt.p.Refuses(tt.group, tt.kind, tt.obj, tt.namespaced)
+		got := tt.p.Refuses(tt.group, tt.kind, tt.obj, "shop", tt.namespaced)
 		if (tt.refused == "") != (got == "") || !strings.Contains(got, tt.refused) {
 			t.Errorf("%s: Refuses = %q, want one naming %q", tt.name, got, tt.refused)
+		}
+	}
+}
+
+// Destinations are matched as Argo CD's isDestinationMatched: one entry
+// must permit the cluster (server or name) and the namespace; a negated
+// namespace denies what it names and, as Argo CD reads a negation,
+// permits every other.
+func TestProjectDestinationsAsArgoCDMatchesThem(t *testing.T) {
+	in := func(ds ...ProjectDestination) *ProjectResources {
+		return &ProjectResources{Project: "argocd/team", CheckDestinations: true, Destinations: ds,
+			ClusterServer: "https://kubernetes.default.svc", ClusterName: "in-cluster"}
+	}
+	for _, tt := range []struct {
+		name string
+		p    *ProjectResources
+		ns   string
+		ok   bool
+	}{
+		{"no destinations", in(), "shop", false},
+		{"any", in(ProjectDestination{Server: "*", Namespace: "*"}), "shop", true},
+		{"by server", in(ProjectDestination{Server: "https://kubernetes.default.svc", Namespace: "shop"}), "shop", true},
+		{"by name, glob", in(ProjectDestination{Name: "in-*", Namespace: "team-*"}), "team-a", true},
+		{"another namespace", in(ProjectDestination{Server: "*", Namespace: "shop"}), "monitoring", false},
+		{"another cluster", in(ProjectDestination{Server: "https://east.example", Namespace: "*"}), "shop", false},
+		{"a negated namespace denies it", in(ProjectDestination{Server: "*", Namespace: "*"}, ProjectDestination{Server: "*", Namespace: "!kube-system"}), "kube-system", false},
+		{"a negated namespace permits another", in(ProjectDestination{Server: "*", Namespace: "!kube-system"}), "shop", true},
+		{"a negated server permits another cluster", in(ProjectDestination{Server: "*", Namespace: "*"}, ProjectDestination{Server: "!https://east.example", Namespace: "*"}), "shop", true},
+		{"not checked", &ProjectResources{Destinations: nil}, "anywhere", true},
+	} {
+		got := tt.p.Refuses("", "ConfigMap", "cfg", tt.ns, true)
+		if (got == "") != tt.ok {
+			t.Errorf("%s: Refuses = %q, want permitted %v", tt.name, got, tt.ok)
 		}
 	}
 }

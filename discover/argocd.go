@@ -282,7 +282,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
-			d.res.Apps[i].ArgoProject = projectResources(projects, projectNS, a.Spec.Project)
+			d.res.Apps[i].ArgoProject = projectResources(projects, projectNS, *a)
 			d.res.Apps[i].ArgoLabelTracking = settings.tracking.ArgoLabel
 			d.res.Apps[i].ArgoInstanceLabel = settings.tracking.ArgoLabelKey
 			d.res.Apps[i].ArgoInstallationID = settings.tracking.ArgoInstallationID

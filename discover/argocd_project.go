@@ -28,16 +28,25 @@ type appProject struct {
 		SourceNamespaces []string `json:"sourceNamespaces"`
 		// The resources lists; a namespace whitelist that is not set
 		// permits every namespaced kind, one set empty none.
-		NamespaceResourceWhitelist *[]config.ProjectResource `json:"namespaceResourceWhitelist"`
-		NamespaceResourceBlacklist []config.ProjectResource  `json:"namespaceResourceBlacklist"`
-		ClusterResourceWhitelist   []config.ProjectResource  `json:"clusterResourceWhitelist"`
-		ClusterResourceBlacklist   []config.ProjectResource  `json:"clusterResourceBlacklist"`
+		NamespaceResourceWhitelist *[]config.ProjectResource   `json:"namespaceResourceWhitelist"`
+		NamespaceResourceBlacklist []config.ProjectResource    `json:"namespaceResourceBlacklist"`
+		ClusterResourceWhitelist   []config.ProjectResource    `json:"clusterResourceWhitelist"`
+		ClusterResourceBlacklist   []config.ProjectResource    `json:"clusterResourceBlacklist"`
+		Destinations               []config.ProjectDestination `json:"destinations"`
+		// PermitOnlyProjectScopedClusters also requires the cluster to
+		// be one of the project's own (its cluster secrets).
+		PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters"`
 	} `json:"spec"`
 }
 
-// resources are the kinds project (in namespace ns) lets its Applications
-// sync; nil when it does not exist (sourcePermitted reports that).
-func projectResources(projects map[string]*appProject, ns, project string) *config.ProjectResources {
+// projectResources are the objects the Application a's project (in
+// namespace ns) lets it sync; nil when the project does not exist
+// (sourcePermitted reports that). Its destinations are checked on Argo
+// CD's in-cluster only, the one cluster whose name in Argo CD is known
+// here, and not with permitOnlyProjectScopedClusters, which reads the
+// project's cluster secrets.
+func projectResources(projects map[string]*appProject, ns string, a application) *config.ProjectResources {
+	project := a.Spec.Project
 	if project == "" {
 		project = "default"
 	}
@@ -53,6 +62,10 @@ func projectResources(projects map[string]*appProject, ns, project string) *conf
 	}
 	if w := p.Spec.NamespaceResourceWhitelist; w != nil {
 		r.NamespaceWhitelistSet, r.NamespaceWhitelist = true, *w
+	}
+	if dst := a.Spec.Destination; (strings.TrimRight(dst.Server, "/") == inCluster || dst.Server == "" && dst.Name == "in-cluster") && !p.Spec.PermitOnlyProjectScopedClusters {
+		r.CheckDestinations, r.Destinations = true, p.Spec.Destinations
+		r.ClusterServer, r.ClusterName = inCluster, "in-cluster"
 	}
 	return r
 }

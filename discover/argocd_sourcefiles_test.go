@@ -164,7 +164,7 @@ func TestArgoParameterFilesAtTheSyncedAndTheTargetCommit(t *testing.T) {
 	}
 	next := map[string]string{"app/.argocd-source-web.yaml": "kustomize:\n  images: [nginx:1.28]\n"}
 	dir, shas := gitrepo.Bare(t, "v1.0.0", app, next)
-	applyAll(t, "kubectl", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec:\n  sourceRepos: ['*']\n", `apiVersion: argoproj.io/v1alpha1
+	applyAll(t, "kubectl", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec:\n  sourceRepos: ['*']\n  destinations: [{server: '*', namespace: '*'}]\n  clusterResourceWhitelist: [{group: '*', kind: '*'}]\n", `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: web}
 spec:

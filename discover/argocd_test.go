@@ -767,6 +767,7 @@ kind: AppProject
 metadata: {name: tenant}
 spec:
   sourceRepos: ['https://git.example.com/tenant/*', '!https://git.example.com/tenant/secret*']
+  destinations: [{server: '*', namespace: '*'}]
 `},
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
@@ -914,8 +915,8 @@ spec:
 `
 	}
 	applyAll(t, "argocd-server", a,
-		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: shop}\nspec: {sourceRepos: ['*'], sourceNamespaces: ['"+b+"']}\n",
-		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: infra}\nspec: {sourceRepos: ['*']}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: shop}\nspec: {sourceRepos: ['*'], sourceNamespaces: ['"+b+"'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: infra}\nspec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}\n",
 		// A regular expression that matches no namespace of the test, and a
 		// glob that matches b.
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cmd-params-cm}\ndata: {application.namespaces: '/^nothing-.*$/, ?"+b[1:]+"'}\n")
@@ -1056,6 +1057,7 @@ spec:
   sourceRepos: ['*']
   clusterResourceWhitelist: [{group: '', kind: Namespace, name: 'team-*'}]
   namespaceResourceBlacklist: [{group: '', kind: ResourceQuota}]
+  destinations: [{server: https://kubernetes.default.svc, namespace: shop}]
 `, `
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
@@ -1082,14 +1084,20 @@ spec:
 	}
 	want := map[string]*config.ProjectResources{
 		"team": {Project: ns + "/team", ClusterWhitelist: []config.ProjectResource{{Kind: "Namespace", Name: "team-*"}},
-			NamespaceBlacklist: []config.ProjectResource{{Kind: "ResourceQuota"}}},
-		"locked": {Project: ns + "/locked", NamespaceWhitelistSet: true, NamespaceWhitelist: []config.ProjectResource{}},
-		"gone":   nil,
+			NamespaceBlacklist: []config.ProjectResource{{Kind: "ResourceQuota"}},
+			CheckDestinations:  true, Destinations: []config.ProjectDestination{{Server: "https://kubernetes.default.svc", Namespace: "shop"}},
+			ClusterServer: "https://kubernetes.default.svc", ClusterName: "in-cluster"},
+		"locked": {Project: ns + "/locked", NamespaceWhitelistSet: true, NamespaceWhitelist: []config.ProjectResource{},
+			CheckDestinations: true, ClusterServer: "https://kubernetes.default.svc", ClusterName: "in-cluster"},
+		"gone": nil,
 	}
 	if d := diff(want, got); d != "" {
 		t.Errorf("project resources (-want +got):\n%s", d)
 	}
-	if why := got["locked"].Refuses("apps", "Deployment", "web", true); !strings.Contains(why, "namespaceResourceWhitelist") {
+	if why := got["locked"].Refuses("apps", "Deployment", "web", "shop", true); !strings.Contains(why, "namespaceResourceWhitelist") {
 		t.Errorf("locked permits a Deployment (%q): an empty namespaceResourceWhitelist permits nothing", why)
+	}
+	if why := got["team"].Refuses("", "ConfigMap", "cfg", "monitoring", true); !strings.Contains(why, "does not permit namespace monitoring on cluster in-cluster") {
+		t.Errorf("team permits a ConfigMap in monitoring (%q): its destinations name shop only", why)
 	}
 }

@@ -59,7 +59,7 @@ func installCRDs(t *testing.T) {
 func allowProjects(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		applyAll(t, "argocd-server", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: "+name+"}\nspec: {sourceRepos: ['*']}\n")
+		applyAll(t, "argocd-server", ns, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: "+name+"}\nspec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}\n")
 	}
 }
 

@@ -134,3 +134,50 @@ func TestArgoCDProjectResources(t *testing.T) {
 		t.Errorf("the human's LOG_LEVEL hint is %q, want that no sync reverts it", hint)
 	}
 }
+
+// An AppProject's destinations apply to every namespaced object of a sync,
+// not only to the Application's destination: an object a chart puts in
+// another namespace (a ServiceMonitor in monitoring, say) fails the sync of
+// the whole app (validateSyncPermissions). The scan names that object and
+// the project.
+func TestArgoCDProjectDestinations(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	other := "elsewhere-" + suffix
+	createNamespace(t, other)
+	name := "dst-" + suffix
+	files := configMaps("cfg-here")
+	files["app/elsewhere.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg-elsewhere, namespace: " + other + "}\ndata: {k: v}\n"
+	repo := gitServer.NewRepo(t, files)
+	createProjectSpec(t, argo.Namespace, name, map[string]any{
+		"sourceRepos":  []any{"*"},
+		"destinations": []any{map[string]any{"server": "https://kubernetes.default.svc", "namespace": dest}},
+	})
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "app", Project: name})
+	syncArgoApp(t, name)
+	var failed string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		op, _, _ := unstructured.NestedMap(getArgoApp(t, name).Object, "status", "operationState")
+		if msg, _ := op["message"].(string); strings.Contains(msg, "namespace "+other+" is not permitted in project") {
+			failed = msg
+		}
+		return failed != "", nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD's sync of %s did not fail over the ConfigMap in %s", name, other)
+	}
+	if _, err := env.Client.CoreV1().ConfigMaps(dest).Get(t.Context(), "cfg-here", metav1.GetOptions{}); err == nil {
+		t.Fatalf("Argo CD applied cfg-here although its sync failed (%s): the test expects nothing applied", failed)
+	}
+
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	got := map[string]string{}
+	for _, o := range r.Apps[0].Objects {
+		got[o.Name] = string(o.Status) + " " + o.Error
+	}
+	if !strings.HasPrefix(got["cfg-elsewhere"], "Error ") || !strings.Contains(got["cfg-elsewhere"], "does not permit namespace "+other) || !strings.HasPrefix(got["cfg-here"], "Missing") {
+		t.Errorf("objects %q: want cfg-elsewhere an error naming the project's destinations (Argo CD: %s), cfg-here Missing", got, failed)
+	}
+}

@@ -54,7 +54,7 @@ func argoAppFrom(t *testing.T, repo string) (appNS, argoNS string) {
 	env.InstallCRDs(t, "crd-installer", "../fixtures/crds/applications.argoproj.io.yaml", "../fixtures/crds/appprojects.argoproj.io.yaml")
 	dir, _ := filepath.Abs("../fixtures/apps/web")
 	appNS, argoNS = env.Namespace(t, nil), env.Namespace(t, nil)
-	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*']}\n"))
+	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}\n"))
 	manifests, err := render.Manifests(t.Context(), render.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -551,7 +551,7 @@ func (s *scan) addDesired(ai int, app config.App, mf render.Manifest, twin *unst
 			Message: fmt.Sprintf("%s (%s line %d) is of a kind Argo CD never applies (%s), so it is not compared", ref, mf.File, mf.Line, why)})
 		return
 	}
-	if why := app.ArgoProject.Refuses(gvk.Group, gvk.Kind, name, ns != ""); why != "" {
+	if why := app.ArgoProject.Refuses(gvk.Group, gvk.Kind, name, ns, ns != ""); why != "" {
 		// Argo CD's sync validates every object first
 		// (validateSyncPermissions) and runs none when one fails.
 		ro.Status = report.StatusError

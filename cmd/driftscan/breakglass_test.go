@@ -30,7 +30,7 @@ func argoApp(t *testing.T) (appNS, argoNS string) {
 	repo, _ := gitrepo.Bare(t, "", files)
 	appNS = driftedWeb(t)
 	argoNS = env.Namespace(t, nil)
-	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*']}\n"))
+	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: default}\nspec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}\n"))
 	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
 kind: Application

@@ -41,13 +41,13 @@ func TestATenantsApplicationNeverReceivesThePlatformToken(t *testing.T) {
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: default}
-spec: {sourceRepos: ['*']}
+spec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}
 `))
 	env.Apply(t, "argocd-server", argoNS, cluster.Object(t, fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: tenant}
-spec: {sourceRepos: [%q]}
+spec: {sourceRepos: [%q], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]}
 `, platform.URL+"/*")))
 	for name, a := range map[string]struct{ project, url string }{
 		"platform":     {"default", platform.RepoURL(repo)},
