@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,9 @@ type ProjectResources struct {
 	NamespaceWhitelist, NamespaceBlacklist []ProjectResource
 	ClusterWhitelist, ClusterBlacklist     []ProjectResource
 	// CheckDestinations: the namespace of each namespaced object must be
-	// one Destinations permit on the app's cluster, known by both its
-	// server and its name (Argo CD's in-cluster); false leaves namespaces
-	// unchecked, as when the cluster's name in Argo CD is not known.
+	// one Destinations permit on the app's cluster, known by its server
+	// and, when ClusterName is set, its name in Argo CD (Argo CD's
+	// in-cluster); false leaves namespaces unchecked.
 	CheckDestinations          bool
 	Destinations               []ProjectDestination
 	ClusterServer, ClusterName string
@@ -122,7 +123,7 @@ func (p *ProjectResources) Refuses(group, kind, name, namespace string, namespac
 		case anyMatch(p.NamespaceBlacklist, group, kind, ""):
 			return fmt.Sprintf("AppProject %s does not permit %s: its namespaceResourceBlacklist names it", p.Project, gk)
 		case p.CheckDestinations && !p.destinationPermitted(namespace):
-			return fmt.Sprintf("AppProject %s does not permit namespace %s on cluster %s: none of its destinations does", p.Project, namespace, p.ClusterName)
+			return fmt.Sprintf("AppProject %s does not permit namespace %s on cluster %s: none of its destinations does", p.Project, namespace, cmp.Or(p.ClusterName, p.ClusterServer))
 		}
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gobwas/glob"
@@ -42,9 +43,9 @@ type appProject struct {
 // projectResources are the objects the Application a's project (in
 // namespace ns) lets it sync; nil when the project does not exist
 // (sourcePermitted reports that). Its destinations are checked on Argo
-// CD's in-cluster only, the one cluster whose name in Argo CD is known
-// here, and not with permitOnlyProjectScopedClusters, which reads the
-// project's cluster secrets.
+// CD's in-cluster only (by name only when the Application names it so:
+// in-cluster may be renamed), and not with permitOnlyProjectScopedClusters,
+// which reads the project's cluster secrets.
 func projectResources(projects map[string]*appProject, ns string, a application) *config.ProjectResources {
 	project := a.Spec.Project
 	if project == "" {
@@ -63,9 +64,18 @@ func projectResources(projects map[string]*appProject, ns string, a application)
 	if w := p.Spec.NamespaceResourceWhitelist; w != nil {
 		r.NamespaceWhitelistSet, r.NamespaceWhitelist = true, *w
 	}
-	if dst := a.Spec.Destination; (strings.TrimRight(dst.Server, "/") == inCluster || dst.Server == "" && dst.Name == "in-cluster") && !p.Spec.PermitOnlyProjectScopedClusters {
+	if p.Spec.PermitOnlyProjectScopedClusters {
+		return r
+	}
+	switch dst := a.Spec.Destination; {
+	case dst.Server == "" && dst.Name == "in-cluster":
 		r.CheckDestinations, r.Destinations = true, p.Spec.Destinations
 		r.ClusterServer, r.ClusterName = inCluster, "in-cluster"
+	case strings.TrimRight(dst.Server, "/") == inCluster && !slices.ContainsFunc(p.Spec.Destinations, func(d config.ProjectDestination) bool { return d.Name != "" }):
+		// Named by its server, in-cluster may have been renamed (its
+		// cluster secret): checked when no destination names a cluster.
+		r.CheckDestinations, r.Destinations = true, p.Spec.Destinations
+		r.ClusterServer = inCluster
 	}
 	return r
 }

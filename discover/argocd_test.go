@@ -1065,8 +1065,15 @@ metadata: {name: locked}
 spec:
   sourceRepos: ['*']
   namespaceResourceWhitelist: []
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: named}
+spec:
+  sourceRepos: ['*']
+  destinations: [{name: local, namespace: '*'}]
 `)
-	for _, project := range []string{"team", "locked", "gone"} {
+	for _, project := range []string{"team", "locked", "named", "gone"} {
 		applyAll(t, "argocd-server", ns, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -1086,10 +1093,13 @@ spec:
 		"team": {Project: ns + "/team", ClusterWhitelist: []config.ProjectResource{{Kind: "Namespace", Name: "team-*"}},
 			NamespaceBlacklist: []config.ProjectResource{{Kind: "ResourceQuota"}},
 			CheckDestinations:  true, Destinations: []config.ProjectDestination{{Server: "https://kubernetes.default.svc", Namespace: "shop"}},
-			ClusterServer: "https://kubernetes.default.svc", ClusterName: "in-cluster"},
+			ClusterServer: "https://kubernetes.default.svc"},
 		"locked": {Project: ns + "/locked", NamespaceWhitelistSet: true, NamespaceWhitelist: []config.ProjectResource{},
-			CheckDestinations: true, ClusterServer: "https://kubernetes.default.svc", ClusterName: "in-cluster"},
-		"gone": nil,
+			CheckDestinations: true, ClusterServer: "https://kubernetes.default.svc"},
+		// A destination by a cluster's name: in-cluster may be renamed, so
+		// an app naming it by server is not checked.
+		"named": {Project: ns + "/named"},
+		"gone":  nil,
 	}
 	if d := diff(want, got); d != "" {
 		t.Errorf("project resources (-want +got):\n%s", d)
@@ -1097,7 +1107,7 @@ spec:
 	if why := got["locked"].Refuses("apps", "Deployment", "web", "shop", true); !strings.Contains(why, "namespaceResourceWhitelist") {
 		t.Errorf("locked permits a Deployment (%q): an empty namespaceResourceWhitelist permits nothing", why)
 	}
-	if why := got["team"].Refuses("", "ConfigMap", "cfg", "monitoring", true); !strings.Contains(why, "does not permit namespace monitoring on cluster in-cluster") {
+	if why := got["team"].Refuses("", "ConfigMap", "cfg", "monitoring", true); !strings.Contains(why, "does not permit namespace monitoring on cluster https://kubernetes.default.svc") {
 		t.Errorf("team permits a ConfigMap in monitoring (%q): its destinations name shop only", why)
 	}
 }
