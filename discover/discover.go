@@ -129,9 +129,11 @@ type Result struct {
 	// Errors are per-object problems. An app that has one may still be in
 	// Apps (Error.App names it): see the package documentation.
 	Errors []*Error
-	// Warnings are the reconciler's settings discovery could not read and
-	// went on without (report.WarnReconcilerSettingsUnreadable), for the
-	// report: the apps are scanned with the reconciler's defaults.
+	// Warnings are for the report: the reconciler's settings discovery
+	// could not read and went on without, its defaults taken
+	// (report.WarnReconcilerSettingsUnreadable), and the objects whose
+	// source it cannot render, which nobody compares
+	// (report.WarnNotScanned).
 	Warnings []report.Warning
 }
 

@@ -100,7 +100,7 @@ func (p *Plan) discover(ctx context.Context, cfg *rest.Config, opts PlanOptions)
 		p.Notes = append(p.Notes, "discovery: "+e.Error())
 	}
 	for _, w := range res.Warnings {
-		p.Notes = append(p.Notes, "discovery: "+w.Message)
+		p.Notes = append(p.Notes, "discovery: "+w.Object+": "+w.Message)
 	}
 }
 
