@@ -41,15 +41,21 @@ type ProjectDestination struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// argoGlobMatch is Argo CD's globMatch with negation: gobwas/glob with no
-// separator, "!" matching what the rest does not; a pattern that does not
-// compile matches nothing (negated: everything).
+// ArgoGlobMatch is Argo CD's glob.Match (util/glob): gobwas/glob with
+// separators (sourceRepos take "/"); a pattern that does not compile
+// matches nothing, as Argo CD logs it and goes on.
+func ArgoGlobMatch(pattern, value string, separators ...rune) bool {
+	g, err := glob.Compile(pattern, separators...)
+	return err == nil && g.Match(value)
+}
+
+// argoGlobMatch is an AppProject's globMatch with negation: "!" matches
+// what the rest does not.
 func argoGlobMatch(pattern, value string) bool {
 	if rest, ok := strings.CutPrefix(pattern, "!"); ok {
-		return !argoGlobMatch(rest, value)
+		return !ArgoGlobMatch(rest, value)
 	}
-	g, err := glob.Compile(pattern)
-	return err == nil && g.Match(value)
+	return ArgoGlobMatch(pattern, value)
 }
 
 // destinationPermitted is AppProject.isDestinationMatched for namespace ns

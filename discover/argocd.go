@@ -279,10 +279,11 @@ func (d *discovery) argocd(ctx context.Context) error {
 			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
 		excluded := settings.filter.forCluster(destinationServer(*a))
+		project := projectResources(projects, projectNS, *a)
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
-			d.res.Apps[i].ArgoProject = projectResources(projects, projectNS, *a)
+			d.res.Apps[i].ArgoProject = project
 			d.res.Apps[i].ArgoLabelTracking = settings.tracking.ArgoLabel
 			d.res.Apps[i].ArgoInstanceLabel = settings.tracking.ArgoLabelKey
 			d.res.Apps[i].ArgoInstallationID = settings.tracking.ArgoInstallationID
@@ -370,15 +371,14 @@ type argoCM struct {
 // build (the scan's own defaults), the kinds Argo CD always excludes,
 // annotation tracking, no installation id known, and no rules.
 func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
-	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	cm, data, err := settingsConfigMap(ctx, d.client, ns, "argocd-cm")
+	if err == nil && cm == nil {
 		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil)}
 	}
 	if err != nil {
 		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cm", err, "the ignore rules Argo CD takes from it (resource.customizations, resource.compareoptions) are not imported, so fields Argo CD ignores may show as drift; its tracking method is taken as annotation, its installation id as any, its resource exclusions as the ones Argo CD always has, and its kustomize build options as the scan's own")
 		return argoCM{filter: d.argoFilter(nil, nil)}
 	}
-	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
 	return argoCM{
@@ -413,15 +413,26 @@ func argoTracking(data map[string]string) classify.Tracking {
 // read annotation tracking, the default instance label and no installation
 // id known (ArgoInstallationID nil).
 func ArgoTracking(ctx context.Context, client dynamic.Interface, ns string) classify.Tracking {
-	cm, err := client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cm", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return argoTracking(nil)
-	case err != nil:
+	_, data, err := settingsConfigMap(ctx, client, ns, "argocd-cm")
+	if err != nil {
 		return classify.Tracking{}
 	}
+	return argoTracking(data) // data nil without argocd-cm: the defaults
+}
+
+// settingsConfigMap reads a reconciler's settings ConfigMap ns/name and
+// its data: nil and no error when it does not exist (the reconciler's
+// defaults).
+func settingsConfigMap(ctx context.Context, client dynamic.Interface, ns, name string) (*unstructured.Unstructured, map[string]string, error) {
+	cm, err := client.Resource(configMaps).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	return argoTracking(data)
+	return cm, data, nil
 }
 
 // pluginName names a source's config management plugin: its name, or the

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/dlclark/regexp2"
-	"github.com/gobwas/glob"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/calricon/driftscan/config"
 )
 
 // argoAppNamespacesKey is the key of argocd-cmd-params-cm that enables
@@ -31,17 +29,13 @@ type argoAppNamespaces struct {
 }
 
 func (d *discovery) argoAppNamespaces(ctx context.Context, ns string) argoAppNamespaces {
-	cm, err := d.client.Resource(configMaps).Namespace(ns).Get(ctx, "argocd-cmd-params-cm", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return argoAppNamespaces{known: true}
-	}
+	_, data, err := settingsConfigMap(ctx, d.client, ns, "argocd-cmd-params-cm")
 	if err != nil {
 		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cmd-params-cm", err, "which namespaces' Applications Argo CD reconciles (%s) is not known, so those of every namespace are scanned, also any Argo CD never syncs", argoAppNamespacesKey)
 		return argoAppNamespaces{}
 	}
-	value, _, _ := unstructured.NestedString(cm.Object, "data", argoAppNamespacesKey)
-	var patterns []string
-	for p := range strings.SplitSeq(value, ",") {
+	var patterns []string // none without the ConfigMap or the key
+	for p := range strings.SplitSeq(data[argoAppNamespacesKey], ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			patterns = append(patterns, p)
 		}
@@ -78,7 +72,7 @@ func argoMatchAny(patterns []string, value string) bool {
 		if len(p) > 2 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") && argoRegexpMatch(p[1:len(p)-1], value) {
 			return true
 		}
-		if g, err := glob.Compile(p); err == nil && g.Match(value) {
+		if config.ArgoGlobMatch(p, value) {
 			return true
 		}
 	}

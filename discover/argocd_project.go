@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gobwas/glob"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/calricon/driftscan/config"
@@ -120,7 +118,7 @@ func sourcePermitted(projects map[string]*appProject, ns, project, repo string) 
 	for _, pattern := range p.Spec.SourceRepos {
 		deny := strings.HasPrefix(pattern, "!")
 		norm := normalizeArgoURL(strings.TrimPrefix(pattern, "!"))
-		matched := pattern == "*" || globMatch(norm, src)
+		matched := pattern == "*" || config.ArgoGlobMatch(norm, src, '/')
 		switch {
 		case deny && matched:
 			return fmt.Sprintf("repository %s is denied by sourceRepos entry %q of AppProject %s/%s", source.SafeURL(repo), pattern, ns, project)
@@ -161,11 +159,3 @@ func normalizeArgoURL(repo string) string {
 
 // scpLike matches git@host:path and ssh://user@host/path addresses.
 var scpLike = regexp.MustCompile(`^(ssh://)?([^/:]*?)@[^@]+$`)
-
-// globMatch is Argo CD's glob.Match(pattern, value, '/'): gobwas/glob
-// with "/" separating segments. A pattern that does not compile matches
-// nothing, as in Argo CD.
-func globMatch(pattern, value string) bool {
-	g, err := glob.Compile(pattern, '/')
-	return err == nil && g.Match(value)
-}

@@ -230,13 +230,9 @@ func (d *discovery) skip(object, format string, args ...any) {
 // reconciler does apply: the report warns of it (report.WarnNotScanned),
 // or it would say nothing of objects nobody compared.
 func (d *discovery) notScanned(object, format string, args ...any) {
-	d.skip(object, format, args...)
-	skip := d.res.Skipped[len(d.res.Skipped)-1]
-	d.res.Warnings = append(d.res.Warnings, report.Warning{
-		Code:    report.WarnNotScanned,
-		Object:  object,
-		Message: "not scanned: " + skip.Reason,
-	})
+	reason := fmt.Sprintf(format, args...)
+	d.res.Skipped = append(d.res.Skipped, Skip{Object: object, Reason: reason})
+	d.res.Warnings = append(d.res.Warnings, report.Warning{Code: report.WarnNotScanned, Object: object, Message: "not scanned: " + reason})
 }
 
 // settingsUnreadable records that the reconciler's settings in object (a

@@ -125,12 +125,7 @@ func parseShard(spec string) (shard.Spec, error) {
 // reconciler object is left out, as attachDiscoveryErrors leaves out its
 // errors; the reconciler's settings concern every app.
 func attachDiscoveryWarnings(r *report.Report, ws []report.Warning, onlyAsked bool) {
-	objects := map[string]bool{}
-	for _, a := range r.Apps {
-		if a.GitOps != nil {
-			objects[a.GitOps.Object] = true
-		}
-	}
+	objects := reconcilerObjects(r)
 	for _, w := range ws {
 		if onlyAsked && w.Code == report.WarnNotScanned && !objects[w.Object] {
 			continue
@@ -147,13 +142,10 @@ func attachDiscoveryWarnings(r *report.Report, ws []report.Warning, onlyAsked bo
 // first) is no error of this scan.
 func attachDiscoveryErrors(r *report.Report, errs []*discover.Error, onlyAsked bool) {
 	apps := map[string]*report.App{}
-	objects := map[string]bool{}
 	for i := range r.Apps {
 		apps[r.Apps[i].Name] = &r.Apps[i]
-		if g := r.Apps[i].GitOps; g != nil {
-			objects[g.Object] = true
-		}
 	}
+	objects := reconcilerObjects(r)
 	for _, e := range errs {
 		a, ok := apps[e.App]
 		if onlyAsked && !ok && !objects[e.Object] {
@@ -168,4 +160,16 @@ func attachDiscoveryErrors(r *report.Report, errs []*discover.Error, onlyAsked b
 		}
 		a.Error += e.Error()
 	}
+}
+
+// reconcilerObjects are the reconciler objects the report's apps were
+// discovered from (report.GitOps.Object).
+func reconcilerObjects(r *report.Report) map[string]bool {
+	objects := map[string]bool{}
+	for _, a := range r.Apps {
+		if a.GitOps != nil {
+			objects[a.GitOps.Object] = true
+		}
+	}
+	return objects
 }
