@@ -81,6 +81,19 @@ func (p *ProjectResources) destinationPermitted(ns string) bool {
 	return matched
 }
 
+// RefusesDestination says why the project does not permit an Application
+// whose destination is namespace ns on the app's cluster, or "" when it does
+// (and when destinations are not checked). Argo CD's ValidatePermissions
+// makes such an Application an InvalidSpecError: nothing of it is compared
+// or synced, an empty namespace included (seen: e2e
+// TestArgoCDApplicationDestinationRefused).
+func (p *ProjectResources) RefusesDestination(ns string) string {
+	if p == nil || !p.CheckDestinations || p.destinationPermitted(ns) {
+		return ""
+	}
+	return fmt.Sprintf("AppProject %s does not permit the Application's destination, namespace %q on cluster %s: Argo CD does not sync this Application (InvalidSpecError) and driftscan does not fetch its source", p.Project, ns, cmp.Or(p.ClusterName, p.ClusterServer))
+}
+
 // ProjectResource is one entry of an AppProject's resource lists; Name
 // (cluster lists only) "" matches every name.
 type ProjectResource struct {

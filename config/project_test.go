@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -61,10 +62,24 @@ func TestProjectDestinationsAsArgoCDMatchesThem(t *testing.T) {
 		{"a negated namespace permits another", in(ProjectDestination{Server: "*", Namespace: "!kube-system"}), "shop", true},
 		{"a negated server permits another cluster", in(ProjectDestination{Server: "*", Namespace: "*"}, ProjectDestination{Server: "!https://east.example", Namespace: "*"}), "shop", true},
 		{"not checked", &ProjectResources{Destinations: nil}, "anywhere", true},
+		{"no project", nil, "anywhere", true},
+		// An Application with no destination namespace is refused
+		// unless a destination's namespace matches "".
+		{"an empty namespace", in(ProjectDestination{Server: "*", Namespace: "shop"}), "", false},
+		{"an empty namespace, any", in(ProjectDestination{Server: "*", Namespace: "*"}), "", true},
 	} {
+		// An object in namespace ns, and an Application whose
+		// destination is ns: the same rule (isDestinationMatched).
 		got := tt.p.Refuses("", "ConfigMap", "cfg", tt.ns, true)
 		if (got == "") != tt.ok {
 			t.Errorf("%s: Refuses = %q, want permitted %v", tt.name, got, tt.ok)
+		}
+		got = tt.p.RefusesDestination(tt.ns)
+		if (got == "") != tt.ok {
+			t.Errorf("%s: RefusesDestination = %q, want permitted %v", tt.name, got, tt.ok)
+		}
+		if got != "" && (!strings.Contains(got, "argocd/team") || !strings.Contains(got, fmt.Sprintf("%q", tt.ns))) {
+			t.Errorf("%s: RefusesDestination = %q, want it to name the project and the namespace", tt.name, got)
 		}
 	}
 }

@@ -272,14 +272,17 @@ func (d *discovery) argocd(ctx context.Context) error {
 	for _, u := range kept {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
+		project := projectResources(projects, projectNS, *a)
 		d.application(u, a, names[ref(u)], func(repo string) string {
 			if why := namespacePermitted(projects, projectNS, a.Spec.Project, u.GetNamespace()); why != "" {
+				return why
+			}
+			if why := project.RefusesDestination(a.Spec.Destination.Namespace); why != "" {
 				return why
 			}
 			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
 		excluded := settings.filter.forCluster(destinationServer(*a))
-		project := projectResources(projects, projectNS, *a)
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded

@@ -1086,8 +1086,18 @@ spec:
 	}
 	res := discover(t, options(FromArgoCD, ns))
 	got := map[string]*config.ProjectResources{}
+	refused := map[string]string{}
 	for _, app := range res.Apps {
 		got[app.Name] = app.ArgoProject
+		refused[app.Name] = app.Error
+	}
+	// locked has no destinations: Argo CD syncs nothing of an app of it
+	// (InvalidSpecError), so its source is not fetched.
+	if why := refused["locked"]; !strings.Contains(why, "AppProject "+ns+`/locked does not permit the Application's destination, namespace "shop"`) {
+		t.Errorf("the app of locked, a project with no destinations: error %q, want its destination refused", why)
+	}
+	if why := refused["team"] + refused["named"]; why != "" {
+		t.Errorf("the apps of team and named are refused (%q): their destinations are permitted, or not checked", why)
 	}
 	want := map[string]*config.ProjectResources{
 		"team": {Project: ns + "/team", ClusterWhitelist: []config.ProjectResource{{Kind: "Namespace", Name: "team-*"}},

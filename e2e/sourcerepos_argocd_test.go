@@ -77,22 +77,51 @@ func TestArgoCDProjectResources(t *testing.T) {
 	for k, v := range plainApp {
 		files[k] = v
 	}
-	repo := gitServer.NewRepo(t, files)
+	t.Cleanup(func() {
+		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	app := argoApp{Name: name, Namespace: dest, Repo: gitServer.NewRepo(t, files), Path: "web", Project: name, Automated: "{selfHeal: true}"}
+	checkProjectStopsPermitting(t, app, "ClusterRole", "does not permit the cluster-scoped rbac.authorization.k8s.io/ClusterRole "+role)
+}
+
+// The namespace Argo CD manages for an Application (CreateNamespace=true
+// with managedNamespaceMetadata) is a task of every sync, validated against
+// the project as any object (gitops-engine autoCreateNamespace, then the
+// permission check): a project whose clusterResourceWhitelist lacks
+// Namespace fails every sync of such an app, the namespace existing or not.
+func TestArgoCDManagedNamespaceTheProjectDoesNotPermit(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	name := "mns-" + suffix
+	app := argoApp{Name: name, Namespace: dest, Repo: gitServer.NewRepo(t, plainApp), Path: "web", Project: name, Automated: "{selfHeal: true}",
+		SyncOptions: []string{"CreateNamespace=true"},
+		SyncPolicy:  "    managedNamespaceMetadata:\n      labels: {team: shop}\n"}
+	checkProjectStopsPermitting(t, app, "Namespace", "does not permit the cluster-scoped Namespace "+dest)
+}
+
+// checkProjectStopsPermitting syncs app (web-config's LOG_LEVEL, with a
+// cluster-scoped object of kind) under a project of its name that permits
+// every cluster-scoped kind, sees self-heal revert a person's edit, takes
+// the project's clusterResourceWhitelist away, and then sees the person's
+// next edit hold while each sync fails. The scan must say the object of
+// kind is not permitted (its error holding refused) and promise no revert.
+func checkProjectStopsPermitting(t *testing.T, app argoApp, kind, refused string) {
+	t.Helper()
+	name, dest := app.Name, app.Namespace
 	createProjectSpec(t, argo.Namespace, name, map[string]any{
 		"sourceRepos":              []any{"*"},
 		"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
 		"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
 	})
-	projects := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace)
-	t.Cleanup(func() {
-		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-	})
-	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
-	waitArgoSynced(t, name, repo.Head())
+	createArgoApp(t, app)
+	waitArgoSynced(t, name, app.Repo.Head())
 	humanEdit(t, dest, "debug")
 	waitReverted(t, dest, "info", time.Minute)
 
 	// The project stops permitting cluster-scoped objects.
+	projects := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace)
 	if _, err := projects.Patch(t.Context(), name, types.MergePatchType, []byte(`{"spec":{"clusterResourceWhitelist":null}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,28 +136,28 @@ func TestArgoCDProjectResources(t *testing.T) {
 		return failed != "", nil
 	})
 	if err != nil {
-		app := getArgoApp(t, name)
-		op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
-		sync, _, _ := unstructured.NestedMap(app.Object, "status", "sync")
-		res, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-		conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+		a := getArgoApp(t, name)
+		op, _, _ := unstructured.NestedMap(a.Object, "status", "operationState")
+		sync, _, _ := unstructured.NestedMap(a.Object, "status", "sync")
+		res, _, _ := unstructured.NestedSlice(a.Object, "status", "resources")
+		conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
 		level, _ := logLevel(t.Context(), dest)
-		t.Fatalf("Argo CD's self-heal of %s did not fail after its project stopped permitting the ClusterRole: LOG_LEVEL %q\noperation %v\nsync %v\nresources %v\nconditions %v", name, level, op, sync, res, conds)
+		t.Fatalf("Argo CD's self-heal of %s did not fail after its project stopped permitting the %s: LOG_LEVEL %q\noperation %v\nsync %v\nresources %v\nconditions %v", name, kind, level, op, sync, res, conds)
 	}
 	holds(t, dest, "debug", holdFor)
 
 	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
-	var roleErr, hint string
+	var objErr, hint string
 	for _, o := range r.Apps[0].Objects {
 		switch {
-		case o.Kind == "ClusterRole":
-			roleErr = o.Error
+		case o.Kind == kind:
+			objErr = o.Error
 		case o.Kind == "ConfigMap" && len(o.Findings) == 1:
 			hint = o.Findings[0].Hint
 		}
 	}
-	if !strings.Contains(roleErr, "does not permit the cluster-scoped rbac.authorization.k8s.io/ClusterRole "+role) || !strings.Contains(roleErr, "fails every sync") {
-		t.Errorf("the ClusterRole's error is %q, want the project's refusal and the failing syncs (Argo CD: %s)", roleErr, failed)
+	if !strings.Contains(objErr, refused) || !strings.Contains(objErr, "fails every sync") {
+		t.Errorf("the %s's error is %q, want the project's refusal and the failing syncs (Argo CD: %s)", kind, objErr, failed)
 	}
 	if !strings.Contains(hint, "every sync of Application/"+argo.Namespace+"/"+name+" fails") || strings.Contains(hint, "will be reverted") {
 		t.Errorf("the human's LOG_LEVEL hint is %q, want that no sync reverts it", hint)
@@ -179,5 +208,53 @@ func TestArgoCDProjectDestinations(t *testing.T) {
 	}
 	if !strings.HasPrefix(got["cfg-elsewhere"], "Error ") || !strings.Contains(got["cfg-elsewhere"], "does not permit namespace "+other) || !strings.HasPrefix(got["cfg-here"], "Missing") {
 		t.Errorf("objects %q: want cfg-elsewhere an error naming the project's destinations (Argo CD: %s), cfg-here Missing", got, failed)
+	}
+}
+
+// An Application whose own destination its AppProject does not permit:
+// Argo CD gives it the condition InvalidSpecError and neither compares nor
+// syncs anything of it, auto-sync or not. The scan says so once, as an app
+// error, where each of its objects was an error of its own.
+func TestArgoCDApplicationDestinationRefused(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	other := "refused-" + suffix
+	createNamespace(t, other)
+	name := "dst-refused-" + suffix
+	repo := gitServer.NewRepo(t, configMaps("cfg-a", "cfg-b"))
+	createProjectSpec(t, argo.Namespace, name, map[string]any{
+		"sourceRepos":  []any{"*"},
+		"destinations": []any{map[string]any{"server": "https://kubernetes.default.svc", "namespace": dest}},
+	})
+	createArgoApp(t, argoApp{Name: name, Namespace: other, Repo: repo, Path: "app", Project: name, Automated: "{selfHeal: true}"})
+	var invalid string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		conds, _, _ := unstructured.NestedSlice(getArgoApp(t, name).Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if msg, _ := c["message"].(string); c["type"] == "InvalidSpecError" && strings.Contains(msg, "do not match any of the allowed destinations") {
+				invalid = msg
+			}
+		}
+		return invalid != "", nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD did not refuse %s, whose project does not permit its destination namespace %s", name, other)
+	}
+	if _, err := env.Client.CoreV1().ConfigMaps(other).Get(t.Context(), "cfg-a", metav1.GetOptions{}); err == nil {
+		t.Fatalf("Argo CD synced cfg-a although %s is refused (%s): the test expects nothing synced", name, invalid)
+	}
+
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	errs := appErrors(r)
+	if len(errs) != 1 || !strings.Contains(errs[0], "does not permit the Application's destination") || !strings.Contains(errs[0], "Argo CD does not sync") {
+		t.Errorf("scan of %s: app errors %q, want one: its destination not permitted by its project, so Argo CD syncs nothing (Argo CD: %s)", name, errs, invalid)
+	}
+	for _, a := range r.Apps {
+		if len(a.Objects) > 0 {
+			t.Errorf("app %s has %d objects: a refused Application's source is not fetched", a.Name, len(a.Objects))
+		}
 	}
 }
