@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -269,6 +270,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 	}
 	names := appNames(kept)
 	settings := d.argoSettings(ctx, projectNS)
+	blocks, now := syncBlocks{}, d.opts.now()
 	for _, u := range kept {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
@@ -283,6 +285,10 @@ func (d *discovery) argocd(ctx context.Context) error {
 			return sourcePermitted(projects, projectNS, a.Spec.Project, repo)
 		})
 		excluded := settings.filter.forCluster(destinationServer(*a))
+		blocked := ""
+		if p := projects[cmp.Or(a.Spec.Project, "default")]; p != nil {
+			blocked = blocks.of(p.Spec.SyncWindows, u.GetName(), projectNS+"/"+cmp.Or(a.Spec.Project, "default"), a, now)
+		}
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
 			d.res.Apps[i].ExcludedKinds = excluded
@@ -291,6 +297,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 			d.res.Apps[i].ArgoInstanceLabel = settings.tracking.ArgoLabelKey
 			d.res.Apps[i].ArgoInstallationID = settings.tracking.ArgoInstallationID
 			d.res.Apps[i].ArgoInstance = d.argoInstance(u)
+			if g := d.res.Apps[i].GitOps; g != nil && !g.Suspended {
+				g.SyncBlocked = blocked
+			}
 		}
 	}
 	return nil

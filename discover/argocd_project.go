@@ -35,6 +35,8 @@ type appProject struct {
 		// PermitOnlyProjectScopedClusters also requires the cluster to
 		// be one of the project's own (its cluster secrets).
 		PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters"`
+		// SyncWindows say when Argo CD may sync the project's apps.
+		SyncWindows []*syncWindow `json:"syncWindows"`
 	} `json:"spec"`
 }
 

@@ -101,6 +101,15 @@ type Options struct {
 	IgnoreExpiry time.Time
 	// PageSize is the LIST page size; 0 means 500.
 	PageSize int64
+	// Now is the time sync windows are evaluated at; nil is time.Now.
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
 }
 
 // DefaultOptions returns Argo CD discovery in namespace argocd, owners from

@@ -308,6 +308,9 @@ func gitOpsText(g GitOps) string {
 	if g.Suspended {
 		s += ", suspended"
 	}
+	if g.SyncBlocked != "" {
+		s += "; " + g.SyncBlocked
+	}
 	return s
 }
 

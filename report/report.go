@@ -204,6 +204,10 @@ type GitOps struct {
 	// replaces each object whole (kubectl replace) and drops what Git does
 	// not declare.
 	Replace bool `json:"replace,omitempty"`
+	// SyncBlocked says, when the reconciler's automated sync (and with it
+	// self-heal) may not run at the time of the scan, why and until when:
+	// an Argo CD AppProject's sync windows.
+	SyncBlocked string `json:"syncBlocked,omitempty"`
 }
 
 // Source says where an app's desired state came from.

@@ -37,6 +37,10 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	if !g.SelfHeal || g.Suspended {
 		return ""
 	}
+	if f.Type != report.TypeAdded && g.SyncBlocked != "" {
+		// Argo CD's sync windows: self-heal waits for the window.
+		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then and is reverted at the first automated sync after; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
+	}
 	if f.Type != report.TypeAdded {
 		return fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object)
 	}

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calricon/driftscan/fixtures/reconcilers"
+)
+
+// An AppProject's deny sync window (a change freeze, a night without
+// deploys) holds Argo CD's automated sync, and with it self-heal: a
+// person's edit during the window stays until it closes, and the first
+// automated sync after reverts it. The scan says so, and until when, where
+// it said the edit would be reverted at the next sync; once the window is
+// gone, self-heal reverts the edit at the app's next reconcile, as the hint
+// said it would.
+func TestArgoCDSyncWindowDefersSelfHeal(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	name := "window-" + suffix
+	repo := gitServer.NewRepo(t, plainApp)
+	createProjectSpec(t, argo.Namespace, name, map[string]any{
+		"sourceRepos":  []any{"*"},
+		"destinations": []any{map[string]any{"server": "*", "namespace": "*"}},
+	})
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
+	waitArgoSynced(t, name, repo.Head())
+	humanEdit(t, dest, "debug")
+	waitReverted(t, dest, "info", time.Minute)
+
+	// A deny window opened a minute ago, for two hours, for this app.
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	window := map[string]any{
+		"kind": "deny", "schedule": fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()), "duration": "2h",
+		"applications": []any{name}, "description": "change freeze",
+	}
+	setWindows := func(windows ...any) {
+		t.Helper()
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"syncWindows": windows}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setWindows(window)
+	time.Sleep(3 * time.Second) // for Argo CD to see the project change
+	humanEdit(t, dest, "debug")
+	if got := argoSyncAfterRefresh(t, name); got != "OutOfSync" {
+		t.Fatalf("Argo CD says %s after the edit in the window; the test expects OutOfSync", got)
+	}
+	holds(t, dest, "debug", holdFor)
+
+	r := scanExiting(t, 1, "--from", "argocd", "--app", name)
+	until := start.Add(2 * time.Hour).Format("2006-01-02 15:04 UTC")
+	var hint string
+	for _, f := range activeFindings(r) {
+		if f.Path == ".data.LOG_LEVEL" {
+			hint = f.Hint
+		}
+	}
+	if !strings.Contains(hint, "the deny sync window") || !strings.Contains(hint, "(change freeze) of AppProject "+argo.Namespace+"/"+name+" blocks automated syncs until "+until) ||
+		strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that the window blocks self-heal until %s, and no revert at the next sync", hint, until)
+	}
+	if g := r.Apps[0].GitOps; g == nil || !strings.Contains(g.SyncBlocked, until) {
+		t.Errorf("the app's gitOps %+v: want syncBlocked to say until %s", g, until)
+	}
+
+	// The window goes: at its next reconcile of the app, self-heal reverts
+	// the edit, as the hint said. (Argo CD does not reconcile a project's
+	// apps when the project changes: the revert waits for the app's resync
+	// period, or a refresh, as it does when a window closes on its own.)
+	setWindows()
+	holds(t, dest, "debug", 5*time.Second)
+	refreshArgoApp(t, name)
+	waitReverted(t, dest, "info", time.Minute)
+	r = scan(t, "--from", "argocd", "--app", name)
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
+		t.Errorf("the app's gitOps %+v: want no syncBlocked once the project has no window", g)
+	}
+}
