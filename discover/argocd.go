@@ -69,6 +69,21 @@ type application struct {
 		History []struct {
 			Revision string `json:"revision"`
 		} `json:"history"`
+		// Sync holds the revisions the last compare resolved the
+		// target to (multi-source: one per source).
+		Sync struct {
+			Revision  string   `json:"revision"`
+			Revisions []string `json:"revisions"`
+		} `json:"sync"`
+		// OperationState is the last sync operation.
+		OperationState *struct {
+			Phase      string `json:"phase"`
+			Message    string `json:"message"`
+			SyncResult *struct {
+				Revision  string   `json:"revision"`
+				Revisions []string `json:"revisions"`
+			} `json:"syncResult"`
+		} `json:"operationState"`
 	} `json:"status"`
 }
 
@@ -288,6 +303,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 		blocked := ""
 		if p := projects[cmp.Or(a.Spec.Project, "default")]; p != nil {
 			blocked = blocks.of(p.Spec.SyncWindows, u.GetName(), projectNS+"/"+cmp.Or(a.Spec.Project, "default"), a, now)
+		}
+		if blocked == "" {
+			blocked = failedSync(u, a)
 		}
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build

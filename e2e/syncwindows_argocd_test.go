@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,7 +9,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 )
@@ -87,5 +90,69 @@ func TestArgoCDSyncWindowDefersSelfHeal(t *testing.T) {
 	r = scan(t, "--from", "argocd", "--app", name)
 	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
 		t.Errorf("the app's gitOps %+v: want no syncBlocked once the project has no window", g)
+	}
+}
+
+// A sync that failed is not retried by Argo CD's automated sync for the
+// same revision (autoSync: "failed previous sync attempt … and will not
+// retry"), self-heal included: a person's edit after it holds until Git
+// moves on. The scan says so, and which sync failed, where it said the
+// edit would be reverted at the next sync; the next commit's sync reverts
+// the edit, as the hint said it would.
+func TestArgoCDFailedSyncIsNotRetried(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	suffix := dest[strings.LastIndex(dest, "-")+1:]
+	name := "failed-" + suffix
+	repo := gitServer.NewRepo(t, plainApp)
+	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Automated: "{selfHeal: true}", SyncPolicy: "    retry: {limit: 0}\n"})
+	waitArgoSynced(t, name, repo.Head())
+	humanEdit(t, dest, "debug")
+	waitReverted(t, dest, "info", time.Minute)
+
+	// A commit the API server refuses: its sync fails.
+	bad := repo.Commit(t, "a ConfigMap with an invalid name", map[string]string{"web/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n"})
+	refreshArgoApp(t, name)
+	var failed string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		op, _, _ := unstructured.NestedMap(getArgoApp(t, name).Object, "status", "operationState")
+		rev, _, _ := unstructured.NestedString(op, "syncResult", "revision")
+		if op["phase"] == "Failed" && rev == bad {
+			failed, _ = op["message"].(string)
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("Argo CD's automated sync of %s to %s did not fail", name, bad)
+	}
+	t.Logf("Argo CD's sync to %s: %s", bad, failed)
+	humanEdit(t, dest, "debug")
+	if got := argoSyncAfterRefresh(t, name); got != "OutOfSync" {
+		t.Fatalf("Argo CD says %s after the edit; the test expects OutOfSync", got)
+	}
+	holds(t, dest, "debug", holdFor)
+
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	var hint string
+	for _, f := range activeFindings(r) {
+		if f.Path == ".data.LOG_LEVEL" {
+			hint = f.Hint
+		}
+	}
+	if !strings.Contains(hint, "the last sync of Application/"+argo.Namespace+"/"+name+" to "+bad+" failed (Failed: ") ||
+		!strings.Contains(hint, "does not retry a sync that failed until Git moves past that revision") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that the failed sync to %s is not retried (Argo CD: %s), and no revert at the next sync", hint, bad, failed)
+	}
+
+	// Git moves on: its sync reverts the edit, as the hint said.
+	good := repo.Commit(t, "the invalid ConfigMap goes", map[string]string{"web/bad.yaml": ""})
+	refreshArgoApp(t, name)
+	waitArgoSynced(t, name, good)
+	waitReverted(t, dest, "info", time.Minute)
+	r = scan(t, "--from", "argocd", "--app", name)
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
+		t.Errorf("the app's gitOps %+v: want no syncBlocked once a sync succeeded", g)
 	}
 }

@@ -206,7 +206,8 @@ type GitOps struct {
 	Replace bool `json:"replace,omitempty"`
 	// SyncBlocked says, when the reconciler's automated sync (and with it
 	// self-heal) may not run at the time of the scan, why and until when:
-	// an Argo CD AppProject's sync windows.
+	// an Argo CD AppProject's sync windows, or a failed last sync Argo CD
+	// does not retry.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
 }
 

@@ -24,7 +24,9 @@ import (
 //     apply: fluxcd/pkg/ssa field-manager cleanup) before it applies, so
 //     such a field Git does not declare is removed.
 //
-// "" when no hint applies.
+// While Argo CD's automated sync may not run (GitOps.SyncBlocked: a sync
+// window, a failed sync it does not retry), a field Git declares holds
+// until then. "" when no hint applies.
 func selfHealHint(g *report.GitOps, f report.Finding) string {
 	if g == nil || !f.Class.Deliberate() {
 		return ""
@@ -39,7 +41,7 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	}
 	if f.Type != report.TypeAdded && g.SyncBlocked != "" {
 		// Argo CD's sync windows: self-heal waits for the window.
-		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then and is reverted at the first automated sync after; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
+		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then, and the next sync reverts it; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
 	}
 	if f.Type != report.TypeAdded {
 		return fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object)

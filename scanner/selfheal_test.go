@@ -27,7 +27,7 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		{"helm-controller's drift detection compares only the manifest", hr, report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}, "does not remove this"},
 		{"no hint for an operator's change", argo, report.Finding{Type: report.TypeChanged, Class: report.ClassOperator}, ""},
 		{"a sync window defers the revert", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, SyncBlocked: "the deny sync window \"0 22 * * *\" for 8h of AppProject argocd/shop blocks automated syncs until 2026-12-08 06:00 UTC"},
-			report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, "self-heal is on for Application/argocd/web, but the deny sync window \"0 22 * * *\" for 8h of AppProject argocd/shop blocks automated syncs until 2026-12-08 06:00 UTC: this change holds until then and is reverted at the first automated sync after"},
+			report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, "self-heal is on for Application/argocd/web, but the deny sync window \"0 22 * * *\" for 8h of AppProject argocd/shop blocks automated syncs until 2026-12-08 06:00 UTC: this change holds until then, and the next sync reverts it"},
 		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,58 @@
+package discover
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// failedSync says why Argo CD's automated sync (and with it self-heal) of
+// the Application u will not run again as things stand, or "": its last
+// sync operation failed, and that sync was to the revisions its target
+// resolves to now, from the sources it has now. Argo CD's autoSync then
+// skips ("failed previous sync attempt to … and will not retry",
+// alreadyAttemptedSync, SyncError condition) until Git moves past that
+// revision, the Application's source changes, or someone syncs by hand; a
+// failed operation with no sync result is skipped the same way. A sync
+// still retrying is Running, not failed.
+func failedSync(u *unstructured.Unstructured, a *application) string {
+	op := a.Status.OperationState
+	if op == nil || (op.Phase != "Failed" && op.Phase != "Error") {
+		return ""
+	}
+	rev := ""
+	if r := op.SyncResult; r != nil {
+		// The sources as the Application has them now and as that sync
+		// had them (compared whole, as Argo CD compares them).
+		field := "source"
+		same := r.Revision == a.Status.Sync.Revision
+		rev = r.Revision
+		if len(a.Spec.Sources) > 0 {
+			field = "sources"
+			same = slices.Equal(r.Revisions, a.Status.Sync.Revisions)
+			rev = strings.Join(r.Revisions, ", ")
+		}
+		now, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field)
+		then, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "operationState", "syncResult", field)
+		if !same || !reflect.DeepEqual(now, then) {
+			return ""
+		}
+	}
+	msg := op.Message
+	if len(msg) > 300 {
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	to := ""
+	if rev != "" {
+		to = " to " + rev
+	}
+	return fmt.Sprintf("the last sync of %s%s failed (%s: %s), and Argo CD's automated sync does not retry a sync that failed until Git moves past that revision, the Application's source changes or someone syncs by hand", ref(u), to, op.Phase, msg)
+}

@@ -1,0 +1,61 @@
+package discover
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// A failed last sync blocks Argo CD's automated sync while it was to the
+// revision the target resolves to now, from the source the Application
+// has now (alreadyAttemptedSync); anything else lets it run.
+func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
+	const source = `{repoURL: https://git.example.com/shop.git, path: web, targetRevision: main}`
+	app := func(spec, status string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec: " + spec + "\nstatus: " + status + "\n"
+	}
+	single := "{project: default, source: " + source + "}"
+	multi := "{project: default, sources: [" + source + ", {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}"
+	long := strings.Repeat("é", 400)
+	for _, tt := range []struct {
+		name, obj string
+		want      []string // in the reason; none: not blocked
+	}{
+		{"failed to the target's revision", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "one or more objects failed to apply", syncResult: {revision: aaa, source: `+source+`}}}`),
+			[]string{"the last sync of Application/argocd/web to aaa failed (Failed: one or more objects failed to apply)", "until Git moves past that revision"}},
+		{"an error", app(single, `{sync: {revision: aaa}, operationState: {phase: Error, message: boom, syncResult: {revision: aaa, source: `+source+`}}}`),
+			[]string{"to aaa failed (Error: boom)"}},
+		{"no sync result", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: boom}}`),
+			[]string{"the last sync of Application/argocd/web failed (Failed: boom)"}},
+		{"Git moved past it", app(single, `{sync: {revision: bbb}, operationState: {phase: Failed, message: boom, syncResult: {revision: aaa, source: `+source+`}}}`), nil},
+		{"the source changed", app("{project: default, source: {repoURL: https://git.example.com/shop.git, path: web2, targetRevision: main}}", `{sync: {revision: aaa}, operationState: {phase: Failed, message: boom, syncResult: {revision: aaa, source: `+source+`}}}`), nil},
+		{"still retrying", app(single, `{sync: {revision: aaa}, operationState: {phase: Running, message: "retrying attempt #1", syncResult: {revision: aaa, source: `+source+`}}}`), nil},
+		{"succeeded", app(single, `{sync: {revision: aaa}, operationState: {phase: Succeeded, message: ok, syncResult: {revision: aaa, source: `+source+`}}}`), nil},
+		{"never synced", app(single, `{sync: {revision: aaa}}`), nil},
+		{"multi-source, the same", app(multi, `{sync: {revisions: [aaa, 1.2.0]}, operationState: {phase: Failed, message: boom, syncResult: {revisions: [aaa, 1.2.0], sources: [`+source+`, {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}}}`),
+			[]string{"to aaa, 1.2.0 failed"}},
+		{"multi-source, a revision moved", app(multi, `{sync: {revisions: [bbb, 1.2.0]}, operationState: {phase: Failed, message: boom, syncResult: {revisions: [aaa, 1.2.0], sources: [`+source+`, {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}}}`), nil},
+		{"a long message is cut", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "`+long+`", syncResult: {revision: aaa, source: `+source+`}}}`),
+			[]string{strings.Repeat("é", 150) + "…)"}},
+	} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(tt.obj), &u.Object); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var a application
+		if err := decode(u, &a); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got := failedSync(u, &a)
+		if len(tt.want) == 0 && got != "" {
+			t.Errorf("%s: blocked: %q, want automated syncs to run", tt.name, got)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+			}
+		}
+	}
+}
