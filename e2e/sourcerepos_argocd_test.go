@@ -115,10 +115,7 @@ func checkProjectStopsPermitting(t *testing.T, app argoApp, kind, refused string
 		"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
 		"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
 	})
-	createArgoApp(t, app)
-	waitArgoSynced(t, name, app.Repo.Head())
-	humanEdit(t, dest, "debug")
-	waitReverted(t, dest, "info", time.Minute)
+	createSelfHealingApp(t, app)
 
 	// The project stops permitting cluster-scoped objects.
 	projects := env.Dynamic.Resource(reconcilers.AppProject).Namespace(argo.Namespace)
@@ -147,15 +144,13 @@ func checkProjectStopsPermitting(t *testing.T, app argoApp, kind, refused string
 	holds(t, dest, "debug", holdFor)
 
 	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
-	var objErr, hint string
+	var objErr string
 	for _, o := range r.Apps[0].Objects {
-		switch {
-		case o.Kind == kind:
+		if o.Kind == kind {
 			objErr = o.Error
-		case o.Kind == "ConfigMap" && len(o.Findings) == 1:
-			hint = o.Findings[0].Hint
 		}
 	}
+	hint := logLevelHint(r)
 	if !strings.Contains(objErr, refused) || !strings.Contains(objErr, "fails every sync") {
 		t.Errorf("the %s's error is %q, want the project's refusal and the failing syncs (Argo CD: %s)", kind, objErr, failed)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
 )
 
 // An AppProject's deny sync window (a change freeze, a night without
@@ -34,10 +35,7 @@ func TestArgoCDSyncWindowDefersSelfHeal(t *testing.T) {
 		"sourceRepos":  []any{"*"},
 		"destinations": []any{map[string]any{"server": "*", "namespace": "*"}},
 	})
-	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
-	waitArgoSynced(t, name, repo.Head())
-	humanEdit(t, dest, "debug")
-	waitReverted(t, dest, "info", time.Minute)
+	createSelfHealingApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Project: name, Automated: "{selfHeal: true}"})
 
 	// A deny window opened a minute ago, for two hours, for this app.
 	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
@@ -65,12 +63,7 @@ func TestArgoCDSyncWindowDefersSelfHeal(t *testing.T) {
 
 	r := scanExiting(t, 1, "--from", "argocd", "--app", name)
 	until := start.Add(2 * time.Hour).Format("2006-01-02 15:04 UTC")
-	var hint string
-	for _, f := range activeFindings(r) {
-		if f.Path == ".data.LOG_LEVEL" {
-			hint = f.Hint
-		}
-	}
+	hint := logLevelHint(r)
 	if !strings.Contains(hint, "the deny sync window") || !strings.Contains(hint, "(change freeze) of AppProject "+argo.Namespace+"/"+name+" blocks automated syncs until "+until) ||
 		strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("the edit's hint is %q, want that the window blocks self-heal until %s, and no revert at the next sync", hint, until)
@@ -106,10 +99,7 @@ func TestArgoCDFailedSyncIsNotRetried(t *testing.T) {
 	suffix := dest[strings.LastIndex(dest, "-")+1:]
 	name := "failed-" + suffix
 	repo := gitServer.NewRepo(t, plainApp)
-	createArgoApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Automated: "{selfHeal: true}", SyncPolicy: "    retry: {limit: 0}\n"})
-	waitArgoSynced(t, name, repo.Head())
-	humanEdit(t, dest, "debug")
-	waitReverted(t, dest, "info", time.Minute)
+	createSelfHealingApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Automated: "{selfHeal: true}", SyncPolicy: "    retry: {limit: 0}\n"})
 
 	// A commit the API server refuses: its sync fails.
 	bad := repo.Commit(t, "a ConfigMap with an invalid name", map[string]string{"web/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n"})
@@ -135,12 +125,7 @@ func TestArgoCDFailedSyncIsNotRetried(t *testing.T) {
 	holds(t, dest, "debug", holdFor)
 
 	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
-	var hint string
-	for _, f := range activeFindings(r) {
-		if f.Path == ".data.LOG_LEVEL" {
-			hint = f.Hint
-		}
-	}
+	hint := logLevelHint(r)
 	if !strings.Contains(hint, "the last sync of Application/"+argo.Namespace+"/"+name+" to "+bad+" failed (Failed: ") ||
 		!strings.Contains(hint, "does not retry a sync that failed until Git moves past that revision") || strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("the edit's hint is %q, want that the failed sync to %s is not retried (Argo CD: %s), and no revert at the next sync", hint, bad, failed)
@@ -155,4 +140,26 @@ func TestArgoCDFailedSyncIsNotRetried(t *testing.T) {
 	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
 		t.Errorf("the app's gitOps %+v: want no syncBlocked once a sync succeeded", g)
 	}
+}
+
+// createSelfHealingApp creates the Application app of plainApp's web (its
+// Automated self-healing), waits for its sync, and sees self-heal revert a
+// person's edit of web-config's LOG_LEVEL.
+func createSelfHealingApp(t *testing.T, app argoApp) {
+	t.Helper()
+	createArgoApp(t, app)
+	waitArgoSynced(t, app.Name, app.Repo.Head())
+	humanEdit(t, app.Namespace, "debug")
+	waitReverted(t, app.Namespace, "info", time.Minute)
+}
+
+// logLevelHint is the hint of the report's finding of web-config's
+// LOG_LEVEL, "" when there is none.
+func logLevelHint(r *report.Report) string {
+	for _, f := range activeFindings(r) {
+		if f.Object == "ConfigMap/web-config" && f.Path == ".data.LOG_LEVEL" {
+			return f.Hint
+		}
+	}
+	return ""
 }
