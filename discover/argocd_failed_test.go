@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,6 +52,53 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 		got := failedSync(u, &a)
 		if len(tt.want) == 0 && got != "" {
 			t.Errorf("%s: blocked: %q, want automated syncs to run", tt.name, got)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+			}
+		}
+	}
+}
+
+// A Kustomization applies nothing while it waits for its dependencies, or
+// while its build fails at the revision its source is at; any other state
+// says nothing.
+func TestKustomizationBlocked(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	ks := func(generation int, status string) string {
+		return fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: web, namespace: flux-system, generation: %d}\nspec: {path: ./web}\nstatus: %s\n", generation, status)
+	}
+	for _, tt := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"waiting for a dependency", ks(2, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'flux-system/infra' is not ready", observedGeneration: 2}]}`),
+			[]string{"Kustomization/flux-system/web waits for its dependencies (dependency 'flux-system/infra' is not ready)"}},
+		{"its build fails at the source's revision", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "kustomize build failed: accumulating resources", observedGeneration: 2}]}`),
+			[]string{"the build of Kustomization/flux-system/web at " + sha + " fails (kustomize build failed: accumulating resources)", "until Git moves past that revision"}},
+		{"its build failed at an older revision", ks(2, `{lastAttemptedRevision: main@sha1:fedcba9876543210fedcba9876543210fedcba98, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: boom, observedGeneration: 2}]}`), nil},
+		{"its spec changed since", ks(3, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: boom, observedGeneration: 2}]}`), nil},
+		{"an apply failed", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: ReconciliationFailed, message: boom, observedGeneration: 2}]}`), nil},
+		{"ready", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "True", reason: ReconciliationSucceeded, message: ok, observedGeneration: 2}]}`), nil},
+		{"never reconciled", ks(1, `{}`), nil},
+	} {
+		// As the API server gives it: integers int64.
+		data, err := yaml.YAMLToJSON([]byte(tt.obj))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var k kustomization
+		if err := decode(u, &k); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got := kustomizationBlocked(u, &k, sha)
+		if len(tt.want) == 0 && got != "" {
+			t.Errorf("%s: blocked: %q, want kustomize-controller to apply", tt.name, got)
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(got, w) {

@@ -58,7 +58,46 @@ type kustomization struct {
 		// LastAppliedRevision is the artifact revision last applied:
 		// main@sha1:<commit>.
 		LastAppliedRevision string `json:"lastAppliedRevision"`
+		// LastAttemptedRevision is the artifact revision of the last
+		// reconcile, applied or not.
+		LastAttemptedRevision string          `json:"lastAttemptedRevision"`
+		Conditions            []fluxCondition `json:"conditions"`
 	} `json:"status"`
+}
+
+// fluxCondition is one of a Flux object's status.conditions.
+type fluxCondition struct {
+	Type               string `json:"type"`
+	Status             string `json:"status"`
+	Reason             string `json:"reason"`
+	Message            string `json:"message"`
+	ObservedGeneration int64  `json:"observedGeneration"`
+}
+
+// kustomizationBlocked says why kustomize-controller applies nothing of
+// the Kustomization u as things stand, or "": its Ready condition, for its
+// current spec, is False because it waits for the Kustomizations it
+// dependsOn (DependencyNotReady: nothing is built or applied until they
+// are Ready), or because its build fails (BuildFailed) at the revision its
+// source is at now (artifact), which each retry builds again. Any other
+// failure (an apply, a health check) may have applied some objects, and
+// says nothing here.
+func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string) string {
+	i := slices.IndexFunc(ks.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Ready" })
+	if i < 0 {
+		return ""
+	}
+	ready := ks.Status.Conditions[i]
+	if ready.Status != "False" || (ready.ObservedGeneration != 0 && ready.ObservedGeneration != u.GetGeneration()) {
+		return ""
+	}
+	switch {
+	case ready.Reason == "DependencyNotReady":
+		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), cutMessage(ready.Message))
+	case ready.Reason == "BuildFailed" && artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact):
+		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, cutMessage(ready.Message))
+	}
+	return ""
 }
 
 // listKustomizations lists the Kustomizations and keeps those whose source
@@ -112,6 +151,7 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstructured, ks *kustomization, src config.Source, cache map[string]cached) (config.App, []string) {
 	src.Path = cleanPath(ks.Spec.Path)
 	var target string
+	artifact := src.Revision
 	applied := artifactCommit(ks.Status.LastAppliedRevision)
 	if src.OCIArtifact() {
 		// <tag>@sha256:<digest>, as the OCIRepository's artifact.
@@ -128,6 +168,9 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 		// kustomize-controller re-applies every interval, so live changes
 		// are reverted unless the Kustomization is suspended.
 		GitOps: fluxGitOps(u, true, ks.Spec.Prune, ks.Spec.Suspend),
+	}
+	if !ks.Spec.Suspend {
+		app.GitOps.SyncBlocked = kustomizationBlocked(u, ks, artifact)
 	}
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}

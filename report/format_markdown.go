@@ -73,6 +73,9 @@ func writeMarkdown(w io.Writer, r *Report, opts WriteOptions) error {
 		if app.Pending.Notable() {
 			p("**Pending:** %s\n\n", mdText(app.Pending.Summary()))
 		}
+		if g := app.GitOps; g != nil && g.SyncBlocked != "" {
+			p("**Sync blocked:** %s\n\n", mdText(g.SyncBlocked))
+		}
 		for _, o := range app.Objects {
 			if o.Status == StatusInSync {
 				continue

@@ -143,6 +143,9 @@ func writeTable(w io.Writer, r *Report, opts WriteOptions) error {
 		if app.Pending.Notable() {
 			text(len(rowIndent), "%s%s", appIndent, app.Pending.Summary())
 		}
+		if g := app.GitOps; g != nil && g.SyncBlocked != "" {
+			text(len(rowIndent), "%s%s %s", appIndent, paint(color, ansiYellow, "sync blocked:"), oneLine(g.SyncBlocked))
+		}
 		headed := false
 		for _, o := range app.Objects {
 			if o.Status == StatusInSync {

@@ -182,3 +182,26 @@ func TestTableWideIgnoresTheWidth(t *testing.T) {
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 func stripANSI(s string) string { return ansiEscape.ReplaceAllString(s, "") }
+
+// An app whose reconciler applies nothing now (a sync window, a failed
+// sync) says so under its name in the table and in Markdown: its findings'
+// hints depend on it, and a self-heal that does not run is news to on-call.
+func TestTableAndMarkdownSayWhenSyncIsBlocked(t *testing.T) {
+	r := loadFixture(t)
+	const why = "the last sync of Application/argocd/web to abc failed (Failed: boom)"
+	for i := range r.Apps {
+		if !r.Apps[i].Quiet() {
+			r.Apps[i].GitOps = &GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, SyncBlocked: why}
+			break
+		}
+	}
+	for format, want := range map[Format]string{FormatTable: "sync blocked: " + why, FormatMarkdown: "**Sync blocked:** " + mdText(why)} {
+		var b strings.Builder
+		if err := Write(&b, format, r, DefaultWriteOptions()); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s output does not say %q:\n%s", format, want, b.String())
+		}
+	}
+}

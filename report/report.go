@@ -207,7 +207,8 @@ type GitOps struct {
 	// SyncBlocked says, when the reconciler's automated sync (and with it
 	// self-heal) may not run at the time of the scan, why and until when:
 	// an Argo CD AppProject's sync windows, or a failed last sync Argo CD
-	// does not retry.
+	// does not retry; a Flux Kustomization waiting for its dependencies,
+	// or whose build fails at its source's revision.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
 }
 

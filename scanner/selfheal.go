@@ -24,9 +24,10 @@ import (
 //     apply: fluxcd/pkg/ssa field-manager cleanup) before it applies, so
 //     such a field Git does not declare is removed.
 //
-// While Argo CD's automated sync may not run (GitOps.SyncBlocked: a sync
-// window, a failed sync it does not retry), a field Git declares holds
-// until then. "" when no hint applies.
+// While the reconciler applies nothing (GitOps.SyncBlocked: an Argo CD
+// sync window or a failed sync it does not retry, a Kustomization waiting
+// for its dependencies or whose build fails), such a change holds until
+// then. "" when no hint applies.
 func selfHealHint(g *report.GitOps, f report.Finding) string {
 	if g == nil || !f.Class.Deliberate() {
 		return ""
@@ -39,14 +40,15 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 	if !g.SelfHeal || g.Suspended {
 		return ""
 	}
-	if f.Type != report.TypeAdded && g.SyncBlocked != "" {
-		// Argo CD's sync windows: self-heal waits for the window.
+	takenOver := f.Type == report.TypeAdded && g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl")
+	if (f.Type != report.TypeAdded || takenOver) && g.SyncBlocked != "" {
+		// A sync window, a failed sync or build: self-heal waits.
 		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then, and the next sync reverts it; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
 	}
 	if f.Type != report.TypeAdded {
 		return fmt.Sprintf("self-heal is on for %s: this change will be reverted at the next sync; carry it back to Git or suspend sync first", g.Object)
 	}
-	if g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl") {
+	if takenOver {
 		return fmt.Sprintf("self-heal is on for %s: kustomize-controller takes over fields that kubectl wrote and removes this one at the next reconcile, since Git does not declare it; carry it back to Git or suspend the Kustomization first", g.Object)
 	}
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)

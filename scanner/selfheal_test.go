@@ -28,6 +28,8 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		{"no hint for an operator's change", argo, report.Finding{Type: report.TypeChanged, Class: report.ClassOperator}, ""},
 		{"a sync window defers the revert", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, SyncBlocked: "the deny sync window \"0 22 * * *\" for 8h of AppProject argocd/shop blocks automated syncs until 2026-12-08 06:00 UTC"},
 			report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, "self-heal is on for Application/argocd/web, but the deny sync window \"0 22 * * *\" for 8h of AppProject argocd/shop blocks automated syncs until 2026-12-08 06:00 UTC: this change holds until then, and the next sync reverts it"},
+		{"a build that fails defers kustomize-controller's take-over", &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/web", SelfHeal: true, SyncBlocked: "the build of Kustomization/flux-system/web at abc fails (boom), and kustomize-controller applies nothing of it until Git moves past that revision"},
+			report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}, "but the build of Kustomization/flux-system/web at abc fails (boom), and kustomize-controller applies nothing of it until Git moves past that revision: this change holds until then"},
 		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
