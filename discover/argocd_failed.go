@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -42,22 +41,10 @@ func failedSync(u *unstructured.Unstructured, a *application) string {
 			return ""
 		}
 	}
-	msg := cutMessage(op.Message)
+	msg := reconcilerMessage(op.Message)
 	to := ""
 	if rev != "" {
 		to = " to " + rev
 	}
 	return fmt.Sprintf("the last sync of %s%s failed (%s: %s), and Argo CD's automated sync does not retry a sync that failed until Git moves past that revision, the Application's source changes or someone syncs by hand", ref(u), to, op.Phase, msg)
-}
-
-// cutMessage is a reconciler's message cut to 300 bytes, on a rune.
-func cutMessage(msg string) string {
-	if len(msg) <= 300 {
-		return msg
-	}
-	cut := 300
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
 }

@@ -26,6 +26,8 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 	}{
 		{"failed to the target's revision", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "one or more objects failed to apply", syncResult: {revision: aaa, source: `+source+`}}}`),
 			[]string{"the last sync of Application/argocd/web to aaa failed (Failed: one or more objects failed to apply)", "until Git moves past that revision"}},
+		{"a URL's credentials are masked", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "fetch https://bot:tok3n@git.example.com/shop.git failed", syncResult: {revision: aaa, source: `+source+`}}}`),
+			[]string{"(Failed: fetch https://git.example.com/shop.git failed)"}},
 		{"an error", app(single, `{sync: {revision: aaa}, operationState: {phase: Error, message: boom, syncResult: {revision: aaa, source: `+source+`}}}`),
 			[]string{"to aaa failed (Error: boom)"}},
 		{"no sync result", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: boom}}`),
@@ -77,6 +79,8 @@ func TestKustomizationBlocked(t *testing.T) {
 			[]string{"Kustomization/flux-system/web waits for its dependencies (dependency 'flux-system/infra' is not ready)"}},
 		{"its build fails at the source's revision", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "kustomize build failed: accumulating resources", observedGeneration: 2}]}`),
 			[]string{"the build of Kustomization/flux-system/web at " + sha + " fails (kustomize build failed: accumulating resources)", "until Git moves past that revision"}},
+		{"a value from a Secret or a URL's credentials are masked", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "var DB_PASSWORD=hunter2-password from https://bot:tok3n@git.example.com/x failed", observedGeneration: 2}]}`),
+			[]string{"var DB_PASSWORD=*** from https://git.example.com/x failed"}},
 		{"its build failed at an older revision", ks(2, `{lastAttemptedRevision: main@sha1:fedcba9876543210fedcba9876543210fedcba98, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: boom, observedGeneration: 2}]}`), nil},
 		{"its spec changed since", ks(3, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: boom, observedGeneration: 2}]}`), nil},
 		{"an apply failed", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: ReconciliationFailed, message: boom, observedGeneration: 2}]}`), nil},
@@ -96,7 +100,7 @@ func TestKustomizationBlocked(t *testing.T) {
 		if err := decode(u, &k); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		got := kustomizationBlocked(u, &k, sha)
+		got := kustomizationBlocked(u, &k, sha, []string{"hunter2-password"})
 		if len(tt.want) == 0 && got != "" {
 			t.Errorf("%s: blocked: %q, want kustomize-controller to apply", tt.name, got)
 		}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/redact"
 	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/scanner"
 )
@@ -347,4 +349,19 @@ func decode(u *unstructured.Unstructured, into any) error {
 		return fmt.Errorf("read %s: %w", u.GetKind(), err)
 	}
 	return nil
+}
+
+// reconcilerMessage is a reconciler's status message as a report may hold
+// it: URLs' credentials and secrets (the app's values from Secrets) masked,
+// then cut to 300 bytes on a rune.
+func reconcilerMessage(msg string, secrets ...string) string {
+	msg = redact.Text(msg, redact.Maskable(secrets)...)
+	if len(msg) <= 300 {
+		return msg
+	}
+	cut := 300
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }

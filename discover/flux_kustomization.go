@@ -82,7 +82,7 @@ type fluxCondition struct {
 // source is at now (artifact), which each retry builds again. Any other
 // failure (an apply, a health check) may have applied some objects, and
 // says nothing here.
-func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string) string {
+func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) string {
 	i := slices.IndexFunc(ks.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Ready" })
 	if i < 0 {
 		return ""
@@ -93,9 +93,9 @@ func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artif
 	}
 	switch {
 	case ready.Reason == "DependencyNotReady":
-		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), cutMessage(ready.Message))
+		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...))
 	case ready.Reason == "BuildFailed" && artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact):
-		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, cutMessage(ready.Message))
+		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...))
 	}
 	return ""
 }
@@ -169,10 +169,11 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 		// are reverted unless the Kustomization is suspended.
 		GitOps: fluxGitOps(u, true, ks.Spec.Prune, ks.Spec.Suspend),
 	}
-	if !ks.Spec.Suspend {
-		app.GitOps.SyncBlocked = kustomizationBlocked(u, ks, artifact)
-	}
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
+	if !ks.Spec.Suspend {
+		// Its message may hold substituted values from Secrets.
+		app.GitOps.SyncBlocked = kustomizationBlocked(u, ks, artifact, fb.Secret)
+	}
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	if dec := ks.Spec.Decryption; dec != nil {
 		// kustomize-controller's only provider; the key stays with it.
