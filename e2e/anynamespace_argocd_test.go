@@ -5,11 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
@@ -114,17 +112,8 @@ func TestArgoCDApplicationsInAnyNamespace(t *testing.T) {
 			t.Fatalf("%s's tracking id is %q: the test expects Argo CD to track it for %s", cm, id, app)
 		}
 	}
-	var refusal string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conds, _, _ := unstructured.NestedSlice(getArgoAppIn(t, team, name+"-refused").Object, "status", "conditions")
-		for _, c := range conds {
-			if msg, _ := c.(map[string]any)["message"].(string); strings.Contains(msg, "not permitted to use project") {
-				refusal = msg
-			}
-		}
-		return refusal != "", nil
-	})
-	if err != nil {
+	refusal := waitArgoCondition(t, team, name+"-refused", "not permitted to use project")
+	if refusal == "" {
 		t.Fatalf("Argo CD did not refuse %s/%s-refused, whose project does not list its namespace", team, name)
 	}
 	if status, ok := getArgoAppIn(t, off, name).Object["status"]; ok {

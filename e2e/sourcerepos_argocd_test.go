@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,17 +37,8 @@ func TestArgoCDDenyOnlySourceRepos(t *testing.T) {
 
 	syncArgoApp(t, denyOnly)
 	waitArgoSynced(t, denyOnly, repo.Head())
-	var refusal string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conds, _, _ := unstructured.NestedSlice(getArgoAppIn(t, argo.Namespace, denied).Object, "status", "conditions")
-		for _, c := range conds {
-			if msg, _ := c.(map[string]any)["message"].(string); strings.Contains(msg, "not permitted in project") {
-				refusal = msg
-			}
-		}
-		return refusal != "", nil
-	})
-	if err != nil {
+	refusal := waitArgoCondition(t, argo.Namespace, denied, "not permitted in project")
+	if refusal == "" {
 		t.Fatalf("Argo CD did not refuse %s, whose project denies its repository", denied)
 	}
 
@@ -224,19 +216,9 @@ func TestArgoCDApplicationDestinationRefused(t *testing.T) {
 		"destinations": []any{map[string]any{"server": "https://kubernetes.default.svc", "namespace": dest}},
 	})
 	createArgoApp(t, argoApp{Name: name, Namespace: other, Repo: repo, Path: "app", Project: name, Automated: "{selfHeal: true}"})
-	var invalid string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conds, _, _ := unstructured.NestedSlice(getArgoApp(t, name).Object, "status", "conditions")
-		for _, c := range conds {
-			c := c.(map[string]any)
-			if msg, _ := c["message"].(string); c["type"] == "InvalidSpecError" && strings.Contains(msg, "do not match any of the allowed destinations") {
-				invalid = msg
-			}
-		}
-		return invalid != "", nil
-	})
-	if err != nil {
-		t.Fatalf("Argo CD did not refuse %s, whose project does not permit its destination namespace %s", name, other)
+	invalid := waitArgoCondition(t, argo.Namespace, name, "do not match any of the allowed destinations")
+	if !strings.HasPrefix(invalid, "InvalidSpecError: ") {
+		t.Fatalf("Argo CD did not refuse %s, whose project does not permit its destination namespace %s: condition %q", name, other, invalid)
 	}
 	if _, err := env.Client.CoreV1().ConfigMaps(other).Get(t.Context(), "cfg-a", metav1.GetOptions{}); err == nil {
 		t.Fatalf("Argo CD synced cfg-a although %s is refused (%s): the test expects nothing synced", name, invalid)
@@ -252,4 +234,23 @@ func TestArgoCDApplicationDestinationRefused(t *testing.T) {
 			t.Errorf("app %s has %d objects: a refused Application's source is not fetched", a.Name, len(a.Objects))
 		}
 	}
+}
+
+// waitArgoCondition waits up to a minute for a condition of the Application
+// ns/name whose message holds substr, and returns it as "<type>: <message>";
+// "" when none came.
+func waitArgoCondition(t *testing.T, ns, name, substr string) string {
+	t.Helper()
+	var found string
+	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		conds, _, _ := unstructured.NestedSlice(getArgoAppIn(t, ns, name).Object, "status", "conditions")
+		for _, c := range conds {
+			c, _ := c.(map[string]any)
+			if msg, _ := c["message"].(string); strings.Contains(msg, substr) {
+				found = fmt.Sprintf("%v: %s", c["type"], msg)
+			}
+		}
+		return found != "", nil
+	})
+	return found
 }
