@@ -111,3 +111,46 @@ func TestKustomizationBlocked(t *testing.T) {
 		}
 	}
 }
+
+// A HelmRelease whose releases ran out of retries is Stalled, and
+// helm-controller corrects no drift of it until its chart or values change
+// or someone resets it.
+func TestHelmReleaseBlocked(t *testing.T) {
+	hr := func(generation int, status string) string {
+		return fmt.Sprintf("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web, namespace: shop, generation: %d}\nspec: {}\nstatus: %s\n", generation, status)
+	}
+	for _, tt := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"out of retries", hr(2, `{conditions: [{type: Stalled, status: "True", reason: RetriesExceeded, message: "Failed to upgrade after 1 attempt(s)", observedGeneration: 2}]}`),
+			[]string{"helm-controller has given up on HelmRelease/shop/web (Stalled, RetriesExceeded: Failed to upgrade after 1 attempt(s)) and corrects no drift"}},
+		{"no release to roll back to", hr(2, `{conditions: [{type: Stalled, status: "True", reason: MissingRollbackTarget, message: "Failed to perform remediation", observedGeneration: 2}]}`),
+			[]string{"(Stalled, MissingRollbackTarget: "}},
+		{"its spec changed since", hr(3, `{conditions: [{type: Stalled, status: "True", reason: RetriesExceeded, message: boom, observedGeneration: 2}]}`), nil},
+		{"stalled for another reason", hr(2, `{conditions: [{type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}]}`), nil},
+		{"failing, still retrying", hr(2, `{conditions: [{type: Ready, status: "False", reason: UpgradeFailed, message: boom, observedGeneration: 2}]}`), nil},
+	} {
+		data, err := yaml.YAMLToJSON([]byte(tt.obj))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var h helmRelease
+		if err := decode(u, &h); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got := helmReleaseBlocked(u, &h, nil)
+		if len(tt.want) == 0 && got != "" {
+			t.Errorf("%s: blocked: %q, want helm-controller to correct drift", tt.name, got)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+			}
+		}
+	}
+}

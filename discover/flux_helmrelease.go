@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,7 +70,28 @@ type helmRelease struct {
 			ChartName    string `json:"chartName"`
 			ChartVersion string `json:"chartVersion"`
 		} `json:"history"`
+		Conditions []fluxCondition `json:"conditions"`
 	} `json:"status"`
+}
+
+// helmReleaseBlocked says why helm-controller corrects no drift of the
+// HelmRelease u as things stand, or "": it is Stalled for its current spec
+// because its install, upgrade or remediation ran out of retries
+// (RetriesExceeded, MissingRollbackTarget). Each reconcile then stops
+// before drift detection (AtomicRelease: ErrExceededMaxRetries) until the
+// chart or values change (MustResetFailures), or someone asks for a reset
+// or a forced release.
+func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) string {
+	i := slices.IndexFunc(hr.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Stalled" })
+	if i < 0 {
+		return ""
+	}
+	stalled := hr.Status.Conditions[i]
+	if stalled.Status != "True" || (stalled.Reason != "RetriesExceeded" && stalled.Reason != "MissingRollbackTarget") ||
+		(stalled.ObservedGeneration != 0 && stalled.ObservedGeneration != u.GetGeneration()) {
+		return ""
+	}
+	return fmt.Sprintf("helm-controller has given up on %s (Stalled, %s: %s) and corrects no drift until its chart or values change, or someone resets it (flux reconcile helmrelease --reset, or --force)", ref(u), stalled.Reason, reconcilerMessage(stalled.Message, secrets...))
 }
 
 // chartSpec is a HelmRelease's spec.chart.spec.
@@ -462,6 +484,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		Owner: d.owner(u, u.GetNamespace()), Namespace: ns, Source: src,
 		Appliers: []string{helmApplier},
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
+	}
+	if !hr.Spec.Suspend {
+		app.GitOps.SyncBlocked = helmReleaseBlocked(u, hr, hs.Secret)
 	}
 	return app, problems
 }
