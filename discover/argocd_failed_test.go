@@ -43,23 +43,13 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 		{"a long message is cut", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "`+long+`", syncResult: {revision: aaa, source: `+source+`}}}`),
 			[]string{strings.Repeat("é", 150) + "…)"}},
 	} {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(tt.obj), &u.Object); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		var a application
-		if err := decode(u, &a); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		got := failedSync(u, &a)
-		if len(tt.want) == 0 && got != "" {
-			t.Errorf("%s: blocked: %q, want automated syncs to run", tt.name, got)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+		checkBlocked(t, tt.name, tt.obj, tt.want, func(u *unstructured.Unstructured) (string, error) {
+			var a application
+			if err := decode(u, &a); err != nil {
+				return "", err
 			}
-		}
+			return failedSync(u, &a), nil
+		})
 	}
 }
 
@@ -87,28 +77,13 @@ func TestKustomizationBlocked(t *testing.T) {
 		{"ready", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "True", reason: ReconciliationSucceeded, message: ok, observedGeneration: 2}]}`), nil},
 		{"never reconciled", ks(1, `{}`), nil},
 	} {
-		// As the API server gives it: integers int64.
-		data, err := yaml.YAMLToJSON([]byte(tt.obj))
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(data); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		var k kustomization
-		if err := decode(u, &k); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		got := kustomizationBlocked(u, &k, sha, []string{"hunter2-password"})
-		if len(tt.want) == 0 && got != "" {
-			t.Errorf("%s: blocked: %q, want kustomize-controller to apply", tt.name, got)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+		checkBlocked(t, tt.name, tt.obj, tt.want, func(u *unstructured.Unstructured) (string, error) {
+			var k kustomization
+			if err := decode(u, &k); err != nil {
+				return "", err
 			}
-		}
+			return kustomizationBlocked(u, &k, sha, []string{"hunter2-password"}), nil
+		})
 	}
 }
 
@@ -131,26 +106,39 @@ func TestHelmReleaseBlocked(t *testing.T) {
 		{"stalled for another reason", hr(2, `{conditions: [{type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}]}`), nil},
 		{"failing, still retrying", hr(2, `{conditions: [{type: Ready, status: "False", reason: UpgradeFailed, message: boom, observedGeneration: 2}]}`), nil},
 	} {
-		data, err := yaml.YAMLToJSON([]byte(tt.obj))
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(data); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		var h helmRelease
-		if err := decode(u, &h); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		got := helmReleaseBlocked(u, &h, nil)
-		if len(tt.want) == 0 && got != "" {
-			t.Errorf("%s: blocked: %q, want helm-controller to correct drift", tt.name, got)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q, want it to say %q", tt.name, got, w)
+		checkBlocked(t, tt.name, tt.obj, tt.want, func(u *unstructured.Unstructured) (string, error) {
+			var h helmRelease
+			if err := decode(u, &h); err != nil {
+				return "", err
 			}
+			return helmReleaseBlocked(u, &h, nil), nil
+		})
+	}
+}
+
+// checkBlocked checks what blocked says of the object obj (YAML, read as
+// the API server gives it: integers int64): that it holds each of want, or
+// nothing when want is empty.
+func checkBlocked(t *testing.T, name, obj string, want []string, blocked func(*unstructured.Unstructured) (string, error)) {
+	t.Helper()
+	data, err := yaml.YAMLToJSON([]byte(obj))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	got, err := blocked(u)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if len(want) == 0 && got != "" {
+		t.Errorf("%s: blocked: %q, want the reconciler to act", name, got)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: %q, want it to say %q", name, got, w)
 		}
 	}
 }
