@@ -301,8 +301,8 @@ func (d *discovery) argocd(ctx context.Context) error {
 		})
 		excluded := settings.filter.forCluster(destinationServer(*a))
 		blocked := ""
-		if p := projects[cmp.Or(a.Spec.Project, "default")]; p != nil {
-			blocked = blocks.of(p.Spec.SyncWindows, u.GetName(), projectNS+"/"+cmp.Or(a.Spec.Project, "default"), a, now)
+		if name := cmp.Or(a.Spec.Project, "default"); projects[name] != nil {
+			blocked = blocks.of(projects[name].Spec.SyncWindows, u.GetName(), projectNS+"/"+name, a, now)
 		}
 		if blocked == "" {
 			blocked = failedSync(u, a)

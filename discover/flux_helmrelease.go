@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -82,13 +81,8 @@ type helmRelease struct {
 // chart or values change (MustResetFailures), or someone asks for a reset
 // or a forced release.
 func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) string {
-	i := slices.IndexFunc(hr.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Stalled" })
-	if i < 0 {
-		return ""
-	}
-	stalled := hr.Status.Conditions[i]
-	if stalled.Status != "True" || (stalled.Reason != "RetriesExceeded" && stalled.Reason != "MissingRollbackTarget") ||
-		(stalled.ObservedGeneration != 0 && stalled.ObservedGeneration != u.GetGeneration()) {
+	stalled := currentCondition(u, hr.Status.Conditions, "Stalled")
+	if stalled == nil || stalled.Status != "True" || (stalled.Reason != "RetriesExceeded" && stalled.Reason != "MissingRollbackTarget") {
 		return ""
 	}
 	return fmt.Sprintf("helm-controller has given up on %s (Stalled, %s: %s) and corrects no drift until its chart or values change, or someone resets it (flux reconcile helmrelease --reset, or --force)", ref(u), stalled.Reason, reconcilerMessage(stalled.Message, secrets...))

@@ -74,6 +74,17 @@ type fluxCondition struct {
 	ObservedGeneration int64  `json:"observedGeneration"`
 }
 
+// currentCondition is the condition of type typ among conds, nil when
+// there is none or it was written for an older generation of u than its
+// current spec.
+func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ string) *fluxCondition {
+	i := slices.IndexFunc(conds, func(c fluxCondition) bool { return c.Type == typ })
+	if i < 0 || (conds[i].ObservedGeneration != 0 && conds[i].ObservedGeneration != u.GetGeneration()) {
+		return nil
+	}
+	return &conds[i]
+}
+
 // kustomizationBlocked says why kustomize-controller applies nothing of
 // the Kustomization u as things stand, or "": its Ready condition, for its
 // current spec, is False because it waits for the Kustomizations it
@@ -83,12 +94,8 @@ type fluxCondition struct {
 // failure (an apply, a health check) may have applied some objects, and
 // says nothing here.
 func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) string {
-	i := slices.IndexFunc(ks.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Ready" })
-	if i < 0 {
-		return ""
-	}
-	ready := ks.Status.Conditions[i]
-	if ready.Status != "False" || (ready.ObservedGeneration != 0 && ready.ObservedGeneration != u.GetGeneration()) {
+	ready := currentCondition(u, ks.Status.Conditions, "Ready")
+	if ready == nil || ready.Status != "False" {
 		return ""
 	}
 	switch {

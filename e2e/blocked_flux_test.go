@@ -9,10 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/calricon/driftscan/fixtures/cluster"
 	"github.com/calricon/driftscan/fixtures/reconcilers"
 )
 
@@ -33,23 +32,11 @@ func TestFluxFailedBuildAppliesNothing(t *testing.T) {
 	waitReverted(t, ns, "info", time.Minute)
 
 	bad := repo.Commit(t, "a kustomization that names a file Git lacks", map[string]string{"web/kustomization.yaml": "resources: [config.yaml, deploy.yaml, service.yaml, missing.yaml]\n"})
-	var failed string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Get(ctx, app, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	failed := waitFluxCondition(t, reconcilers.Kustomization, ns, app, func(u *unstructured.Unstructured, c map[string]any) bool {
 		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			c := c.(map[string]any)
-			if c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "BuildFailed" && strings.HasSuffix(attempted, bad) {
-				failed, _ = c["message"].(string)
-			}
-		}
-		return failed != "", nil
+		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "BuildFailed" && strings.HasSuffix(attempted, bad)
 	})
-	if err != nil {
+	if failed == "" {
 		t.Fatalf("kustomize-controller's build of %s at %s did not fail", app, bad)
 	}
 	t.Logf("kustomize-controller at %s: %s", bad, failed)
@@ -90,25 +77,8 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 		Spec:  []string{"driftDetection: {mode: enabled}"}})
 	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
 	cm := name + "-config"
-	edit := func(level string) {
-		t.Helper()
-		if _, err := env.PatchAs(t.Context(), "kubectl-edit", cluster.ConfigMap, ns, cm, types.MergePatchType, `{"data":{"LOG_LEVEL":"`+level+`"}}`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	level := func(ctx context.Context) string {
-		c, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, cm, metav1.GetOptions{})
-		if err != nil {
-			return ""
-		}
-		return c.Data["LOG_LEVEL"]
-	}
-	edit("debug")
-	if err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return level(ctx) == "info", nil
-	}); err != nil {
-		t.Fatalf("helm-controller's drift correction did not revert the edit of %s: the test expects it to", cm)
-	}
+	humanEditOf(t, ns, cm, "debug")
+	waitRevertedOf(t, ns, cm, "info", time.Minute)
 
 	// A chart version whose upgrade fails: its retries (none by default)
 	// are soon used up.
@@ -116,42 +86,41 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 		"chart/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.2.0\n",
 		"chart/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n",
 	})
-	var stalled string
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := env.Dynamic.Resource(reconcilers.HelmRelease).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	stalled := waitFluxCondition(t, reconcilers.HelmRelease, ns, name, func(_ *unstructured.Unstructured, c map[string]any) bool {
+		return c["type"] == "Stalled" && c["status"] == "True"
+	})
+	if stalled == "" {
+		t.Fatalf("the HelmRelease %s did not stall after its upgrade to 0.2.0 failed", name)
+	}
+	t.Logf("helm-controller: Stalled %s", stalled)
+	humanEditOf(t, ns, cm, "debug")
+	holdsOf(t, ns, cm, "debug", holdFor)
+
+	r := scanExiting(t, 2, "--from", "flux", "--app", name)
+	hint := logLevelHintOf(r, cm)
+	if !strings.Contains(hint, "helm-controller has given up on HelmRelease/"+ns+"/"+name+" (Stalled, RetriesExceeded: ") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that helm-controller gave up and corrects no drift (helm-controller: %s)", hint, stalled)
+	}
+}
+
+// waitFluxCondition waits up to two minutes for a condition of the Flux
+// object ns/name that match says is the one (given the object too), and
+// returns it as "<reason>: <message>"; "" when none came.
+func waitFluxCondition(t *testing.T, gvr schema.GroupVersionResource, ns, name string, match func(*unstructured.Unstructured, map[string]any) bool) string {
+	t.Helper()
+	var found string
+	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
-			c := c.(map[string]any)
-			if c["type"] == "Stalled" && c["status"] == "True" {
-				stalled = fmt.Sprintf("%v: %v", c["reason"], c["message"])
+			if c, ok := c.(map[string]any); ok && match(u, c) {
+				found = fmt.Sprintf("%v: %v", c["reason"], c["message"])
 			}
 		}
-		return stalled != "", nil
+		return found != "", nil
 	})
-	if err != nil {
-		t.Fatalf("the HelmRelease %s did not stall after its upgrade to 0.2.0 failed", name)
-	}
-	t.Logf("helm-controller: Stalled %s", stalled)
-	edit("debug")
-	deadline := time.Now().Add(holdFor)
-	for time.Now().Before(deadline) {
-		if got := level(t.Context()); got != "debug" {
-			t.Fatalf("LOG_LEVEL became %q while the HelmRelease is Stalled; the test expects the edit to hold", got)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-
-	r := scanExiting(t, 2, "--from", "flux", "--app", name)
-	var hint string
-	for _, f := range activeFindings(r) {
-		if f.Object == "ConfigMap/"+cm && f.Path == ".data.LOG_LEVEL" {
-			hint = f.Hint
-		}
-	}
-	if !strings.Contains(hint, "helm-controller has given up on HelmRelease/"+ns+"/"+name+" (Stalled, RetriesExceeded: ") || strings.Contains(hint, "will be reverted at the next sync") {
-		t.Errorf("the edit's hint is %q, want that helm-controller gave up and corrects no drift (helm-controller: %s)", hint, stalled)
-	}
+	return found
 }

@@ -39,33 +39,50 @@ func hotfixReported(t *testing.T, r *report.Report, reason string) {
 // does (a PUT as manager kubectl-edit).
 func humanEdit(t *testing.T, ns, level string) {
 	t.Helper()
-	if _, err := env.PatchAs(t.Context(), "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"`+level+`"}}`); err != nil {
+	humanEditOf(t, ns, "web-config", level)
+}
+
+// humanEditOf is humanEdit of the ConfigMap cm.
+func humanEditOf(t *testing.T, ns, cm, level string) {
+	t.Helper()
+	if _, err := env.PatchAs(t.Context(), "kubectl-edit", cluster.ConfigMap, ns, cm, types.MergePatchType, `{"data":{"LOG_LEVEL":"`+level+`"}}`); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // logLevel reads LOG_LEVEL from the app's ConfigMap.
 func logLevel(ctx context.Context, ns string) (string, error) {
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
+	return logLevelOf(ctx, ns, "web-config")
+}
+
+// logLevelOf reads LOG_LEVEL from the ConfigMap cm.
+func logLevelOf(ctx context.Context, ns, cm string) (string, error) {
+	c, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, cm, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	return cm.Data["LOG_LEVEL"], nil
+	return c.Data["LOG_LEVEL"], nil
 }
 
 // waitReverted waits until LOG_LEVEL is want again and returns how long it
 // took, or fails after limit.
 func waitReverted(t *testing.T, ns, want string, limit time.Duration) time.Duration {
 	t.Helper()
+	return waitRevertedOf(t, ns, "web-config", want, limit)
+}
+
+// waitRevertedOf is waitReverted of the ConfigMap cm.
+func waitRevertedOf(t *testing.T, ns, cm, want string, limit time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var got string
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
-		v, err := logLevel(ctx, ns)
+		v, err := logLevelOf(ctx, ns, cm)
 		got = v
 		return err == nil && v == want, nil
 	})
 	if err != nil {
-		t.Fatalf("LOG_LEVEL is still %q after %s, want it reverted to %q", got, limit, want)
+		t.Fatalf("LOG_LEVEL of %s is still %q after %s, want it reverted to %q", cm, got, limit, want)
 	}
 	return time.Since(start)
 }
@@ -73,14 +90,20 @@ func waitReverted(t *testing.T, ns, want string, limit time.Duration) time.Durat
 // holds checks that LOG_LEVEL stays want for the whole of d.
 func holds(t *testing.T, ns, want string, d time.Duration) {
 	t.Helper()
+	holdsOf(t, ns, "web-config", want, d)
+}
+
+// holdsOf is holds of the ConfigMap cm.
+func holdsOf(t *testing.T, ns, cm, want string, d time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		got, err := logLevel(t.Context(), ns)
+		got, err := logLevelOf(t.Context(), ns, cm)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Fatalf("LOG_LEVEL became %q %s into the wait, want %q to hold for %s", got, d-time.Until(deadline), want, d)
+			t.Fatalf("LOG_LEVEL of %s became %q %s into the wait, want %q to hold for %s", cm, got, d-time.Until(deadline), want, d)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -156,8 +156,13 @@ func createSelfHealingApp(t *testing.T, app argoApp) {
 // logLevelHint is the hint of the report's finding of web-config's
 // LOG_LEVEL, "" when there is none.
 func logLevelHint(r *report.Report) string {
+	return logLevelHintOf(r, "web-config")
+}
+
+// logLevelHintOf is logLevelHint of the ConfigMap cm.
+func logLevelHintOf(r *report.Report, cm string) string {
 	for _, f := range activeFindings(r) {
-		if f.Object == "ConfigMap/web-config" && f.Path == ".data.LOG_LEVEL" {
+		if f.Object == "ConfigMap/"+cm && f.Path == ".data.LOG_LEVEL" {
 			return f.Hint
 		}
 	}
