@@ -66,6 +66,12 @@ type Options struct {
 	// deadline its owner is reminded in Slack (once, and once more when it
 	// expired); negative sends no reminder.
 	BreakglassWarnBefore time.Duration
+	// UnscannedAfter is how long an app must have failed to be scanned
+	// (report.App.Error: its source could not be fetched or rendered, so
+	// none of its drift was seen) before its owner is told in Slack; it is
+	// told again every RenotifyAfter while it fails, and once when it is
+	// scanned again. Negative tells nothing.
+	UnscannedAfter time.Duration
 }
 
 // DefaultOptions re-sends open drift daily, retries as DefaultRetry, reads
@@ -74,6 +80,7 @@ func DefaultOptions() Options {
 	return Options{
 		RenotifyAfter:        24 * time.Hour,
 		BreakglassWarnBefore: 30 * time.Minute,
+		UnscannedAfter:       time.Hour,
 		DryRunOut:            io.Discard,
 		HTTPClient:           &http.Client{Timeout: 30 * time.Second},
 		Retry:                DefaultRetry(),
@@ -183,12 +190,20 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
 	res.Skipped = pl.skipped
 	res.Errors = append(res.Errors, pl.errs...)
-	rems, forget := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now}).reminders(r, st, o.BreakglassWarnBefore)
-	if !o.DryRun && len(pl.slack)+len(pl.pagerduty)+len(rems) > 0 {
+	rp := &planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now, allApps: o.AllApps, renew: o.RenotifyAfter}
+	rems, forget := rp.reminders(r, st, o.BreakglassWarnBefore)
+	un := rp.unscanned(r, st, o.UnscannedAfter)
+	rems, forget = append(rems, un.send...), append(forget, un.forget...)
+	res.Errors = append(res.Errors, un.errs...)
+	if !o.DryRun && len(pl.slack)+len(pl.pagerduty)+len(rems)+len(un.seen) > 0 {
 		would := st.clone()
 		pl.record(would, now)
-		for _, rm := range rems {
-			would.Record(rm.key, ChannelSlack, Delivery{Fingerprint: rm.stage, Owner: rm.owner, Target: rm.target, SentAt: now})
+		for _, rm := range append(slices.Clone(rems), un.seen...) {
+			if rm.stage == unscannedFixed {
+				would.Forget(rm.key, ChannelSlack, now)
+			} else {
+				would.Record(rm.key, ChannelSlack, rm.delivery(now))
+			}
 		}
 		u, err := store.Check(ctx, would)
 		if err != nil {
@@ -207,6 +222,9 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 	rn.sendReminders(ctx, rems, forget)
 	if o.DryRun {
 		return res, nil
+	}
+	for _, rm := range un.seen {
+		st.Record(rm.key, ChannelSlack, rm.delivery(now))
 	}
 	// What was accepted is saved even when ctx has ended (a SIGTERM
 	// mid-run), or the next run would send it again.

@@ -99,6 +99,10 @@ func TestNotifyLifecycle(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			opts := f.options()
 			opts.Now = func() time.Time { return step.at }
+			// The failing app payments is neither told nor resolved here;
+			// telling its owner it goes unseen has its own test
+			// (TestAnAppThatCannotBeScannedIsToldToItsOwnerOnce).
+			opts.UnscannedAfter = -1
 			res, err := Notify(t.Context(), step.report, store, opts)
 			if err != nil {
 				t.Fatal(err)

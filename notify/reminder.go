@@ -26,13 +26,26 @@ const (
 	reminderExpired = "expired"
 )
 
-// reminder is one Slack message about a suspension's deadline.
+// reminder is one Slack message about an app rather than its drift: a
+// suspension's deadline, or an app the scan could not compare.
 type reminder struct {
 	key    Key
 	app    report.App
 	owner  string
 	target string
 	stage  string
+	// since is when an unscanned app was first seen failing, or told.
+	since time.Time
+	// again: the owner was told of this stage before.
+	again bool
+}
+
+// message is the Slack message of rm.
+func (rm reminder) message(mention string, mc messageContext) slackMessage {
+	if rm.key.Kind == UnscannedKind {
+		return unscannedMessage(rm, mention, mc)
+	}
+	return reminderMessage(rm, mention, mc)
 }
 
 // reminders plans, for each suspended app, the Slack reminder its owner
@@ -69,7 +82,7 @@ func (p *planner) reminders(r *report.Report, st *State, warnBefore time.Duratio
 		}
 	}
 	for _, e := range st.Objects {
-		if e.Group == ReminderGroup && e.Cluster == p.cluster && scanned[e.App] && !live[e.Key] {
+		if e.Group == ReminderGroup && e.Kind == ReminderKind && e.Cluster == p.cluster && scanned[e.App] && !live[e.Key] {
 			forget = append(forget, e.Key)
 		}
 	}
@@ -151,19 +164,29 @@ func (r *run) sendReminders(ctx context.Context, rems []reminder, forget []Key) 
 		if o, ok := r.o.Owners[rm.owner]; ok && o.Slack != nil {
 			mention = o.Slack.Mention
 		}
-		msg := reminderMessage(rm, mention, r.mc)
+		msg := rm.message(mention, r.mc)
 		if r.o.DryRun {
 			r.dryRun(fmt.Sprintf("slack reminder to %s (%s from %s)", rm.target, what, ref), map[string]any{"channel": rm.target, "text": msg.Text, "blocks": msg.Blocks})
-			r.res.Sent++
-			continue
-		}
-		if err := sender.Post(ctx, rm.target, msg.Text, msg.Blocks); err != nil {
+		} else if err := sender.Post(ctx, rm.target, msg.Text, msg.Blocks); err != nil {
 			r.fail(fmt.Errorf("remind owner %s of app %q on slack %s: %w", rm.owner, rm.app.Name, rm.target, err))
 			continue
+		} else if rm.stage == unscannedFixed {
+			r.st.Forget(rm.key, ChannelSlack, r.mc.now)
+		} else {
+			r.st.Record(rm.key, ChannelSlack, rm.delivery(r.mc.now))
 		}
-		r.st.Record(rm.key, ChannelSlack, Delivery{Fingerprint: rm.stage, Owner: rm.owner, Target: rm.target, SentAt: r.mc.now})
-		r.res.Sent++
+		if rm.stage == unscannedFixed {
+			r.res.Resolved++
+		} else {
+			r.res.Sent++
+		}
 	}
+}
+
+// delivery is what the state keeps of rm once it was accepted at now (for
+// a first sighting, recorded at now).
+func (rm reminder) delivery(now time.Time) Delivery {
+	return Delivery{Fingerprint: rm.stage, Owner: rm.owner, Target: rm.target, SentAt: now}
 }
 
 // minutes is d to the minute, without the seconds: "20m", "1h5m".

@@ -45,6 +45,9 @@ type Notify struct {
 	// BreakglassWarnBefore is how long before a suspension's deadline the
 	// owner is reminded (notify.Options.BreakglassWarnBefore).
 	BreakglassWarnBefore time.Duration
+	// UnscannedAfter is how long an app must have failed to be scanned
+	// before its owner is told (notify.Options.UnscannedAfter).
+	UnscannedAfter time.Duration
 	// DryRun writes what would be sent to Options.Out and sends nothing.
 	DryRun    bool
 	ReportURL string
@@ -55,7 +58,7 @@ type Notify struct {
 // notification fails.
 func DefaultNotify() Notify {
 	d := notify.DefaultOptions()
-	return Notify{RenotifyAfter: d.RenotifyAfter, BreakglassWarnBefore: d.BreakglassWarnBefore, Errors: FailOnError}
+	return Notify{RenotifyAfter: d.RenotifyAfter, BreakglassWarnBefore: d.BreakglassWarnBefore, UnscannedAfter: d.UnscannedAfter, Errors: FailOnError}
 }
 
 func (n Notify) validate(cfg *config.Config) error {
@@ -158,7 +161,7 @@ func notifyOptions(r *report.Report, cfg *config.Config, o Options) notify.Optio
 	opts.Config, opts.Owners = *cfg.Notify, cfg.Owners
 	opts.Cluster, opts.ReportURL, opts.RenotifyAfter = r.Cluster, o.Notify.ReportURL, o.Notify.RenotifyAfter
 	opts.DryRun, opts.Logger, opts.Now = o.Notify.DryRun, o.Logger, o.Now
-	opts.BreakglassWarnBefore = o.Notify.BreakglassWarnBefore
+	opts.BreakglassWarnBefore, opts.UnscannedAfter = o.Notify.BreakglassWarnBefore, o.Notify.UnscannedAfter
 	if o.Notify.DryRun {
 		opts.DryRunOut = o.Out
 	}
