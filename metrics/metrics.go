@@ -41,6 +41,15 @@ const (
 	// own) and code: what the scan could not read or compare and went on
 	// without. A combination without warnings has no series.
 	Warnings = "driftscan_warnings"
+	// AppScanFailed is 1 for an app the scan could not compare at all
+	// (report.App.Error: its source not fetched or rendered), 0 for one it
+	// compared; every app of the report has a series.
+	AppScanFailed = "driftscan_app_scan_failed"
+	// SyncBlocked is 1 for an app whose reconciler's automated sync (and
+	// with it self-heal) may not run at the time of the scan
+	// (report.GitOps.SyncBlocked), 0 for one whose reconciler may; apps no
+	// reconciler applies have no series.
+	SyncBlocked = "driftscan_sync_blocked"
 )
 
 // Statuses are the object statuses Objects always has a series for.
@@ -68,9 +77,21 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 		Name: Warnings,
 		Help: "What the scan could not read or compare and went on without (report warnings), by app (empty for the scan's own) and code (NotScanned, SchemaNotPublished, ...).",
 	}, []string{"app", "code"})
-	reg.MustRegister(findings, objects, debts, warnings)
+	failed := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: AppScanFailed,
+		Help: "1 for an app the scan could not compare at all (its source could not be fetched or rendered, so none of its drift was seen), 0 for an app it compared; by app and owner.",
+	}, []string{"app", "owner"})
+	blocked := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: SyncBlocked,
+		Help: "1 for an app whose reconciler may not sync it automatically at the time of the scan (Argo CD sync window or failed sync, Flux build failing or out of retries), so live changes hold; 0 when it may; by app and tool (argocd, flux).",
+	}, []string{"app", "tool"})
+	reg.MustRegister(findings, objects, debts, warnings, failed, blocked)
 
 	for _, app := range r.Apps {
+		failed.WithLabelValues(app.Name, app.Owner).Set(b2f(app.Error != ""))
+		if g := app.GitOps; g != nil {
+			blocked.WithLabelValues(app.Name, g.Tool).Set(b2f(g.SyncBlocked != ""))
+		}
 		for _, s := range Statuses {
 			objects.WithLabelValues(app.Name, string(s)).Set(0)
 		}
@@ -124,4 +145,11 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 		reg.MustRegister(last)
 	}
 	return reg
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

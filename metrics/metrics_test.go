@@ -72,6 +72,8 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 	mfs := parse(t, writeSample(t, sampleReport()))
 	want := []string{
 		`driftscan_api_requests_total{} 42`,
+		`driftscan_app_scan_failed{app="payments",owner="team-pay"} 0`,
+		`driftscan_app_scan_failed{app="web",owner="team-web"} 0`,
 		`driftscan_cached_in_sync_objects{} 7`,
 		`driftscan_findings{app="payments",class="unknown",owner="team-pay",type="Added"} 1`,
 		`driftscan_findings{app="web",class="human",owner="team-web",type="Added"} 1`,
@@ -94,6 +96,8 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		`driftscan_objects{app="web",status="InSync"} 1`,
 		`driftscan_objects{app="web",status="Missing"} 1`,
 		`driftscan_scan_duration_seconds{} 3.25`,
+		`driftscan_sync_blocked{app="payments",tool="flux"} 0`,
+		`driftscan_sync_blocked{app="web",tool="argocd"} 1`,
 		`driftscan_warnings{app="",code="NotScanned"} 1`,
 		`driftscan_warnings{app="web",code="SchemaNotPublished"} 2`,
 	}
@@ -108,14 +112,16 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		}
 	}
 	wantTypes := map[string]dto.MetricType{
-		Findings:     dto.MetricType_GAUGE,
-		Objects:      dto.MetricType_GAUGE,
-		IgnoreDebts:  dto.MetricType_GAUGE,
-		ScanDuration: dto.MetricType_GAUGE,
-		LastSuccess:  dto.MetricType_GAUGE,
-		APIRequests:  dto.MetricType_COUNTER,
-		CachedInSync: dto.MetricType_GAUGE,
-		Warnings:     dto.MetricType_GAUGE,
+		Findings:      dto.MetricType_GAUGE,
+		Objects:       dto.MetricType_GAUGE,
+		IgnoreDebts:   dto.MetricType_GAUGE,
+		ScanDuration:  dto.MetricType_GAUGE,
+		LastSuccess:   dto.MetricType_GAUGE,
+		APIRequests:   dto.MetricType_COUNTER,
+		CachedInSync:  dto.MetricType_GAUGE,
+		Warnings:      dto.MetricType_GAUGE,
+		AppScanFailed: dto.MetricType_GAUGE,
+		SyncBlocked:   dto.MetricType_GAUGE,
 	}
 	if diff := cmp.Diff(wantTypes, types); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)
@@ -147,6 +153,14 @@ func TestAScanWithErrorsHasNoLastSuccess(t *testing.T) {
 			}
 			if _, ok := mfs[Findings]; !ok {
 				t.Errorf("%s missing: the findings of the rest of the scan still count", Findings)
+			}
+			if name == "an app that failed" {
+				got := samples(map[string]*dto.MetricFamily{AppScanFailed: mfs[AppScanFailed]})
+				// Apps[0] is payments: Finalize sorts the apps by name.
+				want := []string{`driftscan_app_scan_failed{app="payments",owner="team-pay"} 1`, `driftscan_app_scan_failed{app="web",owner="team-web"} 0`}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", AppScanFailed, diff)
+				}
 			}
 		})
 	}

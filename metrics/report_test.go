@@ -18,6 +18,8 @@ func sampleReport() *report.Report {
 		{
 			Name:  "web",
 			Owner: "team-web",
+			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true,
+				SyncBlocked: "the deny sync window \"0 22 * * *\" for 8h (change freeze) of AppProject argocd/web blocks automated syncs until 2026-11-30 06:00 UTC"},
 			Objects: []report.Object{
 				{Kind: "Deployment", Namespace: "web", Name: "web", Findings: []report.Finding{
 					{Path: ".spec.replicas", Type: report.TypeChanged, Class: report.ClassOperator, Manager: "kube-controller-manager"},
@@ -35,8 +37,9 @@ func sampleReport() *report.Report {
 			},
 		},
 		{
-			Name:  "payments",
-			Owner: "team-pay",
+			Name:   "payments",
+			Owner:  "team-pay",
+			GitOps: &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/payments", SelfHeal: true},
 			Objects: []report.Object{
 				{Kind: "Deployment", Namespace: "pay", Name: "api", Findings: []report.Finding{
 					{Path: ".spec.template.spec.containers[name=\"api\"].env[name=\"X\"]", Type: report.TypeAdded, Class: report.ClassUnknown},
