@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -85,26 +86,87 @@ func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ s
 	return &conds[i]
 }
 
-// kustomizationBlocked says why kustomize-controller applies nothing of
-// the Kustomization u as things stand, or "": its Ready condition, for its
-// current spec, is False because it waits for the Kustomizations it
-// dependsOn (DependencyNotReady: nothing is built or applied until they
-// are Ready), or because its build fails (BuildFailed) at the revision its
-// source is at now (artifact), which each retry builds again. Any other
-// failure (an apply, a health check) may have applied some objects, and
-// says nothing here.
-func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) string {
+// kustomizationBlocked says why kustomize-controller applies nothing (or
+// only its first stages) of the Kustomization u as things stand, or "":
+// its Ready condition, for its current spec, is False because it waits for
+// the Kustomizations it dependsOn (DependencyNotReady: nothing is built or
+// applied until they are Ready), or, at the revision its source is at now
+// (artifact), which each retry takes again, because its build fails
+// (BuildFailed) or its apply does (ReconciliationFailed) with an error
+// that says where (fluxApplyFailure). except lists the kinds that are still
+// applied at every retry (report.GitOps.SyncBlockedExcept). Any other
+// failure (an apply that failed half-way, a health check, pruning) may
+// have applied the objects, and says nothing here.
+func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) (blocked string, except []string) {
 	ready := currentCondition(u, ks.Status.Conditions, "Ready")
 	if ready == nil || ready.Status != "False" {
-		return ""
+		return "", nil
 	}
+	atSource := artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact)
 	switch {
 	case ready.Reason == "DependencyNotReady":
-		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...))
-	case ready.Reason == "BuildFailed" && artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact):
-		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...))
+		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...)), nil
+	case ready.Reason == "BuildFailed" && atSource:
+		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...)), nil
+	case ready.Reason == "ReconciliationFailed" && atSource:
+		stage, ok := fluxApplyFailure(ready.Message)
+		if !ok {
+			return "", nil
+		}
+		applied := "nothing of it"
+		if stage > 0 {
+			applied = fluxStageNames[stage-1] + " first, and nothing else of it"
+			except = slices.Concat(fluxStageKinds[:stage]...)
+		}
+		// The error's first line; the rest lists what earlier stages changed.
+		msg, _, _ := strings.Cut(ready.Message, "\n")
+		return fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(msg, secrets...), applied), except
 	}
-	return ""
+	return "", nil
+}
+
+// kustomize-controller applies a Kustomization in stages (fluxcd/pkg/ssa
+// ApplyAllStaged): cluster definitions, then classes, then the rest (a
+// stage of kinds of its own, --custom-apply-stage-kinds, is not modelled:
+// off by default). Each stage is dry-run as a whole before any of it is
+// applied (ApplyAll), and a stage that fails ends the apply, so a dry run
+// that fails in a stage leaves that stage and the later ones unapplied,
+// and the earlier ones applied at every retry. fluxStageKinds are the
+// kinds of the first two stages, as Kind[.group] patterns (path.Match);
+// IsClassDefinition takes any kind ending in Class, of any group.
+var (
+	fluxStageKinds = [][]string{
+		{"CustomResourceDefinition.apiextensions.k8s.io", "Namespace", "ClusterRole.rbac.authorization.k8s.io"},
+		{"*Class", "*Class.*"},
+	}
+	fluxStageNames = []string{"CustomResourceDefinitions, Namespaces and ClusterRoles", "CustomResourceDefinitions, Namespaces, ClusterRoles and *Class kinds"}
+)
+
+// fluxDryRunFailed is the start of a dry-run error of fluxcd/pkg/ssa
+// (DryRunErr): "Kind/namespace/name dry-run failed (Reason): ...", or "...
+// not found: ...", "... namespace not specified: ...".
+var fluxDryRunFailed = regexp.MustCompile(`^([A-Za-z0-9]+)/[^\s]+ (?:dry-run failed[ :]|not found: |namespace not specified: )`)
+
+// fluxApplyFailure reads, from the message of a Kustomization whose apply
+// failed, the stage whose dry run failed (0 for a failure before any
+// stage: an encrypted Secret without decryption). ok is false when the
+// message says neither (an apply that failed after its dry run, a wait
+// for a stage that timed out): then some of it may have been applied.
+func fluxApplyFailure(msg string) (stage int, ok bool) {
+	if strings.Contains(msg, "is SOPS encrypted, configuring decryption is required") {
+		return 0, true
+	}
+	m := fluxDryRunFailed.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	switch kind := m[1]; {
+	case kind == "CustomResourceDefinition" || kind == "Namespace" || kind == "ClusterRole":
+		return 0, true
+	case strings.HasSuffix(kind, "Class"):
+		return 1, true
+	}
+	return 2, true
 }
 
 // listKustomizations lists the Kustomizations and keeps those whose source
@@ -179,7 +241,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
 	if !ks.Spec.Suspend {
 		// Its message may hold substituted values from Secrets.
-		app.GitOps.SyncBlocked = kustomizationBlocked(u, ks, artifact, fb.Secret)
+		app.GitOps.SyncBlocked, app.GitOps.SyncBlockedExcept = kustomizationBlocked(u, ks, artifact, fb.Secret)
 	}
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	if dec := ks.Spec.Decryption; dec != nil {

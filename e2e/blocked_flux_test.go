@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
@@ -57,6 +58,69 @@ func TestFluxFailedBuildAppliesNothing(t *testing.T) {
 	r = scan(t, "--from", "flux", "--app", app)
 	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
 		t.Errorf("the app's gitOps %+v: want no syncBlocked once the build succeeds", g)
+	}
+}
+
+// kustomize-controller applies in stages (cluster definitions, then
+// classes, then the rest), each dry-run as a whole first: when a ConfigMap
+// the API server refuses is in the last stage, each retry applies the
+// first stage again and stops before the last. A person's edit of the
+// app's ClusterRole is reverted; one of its ConfigMap holds. The scan says
+// which: the ConfigMap's hint names the failed apply, and the app's
+// syncBlockedExcept names the kinds still applied.
+func TestFluxFailedApplyStillAppliesItsFirstStages(t *testing.T) {
+	needFlux(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	role := ns + "-reader"
+	files := map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + ", labels: {team: web}}\nrules: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get]}]\n"}
+	for k, v := range plainApp {
+		files[k] = v
+	}
+	repo := gitServer.NewRepo(t, files)
+	const app = "half-applied"
+	createKustomization(t, ns, app, repo, "web")
+	t.Cleanup(func() {
+		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	waitFluxReady(t, reconcilers.Kustomization, ns, app, repo.Head())
+
+	bad := repo.Commit(t, "a ConfigMap the API server refuses", map[string]string{"web/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n"})
+	failed := waitFluxCondition(t, reconcilers.Kustomization, ns, app, func(u *unstructured.Unstructured, c map[string]any) bool {
+		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "ReconciliationFailed" && strings.HasSuffix(attempted, bad)
+	})
+	if failed == "" {
+		t.Fatalf("kustomize-controller's apply of %s at %s did not fail", app, bad)
+	}
+	t.Logf("kustomize-controller at %s: %s", bad, failed)
+
+	humanEdit(t, ns, "debug")
+	label := func(v string) {
+		t.Helper()
+		if _, err := env.Client.RbacV1().ClusterRoles().Patch(t.Context(), role, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"`+v+`"}}}`), metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label("ops")
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cr, err := env.Client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		return err == nil && cr.Labels["team"] == "web", nil
+	})
+	if err != nil {
+		t.Fatalf("the ClusterRole's label was not put back while the apply fails in a later stage: %v", err)
+	}
+	holds(t, ns, "debug", holdFor)
+
+	r := scanExiting(t, 2, "--from", "flux", "--app", app)
+	hint := logLevelHint(r)
+	if !strings.Contains(hint, "the apply of Kustomization/"+ns+"/"+app+" at "+bad+" fails (ConfigMap/"+ns+"/Bad_Name dry-run failed") ||
+		!strings.Contains(hint, "applies CustomResourceDefinitions, Namespaces, ClusterRoles and *Class kinds first, and nothing else of it") ||
+		strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the ConfigMap edit's hint is %q, want that the apply at %s fails and applies only the first stages (Flux: %s)", hint, bad, failed)
+	}
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlockedFor("rbac.authorization.k8s.io", "ClusterRole") || !g.SyncBlockedFor("", "ConfigMap") {
+		t.Errorf("the app's gitOps %+v: want its sync blocked for the ConfigMap and not for the ClusterRole (syncBlockedExcept)", g)
 	}
 }
 

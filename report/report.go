@@ -6,6 +6,7 @@
 package report
 
 import (
+	"path"
 	"sort"
 	"time"
 )
@@ -210,6 +211,31 @@ type GitOps struct {
 	// does not retry; a Flux Kustomization waiting for its dependencies,
 	// or whose build fails at its source's revision.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
+	// SyncBlockedExcept lists the kinds the reconciler still applies while
+	// SyncBlocked: a Flux Kustomization whose apply fails in a later stage
+	// applies its earlier stages (CustomResourceDefinitions, Namespaces,
+	// ClusterRoles, then *Class kinds) at every retry. Each is a
+	// Kind[.group] pattern (path.Match): "Namespace",
+	// "ClusterRole.rbac.authorization.k8s.io", "*Class.*".
+	SyncBlockedExcept []string `json:"syncBlockedExcept,omitempty"`
+}
+
+// SyncBlockedFor says whether SyncBlocked holds for an object of kind in
+// API group: false for a kind SyncBlockedExcept names.
+func (g *GitOps) SyncBlockedFor(group, kind string) bool {
+	if g == nil || g.SyncBlocked == "" {
+		return false
+	}
+	ref := kind
+	if group != "" {
+		ref += "." + group
+	}
+	for _, p := range g.SyncBlockedExcept {
+		if ok, _ := path.Match(p, ref); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Source says where an app's desired state came from.

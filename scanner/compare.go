@@ -494,7 +494,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, h)
 		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
-		} else if h := selfHealHint(gitops, f); h != "" {
+		} else if h := selfHealHint(gitops, gvk.Group, gvk.Kind, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
 		if h := keptChartHint(app.Source.Helm, f, cl); h != "" {

@@ -26,9 +26,12 @@ import (
 //
 // While the reconciler applies nothing (GitOps.SyncBlocked: an Argo CD
 // sync window or a failed sync it does not retry, a Kustomization waiting
-// for its dependencies or whose build fails), such a change holds until
-// then. "" when no hint applies.
-func selfHealHint(g *report.GitOps, f report.Finding) string {
+// for its dependencies or whose build or apply fails), such a change
+// holds until then; a kind the reconciler still applies meanwhile
+// (GitOps.SyncBlockedExcept: the earlier stages of a Kustomization whose
+// apply fails in a later one) is reverted all the same. "" when no hint
+// applies.
+func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string {
 	if g == nil || !f.Class.Deliberate() {
 		return ""
 	}
@@ -41,7 +44,7 @@ func selfHealHint(g *report.GitOps, f report.Finding) string {
 		return ""
 	}
 	takenOver := f.Type == report.TypeAdded && g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl")
-	if (f.Type != report.TypeAdded || takenOver) && g.SyncBlocked != "" {
+	if (f.Type != report.TypeAdded || takenOver) && g.SyncBlockedFor(group, kind) {
 		// A sync window, a failed sync or build: self-heal waits.
 		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then, and the next sync reverts it; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
 	}

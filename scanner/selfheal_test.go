@@ -33,11 +33,38 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := selfHealHint(c.g, c.f)
+			got := selfHealHint(c.g, "", "ConfigMap", c.f)
 			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
 				t.Errorf("hint = %q, want it to say %q", got, c.want)
 			}
 		})
+	}
+}
+
+// A Kustomization whose apply fails in its last stage still applies its
+// earlier ones at every retry (seen with kustomize-controller: e2e
+// TestFluxFailedApplyStillAppliesItsFirstStages): a change of those holds
+// only as long as any other, the rest until the apply passes.
+func TestSelfHealHintOfAnApplyThatFailsInALaterStage(t *testing.T) {
+	g := &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/web", SelfHeal: true,
+		SyncBlocked:       "the apply of Kustomization/flux-system/web at abc fails (ConfigMap/web/Bad_Name dry-run failed (Invalid): boom): kustomize-controller applies CustomResourceDefinitions, Namespaces, ClusterRoles and *Class kinds first, and nothing else of it until the apply passes",
+		SyncBlockedExcept: []string{"CustomResourceDefinition.apiextensions.k8s.io", "Namespace", "ClusterRole.rbac.authorization.k8s.io", "*Class", "*Class.*"}}
+	edit := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
+	for _, c := range []struct {
+		group, kind, want string
+	}{
+		{"", "ConfigMap", "this change holds until then"},
+		{"apps", "Deployment", "this change holds until then"},
+		{"", "Namespace", "will be reverted at the next sync"},
+		{"rbac.authorization.k8s.io", "ClusterRole", "will be reverted at the next sync"},
+		{"rbac.authorization.k8s.io", "Role", "this change holds until then"},
+		{"apiextensions.k8s.io", "CustomResourceDefinition", "will be reverted at the next sync"},
+		{"storage.k8s.io", "StorageClass", "will be reverted at the next sync"},
+		{"scheduling.k8s.io", "PriorityClass", "will be reverted at the next sync"},
+	} {
+		if got := selfHealHint(g, c.group, c.kind, edit); !strings.Contains(got, c.want) {
+			t.Errorf("%s.%s: hint %q, want it to say %q", c.kind, c.group, got, c.want)
+		}
 	}
 }
 
@@ -83,11 +110,11 @@ func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
 func TestSelfHealHintForAnAppSyncedWithReplace(t *testing.T) {
 	replace := &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", Replace: true, Suspended: true}
 	label := report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}
-	if got := selfHealHint(replace, label); !strings.Contains(got, "replaces the whole object and drops it") {
+	if got := selfHealHint(replace, "", "ConfigMap", label); !strings.Contains(got, "replaces the whole object and drops it") {
 		t.Errorf("hint for an added label = %q", got)
 	}
 	changed := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
-	if got := selfHealHint(replace, changed); got != "" {
+	if got := selfHealHint(replace, "", "ConfigMap", changed); got != "" {
 		t.Errorf("hint for a change of a field Git declares, sync suspended = %q, want none", got)
 	}
 }
