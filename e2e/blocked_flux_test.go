@@ -33,14 +33,7 @@ func TestFluxFailedBuildAppliesNothing(t *testing.T) {
 	waitReverted(t, ns, "info", time.Minute)
 
 	bad := repo.Commit(t, "a kustomization that names a file Git lacks", map[string]string{"web/kustomization.yaml": "resources: [config.yaml, deploy.yaml, service.yaml, missing.yaml]\n"})
-	failed := waitFluxCondition(t, reconcilers.Kustomization, ns, app, func(u *unstructured.Unstructured, c map[string]any) bool {
-		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "BuildFailed" && strings.HasSuffix(attempted, bad)
-	})
-	if failed == "" {
-		t.Fatalf("kustomize-controller's build of %s at %s did not fail", app, bad)
-	}
-	t.Logf("kustomize-controller at %s: %s", bad, failed)
+	failed := waitKustomizationFailed(t, ns, app, "BuildFailed", bad)
 	humanEdit(t, ns, "debug")
 	holds(t, ns, "debug", holdFor)
 
@@ -86,14 +79,7 @@ func TestFluxFailedApplyStillAppliesItsFirstStages(t *testing.T) {
 	waitFluxReady(t, reconcilers.Kustomization, ns, app, repo.Head())
 
 	bad := repo.Commit(t, "a ConfigMap the API server refuses", map[string]string{"web/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n"})
-	failed := waitFluxCondition(t, reconcilers.Kustomization, ns, app, func(u *unstructured.Unstructured, c map[string]any) bool {
-		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "ReconciliationFailed" && strings.HasSuffix(attempted, bad)
-	})
-	if failed == "" {
-		t.Fatalf("kustomize-controller's apply of %s at %s did not fail", app, bad)
-	}
-	t.Logf("kustomize-controller at %s: %s", bad, failed)
+	failed := waitKustomizationFailed(t, ns, app, "ReconciliationFailed", bad)
 
 	humanEdit(t, ns, "debug")
 	label := func(v string) {
@@ -165,6 +151,22 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 	if !strings.Contains(hint, "helm-controller has given up on HelmRelease/"+ns+"/"+name+" (Stalled, RetriesExceeded: ") || strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("the edit's hint is %q, want that helm-controller gave up and corrects no drift (helm-controller: %s)", hint, stalled)
 	}
+}
+
+// waitKustomizationFailed waits until the Kustomization ns/name is not
+// Ready for reason at the commit rev, and returns "<reason>: <message>";
+// it fails the test when that does not come.
+func waitKustomizationFailed(t *testing.T, ns, name, reason, rev string) string {
+	t.Helper()
+	failed := waitFluxCondition(t, reconcilers.Kustomization, ns, name, func(u *unstructured.Unstructured, c map[string]any) bool {
+		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == reason && strings.HasSuffix(attempted, rev)
+	})
+	if failed == "" {
+		t.Fatalf("kustomize-controller did not report %s for %s/%s at %s", reason, ns, name, rev)
+	}
+	t.Logf("kustomize-controller at %s: %s", rev, failed)
+	return failed
 }
 
 // waitFluxCondition waits up to two minutes for a condition of the Flux

@@ -61,30 +61,12 @@ var Statuses = []report.Status{report.StatusInSync, report.StatusDrifted, report
 func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 
-	findings := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: Findings,
-		Help: "Findings that are not ignored, by app, the app's owner, the class of actor that made them and the type of change.",
-	}, []string{"app", "owner", "class", "type"})
-	objects := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: Objects,
-		Help: "Objects the scan compared, by app and status (InSync, Drifted, Missing, Extra, Error).",
-	}, []string{"app", "status"})
-	debts := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: IgnoreDebts,
-		Help: "Ignore rules that need their owner's attention, by app (empty for rules of every app), owner and state (expired, unused).",
-	}, []string{"app", "owner", "state"})
-	warnings := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: Warnings,
-		Help: "What the scan could not read or compare and went on without (report warnings), by app (empty for the scan's own) and code (NotScanned, SchemaNotPublished, ...).",
-	}, []string{"app", "code"})
-	failed := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: AppScanFailed,
-		Help: "1 for an app the scan could not compare at all (its source could not be fetched or rendered, so none of its drift was seen), 0 for an app it compared; by app and owner.",
-	}, []string{"app", "owner"})
-	blocked := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: SyncBlocked,
-		Help: "1 for an app whose reconciler may not sync it automatically at the time of the scan (Argo CD sync window or failed sync, Flux build failing or out of retries), so live changes hold; 0 when it may; by app and tool (argocd, flux).",
-	}, []string{"app", "tool"})
+	findings := gaugeVec(Findings, "Findings that are not ignored, by app, the app's owner, the class of actor that made them and the type of change.", "app", "owner", "class", "type")
+	objects := gaugeVec(Objects, "Objects the scan compared, by app and status (InSync, Drifted, Missing, Extra, Error).", "app", "status")
+	debts := gaugeVec(IgnoreDebts, "Ignore rules that need their owner's attention, by app (empty for rules of every app), owner and state (expired, unused).", "app", "owner", "state")
+	warnings := gaugeVec(Warnings, "What the scan could not read or compare and went on without (report warnings), by app (empty for the scan's own) and code (NotScanned, SchemaNotPublished, ...).", "app", "code")
+	failed := gaugeVec(AppScanFailed, "1 for an app the scan could not compare at all (its source could not be fetched or rendered, so none of its drift was seen), 0 for an app it compared; by app and owner.", "app", "owner")
+	blocked := gaugeVec(SyncBlocked, "1 for an app whose reconciler may not sync it automatically at the time of the scan (Argo CD sync window or failed sync, Flux build failing or out of retries), so live changes hold; 0 when it may; by app and tool (argocd, flux).", "app", "tool")
 	reg.MustRegister(findings, objects, debts, warnings, failed, blocked)
 
 	for _, app := range r.Apps {
@@ -152,4 +134,9 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// gaugeVec is a gauge of the last run with the given labels.
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }

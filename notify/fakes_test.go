@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/report"
 )
 
 // fakeAPI is an httptest server that speaks the Slack Web API
@@ -362,4 +363,17 @@ func (f *fakeAPI) assertNoSecret(where, text string) {
 			f.t.Errorf("%s holds the secret %s:\n%s", where, k, text)
 		}
 	}
+}
+
+// notifyAt runs Notify with the fake's options at testNow+at, fails the
+// test on any error, and returns the result and the requests it made.
+func (f *fakeAPI) notifyAt(t *testing.T, r *report.Report, store Store, at time.Duration) (Result, []recorded) {
+	t.Helper()
+	opts := f.options()
+	opts.Now = func() time.Time { return testNow.Add(at) }
+	res, err := Notify(t.Context(), r, store, opts)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("Notify: %v %v", err, res.Errors)
+	}
+	return res, f.take()
 }

@@ -73,16 +73,10 @@ func TestAnAppThatCannotBeScannedIsToldToItsOwnerOnce(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			opts := f.options()
-			opts.Now = func() time.Time { return testNow.Add(step.at) }
-			res, err := Notify(t.Context(), step.report, store, opts)
-			if err != nil || len(res.Errors) > 0 {
-				t.Fatalf("Notify: %v %v", err, res.Errors)
-			}
+			res, got := f.notifyAt(t, step.report, store, step.at)
 			if res.Sent != step.sent || res.Resolved != step.resolved {
 				t.Errorf("sent %d and resolved %d, want %d and %d", res.Sent, res.Resolved, step.sent, step.resolved)
 			}
-			got := f.take()
 			if step.golden != "" {
 				golden.Check(t, step.golden, f.golden(got))
 			}
