@@ -58,7 +58,7 @@ func (p *planner) unscanned(r *report.Report, st *State, after time.Duration) un
 		if app.Error == "" || after < 0 {
 			switch {
 			case prev == nil:
-			case prev.Fingerprint == unscannedTold && app.Error == "":
+			case prev.Fingerprint == unscannedTold && app.Error == "" && after >= 0:
 				if target, ok := p.unscannedTarget(app, &out, false); ok {
 					out.send = append(out.send, reminder{key: key, app: app, owner: app.Owner, target: target, stage: unscannedFixed, since: prev.SentAt})
 					continue
@@ -69,9 +69,9 @@ func (p *planner) unscanned(r *report.Report, st *State, after time.Duration) un
 			}
 			continue
 		}
-		if prev == nil {
+		first := prev == nil
+		if first {
 			prev = &Delivery{Fingerprint: unscannedSeen, Owner: app.Owner, SentAt: p.now}
-			out.seen = append(out.seen, reminder{key: key, app: app, owner: app.Owner, stage: unscannedSeen, since: p.now})
 		}
 		due := false
 		switch prev.Fingerprint {
@@ -81,6 +81,9 @@ func (p *planner) unscanned(r *report.Report, st *State, after time.Duration) un
 			due = p.renew > 0 && !p.now.Before(prev.SentAt.Add(p.renew))
 		}
 		if !due {
+			if first {
+				out.seen = append(out.seen, reminder{key: key, app: app, owner: app.Owner, stage: unscannedSeen, since: p.now})
+			}
 			continue
 		}
 		if target, ok := p.unscannedTarget(app, &out, true); ok {

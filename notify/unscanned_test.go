@@ -107,8 +107,15 @@ func TestUnscannedAfterZeroTellsAtOnceAndNegativeNever(t *testing.T) {
 		t.Fatalf("UnscannedAfter 0: sent %d, errors %v %v; want one message on the first failing run", res.Sent, err, res.Errors)
 	}
 	f.take()
-	opts.UnscannedAfter = -1
+	if left := unscannedLeft(t, store); !equalStrings(left, []string{"web: " + unscannedTold}) {
+		t.Errorf("after the first failing run told the owner, the state keeps %q, want it told", left)
+	}
 	opts.Now = func() time.Time { return testNow.Add(time.Minute) }
+	if res, err := Notify(t.Context(), webApp(chartError), store, opts); err != nil || res.Sent != 0 || len(f.take()) != 0 {
+		t.Errorf("UnscannedAfter 0, the second failing run: sent %d (%v), want nothing more", res.Sent, err)
+	}
+	opts.UnscannedAfter = -1
+	opts.Now = func() time.Time { return testNow.Add(2 * time.Minute) }
 	res, err = Notify(t.Context(), webApp(""), store, opts)
 	if err != nil || res.Sent+res.Resolved != 0 || len(f.take()) != 0 {
 		t.Fatalf("negative UnscannedAfter: sent %d, resolved %d, err %v; want nothing sent", res.Sent, res.Resolved, err)
