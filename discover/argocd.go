@@ -304,8 +304,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 		if name := cmp.Or(a.Spec.Project, "default"); projects[name] != nil {
 			blocked = blocks.of(projects[name].Spec.SyncWindows, u.GetName(), projectNS+"/"+name, a, now)
 		}
+		reason := "SyncWindow"
 		if blocked == "" {
-			blocked = failedSync(u, a)
+			blocked, reason = failedSync(u, a), "SyncFailed"
 		}
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build
@@ -317,6 +318,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 			d.res.Apps[i].ArgoInstance = d.argoInstance(u)
 			if g := d.res.Apps[i].GitOps; g != nil && !g.Suspended {
 				g.SyncBlocked = blocked
+				if blocked != "" {
+					g.SyncBlockedReason = reason
+				}
 			}
 		}
 	}

@@ -95,11 +95,14 @@ func TestKustomizationBlocked(t *testing.T) {
 			if err := decode(u, &k); err != nil {
 				return "", err
 			}
-			blocked, except := kustomizationBlocked(u, &k, sha, []string{"hunter2-password"})
-			if blocked != "" && strings.Contains(tt.name, "fail") || strings.Contains(tt.name, "Secret and") || strings.Contains(tt.name, "missing") {
-				blocked += "\nexcept: " + strings.Join(except, " ") + "\n"
+			b := kustomizationBlocked(u, &k, sha, []string{"hunter2-password"})
+			if b.text != "" && b.reason != k.Status.Conditions[0].Reason {
+				t.Errorf("%s: reason %q, want the Ready condition's", tt.name, b.reason)
 			}
-			return blocked, nil
+			if b.text != "" && strings.Contains(tt.name, "fail") || strings.Contains(tt.name, "Secret and") || strings.Contains(tt.name, "missing") {
+				b.text += "\nexcept: " + strings.Join(b.except, " ") + "\n"
+			}
+			return b.text, nil
 		})
 	}
 }
@@ -128,7 +131,7 @@ func TestHelmReleaseBlocked(t *testing.T) {
 			if err := decode(u, &h); err != nil {
 				return "", err
 			}
-			return helmReleaseBlocked(u, &h, nil), nil
+			return helmReleaseBlocked(u, &h, nil).text, nil
 		})
 	}
 }

@@ -80,12 +80,12 @@ type helmRelease struct {
 // before drift detection (AtomicRelease: ErrExceededMaxRetries) until the
 // chart or values change (MustResetFailures), or someone asks for a reset
 // or a forced release.
-func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) string {
+func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) syncBlock {
 	stalled := currentCondition(u, hr.Status.Conditions, "Stalled")
 	if stalled == nil || stalled.Status != "True" || (stalled.Reason != "RetriesExceeded" && stalled.Reason != "MissingRollbackTarget") {
-		return ""
+		return syncBlock{}
 	}
-	return fmt.Sprintf("helm-controller has given up on %s (Stalled, %s: %s) and corrects no drift until its chart or values change, or someone resets it (flux reconcile helmrelease --reset, or --force)", ref(u), stalled.Reason, reconcilerMessage(stalled.Message, secrets...))
+	return syncBlock{reason: stalled.Reason, text: fmt.Sprintf("helm-controller has given up on %s (Stalled, %s: %s) and corrects no drift until its chart or values change, or someone resets it (flux reconcile helmrelease --reset, or --force)", ref(u), stalled.Reason, reconcilerMessage(stalled.Message, secrets...))}
 }
 
 // chartSpec is a HelmRelease's spec.chart.spec.
@@ -480,7 +480,7 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
 	}
 	if !hr.Spec.Suspend {
-		app.GitOps.SyncBlocked = helmReleaseBlocked(u, hr, hs.Secret)
+		helmReleaseBlocked(u, hr, hs.Secret).set(app.GitOps)
 	}
 	return app, problems
 }

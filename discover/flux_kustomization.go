@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/report"
 	"github.com/calricon/driftscan/source"
 )
 
@@ -97,32 +98,46 @@ func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ s
 // applied at every retry (report.GitOps.SyncBlockedExcept). Any other
 // failure (an apply that failed half-way, a health check, pruning) may
 // have applied the objects, and says nothing here.
-func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) (blocked string, except []string) {
+func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) syncBlock {
 	ready := currentCondition(u, ks.Status.Conditions, "Ready")
 	if ready == nil || ready.Status != "False" {
-		return "", nil
+		return syncBlock{}
 	}
 	atSource := artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact)
 	switch {
 	case ready.Reason == "DependencyNotReady":
-		return fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...)), nil
+		return syncBlock{ready.Reason, fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...)), nil}
 	case ready.Reason == "BuildFailed" && atSource:
-		return fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...)), nil
+		return syncBlock{ready.Reason, fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...)), nil}
 	case ready.Reason == "ReconciliationFailed" && atSource:
 		stage, ok := fluxApplyFailure(ready.Message)
 		if !ok {
-			return "", nil
+			return syncBlock{}
 		}
 		applied := "nothing of it"
+		var except []string
 		if stage > 0 {
 			applied = fluxStageNames[stage-1] + " first, and nothing else of it"
 			except = slices.Concat(fluxStageKinds[:stage]...)
 		}
 		// The error's first line; the rest lists what earlier stages changed.
 		msg, _, _ := strings.Cut(ready.Message, "\n")
-		return fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(msg, secrets...), applied), except
+		return syncBlock{ready.Reason, fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(msg, secrets...), applied), except}
 	}
-	return "", nil
+	return syncBlock{}
+}
+
+// syncBlock is why a reconciler's automated sync may not run now
+// (report.GitOps.SyncBlocked, SyncBlockedReason, SyncBlockedExcept); the
+// zero value when it may.
+type syncBlock struct {
+	reason, text string
+	except       []string
+}
+
+// set writes b into g.
+func (b syncBlock) set(g *report.GitOps) {
+	g.SyncBlocked, g.SyncBlockedReason, g.SyncBlockedExcept = b.text, b.reason, b.except
 }
 
 // kustomize-controller applies a Kustomization in stages (fluxcd/pkg/ssa
@@ -241,7 +256,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
 	if !ks.Spec.Suspend {
 		// Its message may hold substituted values from Secrets.
-		app.GitOps.SyncBlocked, app.GitOps.SyncBlockedExcept = kustomizationBlocked(u, ks, artifact, fb.Secret)
+		kustomizationBlocked(u, ks, artifact, fb.Secret).set(app.GitOps)
 	}
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	if dec := ks.Spec.Decryption; dec != nil {

@@ -66,13 +66,13 @@ func Gather(r *report.Report, now time.Time) *prometheus.Registry {
 	debts := gaugeVec(IgnoreDebts, "Ignore rules that need their owner's attention, by app (empty for rules of every app), owner and state (expired, unused).", "app", "owner", "state")
 	warnings := gaugeVec(Warnings, "What the scan could not read or compare and went on without (report warnings), by app (empty for the scan's own) and code (NotScanned, SchemaNotPublished, ...).", "app", "code")
 	failed := gaugeVec(AppScanFailed, "1 for an app the scan could not compare at all (its source could not be fetched or rendered, so none of its drift was seen), 0 for an app it compared; by app and owner.", "app", "owner")
-	blocked := gaugeVec(SyncBlocked, "1 for an app whose reconciler may not sync it automatically at the time of the scan (Argo CD sync window or failed sync, Flux build failing or out of retries), so live changes hold; 0 when it may; by app and tool (argocd, flux).", "app", "tool")
+	blocked := gaugeVec(SyncBlocked, "1 for an app whose reconciler may not sync it automatically at the time of the scan (Argo CD sync window or failed sync; a Flux Kustomization waiting for dependencies or whose build or apply fails, a HelmRelease out of retries), so live changes hold; 0 when it may; by app, tool (argocd, flux) and reason (the reconciler's: SyncWindow, SyncFailed, BuildFailed, ReconciliationFailed, RetriesExceeded, ...; empty when 0).", "app", "tool", "reason")
 	reg.MustRegister(findings, objects, debts, warnings, failed, blocked)
 
 	for _, app := range r.Apps {
 		failed.WithLabelValues(app.Name, app.Owner).Set(b2f(app.Error != ""))
 		if g := app.GitOps; g != nil {
-			blocked.WithLabelValues(app.Name, g.Tool).Set(b2f(g.SyncBlocked != ""))
+			blocked.WithLabelValues(app.Name, g.Tool, g.SyncBlockedReason).Set(b2f(g.SyncBlocked != ""))
 		}
 		for _, s := range Statuses {
 			objects.WithLabelValues(app.Name, string(s)).Set(0)

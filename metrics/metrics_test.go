@@ -96,8 +96,8 @@ func TestTheMetricsFileHasEveryDocumentedSeries(t *testing.T) {
 		`driftscan_objects{app="web",status="InSync"} 1`,
 		`driftscan_objects{app="web",status="Missing"} 1`,
 		`driftscan_scan_duration_seconds{} 3.25`,
-		`driftscan_sync_blocked{app="payments",tool="flux"} 0`,
-		`driftscan_sync_blocked{app="web",tool="argocd"} 1`,
+		`driftscan_sync_blocked{app="payments",reason="",tool="flux"} 0`,
+		`driftscan_sync_blocked{app="web",reason="SyncWindow",tool="argocd"} 1`,
 		`driftscan_warnings{app="",code="NotScanned"} 1`,
 		`driftscan_warnings{app="web",code="SchemaNotPublished"} 2`,
 	}

@@ -18,7 +18,7 @@ func sampleReport() *report.Report {
 		{
 			Name:  "web",
 			Owner: "team-web",
-			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true,
+			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, SyncBlockedReason: "SyncWindow",
 				SyncBlocked: "the deny sync window \"0 22 * * *\" for 8h (change freeze) of AppProject argocd/web blocks automated syncs until 2026-11-30 06:00 UTC"},
 			Objects: []report.Object{
 				{Kind: "Deployment", Namespace: "web", Name: "web", Findings: []report.Finding{

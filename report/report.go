@@ -211,6 +211,11 @@ type GitOps struct {
 	// does not retry; a Flux Kustomization waiting for its dependencies,
 	// or whose build fails at its source's revision.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
+	// SyncBlockedReason is why, in the reconciler's own words: SyncWindow
+	// or SyncFailed (Argo CD); DependencyNotReady, BuildFailed or
+	// ReconciliationFailed (a Kustomization's Ready reason); RetriesExceeded
+	// or MissingRollbackTarget (a HelmRelease's Stalled reason).
+	SyncBlockedReason string `json:"syncBlockedReason,omitempty"`
 	// SyncBlockedExcept lists the kinds the reconciler still applies while
 	// SyncBlocked: a Flux Kustomization whose apply fails in a later stage
 	// applies its earlier stages (CustomResourceDefinitions, Namespaces,

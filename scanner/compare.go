@@ -494,6 +494,8 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, h)
 		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
+		} else if h := takenOverHint(gitops, gvk.Group, gvk.Kind, len(obj.Webhooks) > 0, f, cl); h != "" {
+			f.Hint = h
 		} else if h := selfHealHint(gitops, gvk.Group, gvk.Kind, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}

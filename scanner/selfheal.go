@@ -57,6 +57,32 @@ func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
 }
 
+// takenOverHint says what a field of the applier's with a value Git does
+// not hold is while a Kustomization's apply fails in the field's stage
+// (GitOps.SyncBlockedReason ReconciliationFailed, SyncBlockedFor its kind):
+// at every retry kustomize-controller dry-runs the stage, and for each
+// object whose dry run passes it takes over the fields kubectl wrote
+// (fluxcd/pkg/ssa's field-manager cleanup, a real patch of managedFields)
+// before the failing object ends the stage, so Git's value is never
+// applied. Such a field was most likely changed (or added) with kubectl
+// and now shows as kustomize-controller's (seen with kustomize-controller:
+// e2e TestFluxFailedApplyStillAppliesItsFirstStages); the classifier's
+// hint, which assumes the applier wrote it, is replaced. Not for an object
+// a mutating webhook admits: the webhook's rewrite of what the applier
+// sends is the applier's too. "" for any other finding.
+func takenOverHint(g *report.GitOps, group, kind string, webhooks bool, f report.Finding, cl *classify.Classifier) string {
+	if g == nil || webhooks || g.Tool != "flux" || !strings.HasPrefix(g.Object, "Kustomization/") || g.SyncBlockedReason != "ReconciliationFailed" ||
+		!g.SelfHeal || g.Suspended || !g.SyncBlockedFor(group, kind) ||
+		f.Class != report.ClassUnknown || f.Manager == "" || !cl.IsApplier(f.Manager) || f.Type == report.TypeRemoved {
+		return ""
+	}
+	next := "reverts it"
+	if f.Type == report.TypeAdded {
+		next = "removes it, since Git does not declare it"
+	}
+	return fmt.Sprintf("%s owns this value but never applied it: %s, and each retry takes over the fields kubectl wrote in objects whose dry run passes without applying Git's values, so this is most likely a change made with kubectl (the audit log says who); it holds until the apply passes, and that apply %s; carry it back to Git or suspend the Kustomization first", f.Manager, g.SyncBlocked, next)
+}
+
 // chartCRDHint says what Flux's helm-controller does with a CRD from its
 // chart's crds/ folder (chartCRD). Its drift detection compares the
 // release's manifest, which holds none of them, so a pipeline's or a

@@ -68,6 +68,47 @@ func TestSelfHealHintOfAnApplyThatFailsInALaterStage(t *testing.T) {
 	}
 }
 
+// While a Kustomization's apply fails, each retry takes over what kubectl
+// wrote in the objects whose dry run passes without applying Git's value
+// (seen with kustomize-controller: e2e
+// TestFluxFailedApplyStillAppliesItsFirstStages): a value the applier owns
+// and Git does not hold is then most likely a kubectl edit.
+func TestTakenOverHintWhileAKustomizationsApplyFails(t *testing.T) {
+	cl, err := classify.New(classify.Options{Appliers: []string{"kustomize-controller"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/web", SelfHeal: true, SyncBlockedReason: "ReconciliationFailed",
+		SyncBlocked:       "the apply of Kustomization/flux-system/web at abc fails (ConfigMap/web/Bad_Name dry-run failed (Invalid): boom): kustomize-controller applies CustomResourceDefinitions, Namespaces, ClusterRoles and *Class kinds first, and nothing else of it until the apply passes",
+		SyncBlockedExcept: []string{"Namespace"}}
+	build := *failing
+	build.SyncBlockedReason = "BuildFailed"
+	owned := report.Finding{Type: report.TypeChanged, Class: report.ClassUnknown, Manager: "kustomize-controller"}
+	added := owned
+	added.Type = report.TypeAdded
+	for _, c := range []struct {
+		name     string
+		g        *report.GitOps
+		kind     string
+		webhooks bool
+		f        report.Finding
+		want     string
+	}{
+		{"a changed value the applier owns", failing, "ConfigMap", false, owned, "kustomize-controller owns this value but never applied it: the apply of Kustomization/flux-system/web at abc fails"},
+		{"it says what the apply that passes does", failing, "ConfigMap", false, owned, "most likely a change made with kubectl (the audit log says who); it holds until the apply passes, and that apply reverts it"},
+		{"an added field is removed then", failing, "ConfigMap", false, added, "that apply removes it, since Git does not declare it"},
+		{"a kind of a stage that is applied", failing, "Namespace", false, owned, ""},
+		{"a build that fails takes nothing over", &build, "ConfigMap", false, owned, ""},
+		{"a webhook's rewrite is the applier's too", failing, "ConfigMap", true, owned, ""},
+		{"a person's own field", failing, "ConfigMap", false, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, ""},
+	} {
+		got := takenOverHint(c.g, "", c.kind, c.webhooks, c.f, cl)
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: hint %q, want it to say %q", c.name, got, c.want)
+		}
+	}
+}
+
 // A field one of Argo CD's own ignoreDifferences hides is out of its diff,
 // but a sync applies Git's value unless RespectIgnoreDifferences=true (seen
 // with the real Argo CD: e2e TestArgoCDSyncAppliesIgnoredFieldsUnlessRespectIgnoreDifferences).
