@@ -104,8 +104,12 @@ func (p *planner) unscanned(r *report.Report, st *State, after time.Duration) un
 func (p *planner) unscannedTarget(app report.App, out *unscannedPlan, failing bool) (string, bool) {
 	owner, known := p.owners[app.Owner]
 	if !known {
-		if failing {
-			out.errs = append(out.errs, fmt.Errorf("app %q: could not be scanned, and %w", app.Name, ownerError(app.Name, app.Owner)))
+		switch {
+		case !failing:
+		case app.Owner == "":
+			out.errs = append(out.errs, fmt.Errorf("app %q: could not be scanned, and has no owner to tell", app.Name))
+		default:
+			out.errs = append(out.errs, fmt.Errorf("app %q: could not be scanned, and its owner %q is not in owners", app.Name, app.Owner))
 		}
 		return "", false
 	}

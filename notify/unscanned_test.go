@@ -138,7 +138,7 @@ func TestAnUnscannedAppWithoutAKnownOwnerIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), `app "web": could not be scanned`) || !strings.Contains(res.Errors[0].Error(), `owner "team-gone" is not in owners`) {
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), `app "web": could not be scanned`) || !strings.Contains(res.Errors[0].Error(), `its owner "team-gone" is not in owners`) {
 		t.Errorf("errors %v, want one naming app web and owner team-gone", res.Errors)
 	}
 	if res.Sent != 0 || len(f.take()) != 0 {
