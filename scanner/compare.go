@@ -402,6 +402,8 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		}
 	}
 	paused := fluxPausedHint(*app, l) // before its content is taken
+	desiredObj, _ := d.git()
+	hf := hintFacts{group: gvk.Group, kind: gvk.Kind, fluxMerge: fluxMerges(*app, l, desiredObj)}
 	if paused == "" {
 		paused = s.syncFails[d.app]
 	}
@@ -437,6 +439,7 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 		Labels:     l.GetLabels(), NamespaceLabels: cc.nsLabels[l.GetNamespace()],
 	})
 	obj.Scalers = cc.scalers[keyOf(l)]
+	hf.webhooks = len(obj.Webhooks) > 0
 	cl := s.classifiers[d.app]
 	// The ignore rules' jq expressions run here, in this worker, bounded by
 	// Options.JQ: a slow one holds up no other object.
@@ -494,9 +497,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			f.Hint = joinHint(f.Hint, h)
 		} else if h := argoIgnoredHint(gitops, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
-		} else if h := takenOverHint(gitops, gvk.Group, gvk.Kind, len(obj.Webhooks) > 0, f, cl); h != "" {
+		} else if h := takenOverHint(gitops, hf, f, cl); h != "" {
 			f.Hint = h
-		} else if h := selfHealHint(gitops, gvk.Group, gvk.Kind, f); h != "" {
+		} else if h := selfHealHint(gitops, hf, f); h != "" {
 			f.Hint = joinHint(f.Hint, h)
 		}
 		if h := keptChartHint(app.Source.Helm, f, cl); h != "" {

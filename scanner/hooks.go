@@ -103,6 +103,25 @@ func fluxExcluded(metadata ...map[string]string) string {
 	return ""
 }
 
+// fluxMerges says whether kustomize-controller leaves what kubectl wrote
+// in an object of app: Git or the live object marks it `ssa: Merge` (a
+// label or an annotation, the value without case: fluxcd/pkg/ssa
+// AnyInMetadata), for which its field-manager cleanup is skipped
+// (ApplyCleanupOptions.Exclusions, kustomization_controller.go), so a field
+// kubectl added stays and one kubectl changed is put back by the apply
+// alone.
+func fluxMerges(app config.App, objs ...*unstructured.Unstructured) bool {
+	if app.AppliedAs != config.AppliedAsFlux {
+		return false
+	}
+	for _, o := range objs {
+		if o != nil && (strings.EqualFold(o.GetAnnotations()[fluxSSAAnnotation], "Merge") || strings.EqualFold(o.GetLabels()[fluxSSAAnnotation], "Merge")) {
+			return true
+		}
+	}
+	return false
+}
+
 // fluxPausedHint is the hint for a person's or a pipeline's change of an
 // object of a kustomize-controller app whose live self carries a mark
 // kustomize-controller skips it for (someone paused Flux on this object

@@ -31,7 +31,7 @@ import (
 // (GitOps.SyncBlockedExcept: the earlier stages of a Kustomization whose
 // apply fails in a later one) is reverted all the same. "" when no hint
 // applies.
-func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string {
+func selfHealHint(g *report.GitOps, o hintFacts, f report.Finding) string {
 	if g == nil || !f.Class.Deliberate() {
 		return ""
 	}
@@ -43,8 +43,8 @@ func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string
 	if !g.SelfHeal || g.Suspended {
 		return ""
 	}
-	takenOver := f.Type == report.TypeAdded && g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl")
-	if (f.Type != report.TypeAdded || takenOver) && g.SyncBlockedFor(group, kind) {
+	takenOver := f.Type == report.TypeAdded && g.Tool == "flux" && strings.HasPrefix(g.Object, "Kustomization/") && strings.HasPrefix(f.Manager, "kubectl") && !o.fluxMerge
+	if (f.Type != report.TypeAdded || takenOver) && g.SyncBlockedFor(o.group, o.kind) {
 		// A sync window, a failed sync or build: self-heal waits.
 		return fmt.Sprintf("self-heal is on for %s, but %s: this change holds until then, and the next sync reverts it; carry it back to Git or suspend sync before syncs resume", g.Object, g.SyncBlocked)
 	}
@@ -55,6 +55,16 @@ func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string
 		return fmt.Sprintf("self-heal is on for %s: kustomize-controller takes over fields that kubectl wrote and removes this one at the next reconcile, since Git does not declare it; carry it back to Git or suspend the Kustomization first", g.Object)
 	}
 	return fmt.Sprintf("self-heal is on for %s, but it does not remove this: the reconciler applies only what Git declares and leaves fields others added; remove it by hand or add it to Git", g.Object)
+}
+
+// hintFacts are what the hints need to know of the object a finding is
+// in: its API group and kind, whether a mutating webhook admits it, and
+// whether Git or the live object marks it `kustomize.toolkit.fluxcd.io/ssa:
+// Merge` (fluxMerges).
+type hintFacts struct {
+	group, kind string
+	webhooks    bool
+	fluxMerge   bool
 }
 
 // takenOverHint says what a field of the applier's with a value Git does
@@ -68,11 +78,12 @@ func selfHealHint(g *report.GitOps, group, kind string, f report.Finding) string
 // and now shows as kustomize-controller's (seen with kustomize-controller:
 // e2e TestFluxFailedApplyStillAppliesItsFirstStages); the classifier's
 // hint, which assumes the applier wrote it, is replaced. Not for an object
-// a mutating webhook admits: the webhook's rewrite of what the applier
-// sends is the applier's too. "" for any other finding.
-func takenOverHint(g *report.GitOps, group, kind string, webhooks bool, f report.Finding, cl *classify.Classifier) string {
-	if g == nil || webhooks || g.Tool != "flux" || !strings.HasPrefix(g.Object, "Kustomization/") || g.SyncBlockedReason != "ReconciliationFailed" ||
-		!g.SelfHeal || g.Suspended || !g.SyncBlockedFor(group, kind) ||
+// a mutating webhook admits (the webhook's rewrite of what the applier
+// sends is the applier's too), nor one marked `ssa: Merge` (no take-over).
+// "" for any other finding.
+func takenOverHint(g *report.GitOps, o hintFacts, f report.Finding, cl *classify.Classifier) string {
+	if g == nil || o.webhooks || o.fluxMerge || g.Tool != "flux" || !strings.HasPrefix(g.Object, "Kustomization/") || g.SyncBlockedReason != "ReconciliationFailed" ||
+		!g.SelfHeal || g.Suspended || !g.SyncBlockedFor(o.group, o.kind) ||
 		f.Class != report.ClassUnknown || f.Manager == "" || !cl.IsApplier(f.Manager) || f.Type == report.TypeRemoved {
 		return ""
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/calricon/driftscan/classify"
 	"github.com/calricon/driftscan/config"
 	"github.com/calricon/driftscan/report"
@@ -33,7 +35,7 @@ func TestSelfHealHintSaysWhatEachReconcilerReallyDoes(t *testing.T) {
 		{"no hint when sync is suspended", &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", SelfHeal: true, Suspended: true}, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := selfHealHint(c.g, "", "ConfigMap", c.f)
+			got := selfHealHint(c.g, hintFacts{kind: "ConfigMap"}, c.f)
 			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
 				t.Errorf("hint = %q, want it to say %q", got, c.want)
 			}
@@ -62,8 +64,45 @@ func TestSelfHealHintOfAnApplyThatFailsInALaterStage(t *testing.T) {
 		{"storage.k8s.io", "StorageClass", "will be reverted at the next sync"},
 		{"scheduling.k8s.io", "PriorityClass", "will be reverted at the next sync"},
 	} {
-		if got := selfHealHint(g, c.group, c.kind, edit); !strings.Contains(got, c.want) {
+		if got := selfHealHint(g, hintFacts{group: c.group, kind: c.kind}, edit); !strings.Contains(got, c.want) {
 			t.Errorf("%s.%s: hint %q, want it to say %q", c.kind, c.group, got, c.want)
+		}
+	}
+}
+
+// kustomize-controller leaves out of its take-over of kubectl's fields an
+// object Git or the live object marks ssa: Merge (seen with
+// kustomize-controller: e2e TestFluxMergeKeepsWhatKubectlAdded).
+func TestSelfHealHintOfAnObjectMarkedSSAMerge(t *testing.T) {
+	ks := &report.GitOps{Tool: "flux", Object: "Kustomization/flux-system/web", SelfHeal: true}
+	label := report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}
+	if got := selfHealHint(ks, hintFacts{kind: "ConfigMap", fluxMerge: true}, label); !strings.Contains(got, "it does not remove this") {
+		t.Errorf("hint for a label kubectl added to an object marked ssa: Merge = %q, want that it stays", got)
+	}
+	if got := selfHealHint(ks, hintFacts{kind: "ConfigMap"}, label); !strings.Contains(got, "removes this one at the next reconcile") {
+		t.Errorf("hint for a label kubectl added to an object not so marked = %q, want it removed", got)
+	}
+	flux := config.App{AppliedAs: config.AppliedAsFlux}
+	obj := func(labels, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+		return u
+	}
+	mark := map[string]string{"kustomize.toolkit.fluxcd.io/ssa": "merge"}
+	for _, c := range []struct {
+		name string
+		app  config.App
+		objs []*unstructured.Unstructured
+		want bool
+	}{
+		{"an annotation of Git's, any case", flux, []*unstructured.Unstructured{obj(nil, nil), obj(nil, mark)}, true},
+		{"a label of the live object's", flux, []*unstructured.Unstructured{obj(mark, nil), nil}, true},
+		{"another policy", flux, []*unstructured.Unstructured{obj(nil, map[string]string{"kustomize.toolkit.fluxcd.io/ssa": "Override"})}, false},
+		{"an app Flux does not apply", config.App{}, []*unstructured.Unstructured{obj(nil, mark)}, false},
+	} {
+		if got := fluxMerges(c.app, c.objs...); got != c.want {
+			t.Errorf("%s: fluxMerges = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
@@ -93,16 +132,18 @@ func TestTakenOverHintWhileAKustomizationsApplyFails(t *testing.T) {
 		webhooks bool
 		f        report.Finding
 		want     string
+		merge    bool
 	}{
-		{"a changed value the applier owns", failing, "ConfigMap", false, owned, "kustomize-controller owns this value but never applied it: the apply of Kustomization/flux-system/web at abc fails"},
-		{"it says what the apply that passes does", failing, "ConfigMap", false, owned, "most likely a change made with kubectl (the audit log says who); it holds until the apply passes, and that apply reverts it"},
-		{"an added field is removed then", failing, "ConfigMap", false, added, "that apply removes it, since Git does not declare it"},
-		{"a kind of a stage that is applied", failing, "Namespace", false, owned, ""},
-		{"a build that fails takes nothing over", &build, "ConfigMap", false, owned, ""},
-		{"a webhook's rewrite is the applier's too", failing, "ConfigMap", true, owned, ""},
-		{"a person's own field", failing, "ConfigMap", false, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, ""},
+		{"an object marked ssa: Merge keeps what kubectl wrote", failing, "ConfigMap", false, owned, "", true},
+		{"a changed value the applier owns", failing, "ConfigMap", false, owned, "kustomize-controller owns this value but never applied it: the apply of Kustomization/flux-system/web at abc fails", false},
+		{"it says what the apply that passes does", failing, "ConfigMap", false, owned, "most likely a change made with kubectl (the audit log says who); it holds until the apply passes, and that apply reverts it", false},
+		{"an added field is removed then", failing, "ConfigMap", false, added, "that apply removes it, since Git does not declare it", false},
+		{"a kind of a stage that is applied", failing, "Namespace", false, owned, "", false},
+		{"a build that fails takes nothing over", &build, "ConfigMap", false, owned, "", false},
+		{"a webhook's rewrite is the applier's too", failing, "ConfigMap", true, owned, "", false},
+		{"a person's own field", failing, "ConfigMap", false, report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}, "", false},
 	} {
-		got := takenOverHint(c.g, "", c.kind, c.webhooks, c.f, cl)
+		got := takenOverHint(c.g, hintFacts{kind: c.kind, webhooks: c.webhooks, fluxMerge: c.merge}, c.f, cl)
 		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
 			t.Errorf("%s: hint %q, want it to say %q", c.name, got, c.want)
 		}
@@ -151,11 +192,11 @@ func TestArgoIgnoredHintSaysWhetherASyncPutsGitsValueBack(t *testing.T) {
 func TestSelfHealHintForAnAppSyncedWithReplace(t *testing.T) {
 	replace := &report.GitOps{Tool: "argocd", Object: "Application/argocd/web", Replace: true, Suspended: true}
 	label := report.Finding{Type: report.TypeAdded, Class: report.ClassHuman, Manager: "kubectl-label"}
-	if got := selfHealHint(replace, "", "ConfigMap", label); !strings.Contains(got, "replaces the whole object and drops it") {
+	if got := selfHealHint(replace, hintFacts{kind: "ConfigMap"}, label); !strings.Contains(got, "replaces the whole object and drops it") {
 		t.Errorf("hint for an added label = %q", got)
 	}
 	changed := report.Finding{Type: report.TypeChanged, Class: report.ClassHuman, Manager: "kubectl-edit"}
-	if got := selfHealHint(replace, "", "ConfigMap", changed); got != "" {
+	if got := selfHealHint(replace, hintFacts{kind: "ConfigMap"}, changed); got != "" {
 		t.Errorf("hint for a change of a field Git declares, sync suspended = %q, want none", got)
 	}
 }
