@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/fixtures/reconcilers"
+	"github.com/calricon/driftscan/report"
 )
 
 // kustomize-controller builds before it applies anything: while the build
@@ -37,7 +38,7 @@ func TestFluxFailedBuildAppliesNothing(t *testing.T) {
 	humanEdit(t, ns, "debug")
 	holds(t, ns, "debug", holdFor)
 
-	r := scanExiting(t, 2, "--from", "flux", "--app", app)
+	r := scanSettled(t, "--from", "flux", "--app", app)
 	hint := logLevelHint(r)
 	if !strings.Contains(hint, "the build of Kustomization/"+ns+"/"+app+" at "+bad+" fails (") || !strings.Contains(hint, "until Git moves past that revision") ||
 		strings.Contains(hint, "will be reverted at the next sync") {
@@ -105,7 +106,7 @@ func TestFluxFailedApplyStillAppliesItsFirstStages(t *testing.T) {
 	// kustomize-controller's, a value it never applied. Whether it got
 	// there first is a race (seen both ways), so the scan must be right
 	// either way.
-	r := scanExiting(t, 2, "--from", "flux", "--app", app)
+	r := scanSettled(t, "--from", "flux", "--app", app)
 	var edit finding
 	for _, f := range activeFindings(r) {
 		if f.Object == "ConfigMap/web-config" && f.Path == ".data.LOG_LEVEL" {
@@ -170,6 +171,25 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 	hint := logLevelHintOf(r, cm)
 	if !strings.Contains(hint, "helm-controller has given up on HelmRelease/"+ns+"/"+name+" (Stalled, RetriesExceeded: ") || strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("the edit's hint is %q, want that helm-controller gave up and corrects no drift (helm-controller: %s)", hint, stalled)
+	}
+}
+
+// scanSettled scans (exit 2 at most) until the report says the app's sync
+// is blocked, at most five times. A failing Kustomization is retried every
+// interval (3 s here), and while a retry runs kustomize-controller marks it
+// Ready Unknown, Progressing ("Reconciliation in progress"): a scan that
+// lists it then cannot tell that the retry will fail again, and says what
+// it says of any reconciling app. On a loaded machine that is a retry's
+// second or two of every three.
+func scanSettled(t *testing.T, args ...string) *report.Report {
+	t.Helper()
+	for i := 1; ; i++ {
+		r := scanExiting(t, 2, args...)
+		if g := r.Apps[0].GitOps; g != nil && g.SyncBlocked != "" || i == 5 {
+			return r
+		}
+		t.Logf("scan %d caught the reconciler mid-retry (gitops %+v); again", i, r.Apps[0].GitOps)
+		time.Sleep(time.Second)
 	}
 }
 
