@@ -316,11 +316,8 @@ func (d *discovery) argocd(ctx context.Context) error {
 			d.res.Apps[i].ArgoInstanceLabel = settings.tracking.ArgoLabelKey
 			d.res.Apps[i].ArgoInstallationID = settings.tracking.ArgoInstallationID
 			d.res.Apps[i].ArgoInstance = d.argoInstance(u)
-			if g := d.res.Apps[i].GitOps; g != nil && !g.Suspended {
-				g.SyncBlocked = blocked
-				if blocked != "" {
-					g.SyncBlockedReason = reason
-				}
+			if g := d.res.Apps[i].GitOps; g != nil && !g.Suspended && blocked != "" {
+				syncBlock{reason: reason, text: blocked}.set(g)
 			}
 		}
 	}

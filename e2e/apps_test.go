@@ -5,6 +5,8 @@ package e2e
 // Each holds a ConfigMap with LOG_LEVEL: info (what the 3 AM drill edits), a
 // Deployment and a Service, written the way people write them.
 
+import "maps"
+
 const configMap = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -51,6 +53,13 @@ var plainApp = map[string]string{
 	"web/config.yaml":  configMap,
 	"web/deploy.yaml":  deployment,
 	"web/service.yaml": service,
+}
+
+// plainAppWith is plainApp with more files (or other contents).
+func plainAppWith(files map[string]string) map[string]string {
+	out := maps.Clone(plainApp)
+	maps.Copy(out, files)
+	return out
 }
 
 // kustomizeApp is an overlay at overlays/prod/ over base/.

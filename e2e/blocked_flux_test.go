@@ -67,11 +67,7 @@ func TestFluxFailedApplyStillAppliesItsFirstStages(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t, nil)
 	role := ns + "-reader"
-	files := map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + ", labels: {team: web}}\nrules: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get]}]\n"}
-	for k, v := range plainApp {
-		files[k] = v
-	}
-	repo := gitServer.NewRepo(t, files)
+	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + ", labels: {team: web}}\nrules: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get]}]\n"}))
 	const app = "half-applied"
 	createKustomization(t, ns, app, repo, "web")
 	t.Cleanup(func() {

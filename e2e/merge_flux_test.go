@@ -23,11 +23,7 @@ func TestFluxMergeKeepsWhatKubectlAdded(t *testing.T) {
 	needFlux(t)
 	t.Parallel()
 	ns := env.Namespace(t, nil)
-	files := map[string]string{"web/merged.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: merged\n  annotations: {kustomize.toolkit.fluxcd.io/ssa: merge}\ndata: {k: v}\n"}
-	for k, v := range plainApp {
-		files[k] = v
-	}
-	repo := gitServer.NewRepo(t, files)
+	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"web/merged.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: merged\n  annotations: {kustomize.toolkit.fluxcd.io/ssa: merge}\ndata: {k: v}\n"}))
 	const app = "merged"
 	createKustomization(t, ns, app, repo, "web")
 	waitFluxReady(t, reconcilers.Kustomization, ns, app, repo.Head())

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -139,10 +140,7 @@ func createAppOfAppsIn(t *testing.T, ns, parent, child, childNS, project string)
 // of the Argo CD a, which reconciles both.
 func createAppOfAppsOf(t *testing.T, a *reconcilers.ArgoCD, ns, parent, child, childNS, project string) {
 	t.Helper()
-	files := map[string]string{}
-	for k, v := range plainApp {
-		files[k] = v
-	}
+	files := maps.Clone(plainApp)
 	repo := gitServer.NewRepo(t, files)
 	repo.Commit(t, "the child app", map[string]string{"apps/child.yaml": fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application

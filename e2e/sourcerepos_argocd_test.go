@@ -65,10 +65,7 @@ func TestArgoCDProjectResources(t *testing.T) {
 	dest := env.Namespace(t, nil)
 	suffix := dest[strings.LastIndex(dest, "-")+1:]
 	name, role := "res-"+suffix, "reader-"+dest
-	files := map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + "}\nrules: []\n"}
-	for k, v := range plainApp {
-		files[k] = v
-	}
+	files := plainAppWith(map[string]string{"web/role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: " + role + "}\nrules: []\n"})
 	t.Cleanup(func() {
 		_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})

@@ -186,20 +186,20 @@ func Notify(ctx context.Context, r *report.Report, store Store, opts Options) (R
 		cluster = r.Cluster
 	}
 	now := o.Now()
-	pl := (&planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now, allApps: o.AllApps,
-		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}).plan(r, st)
+	p := &planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now, allApps: o.AllApps,
+		renew: o.RenotifyAfter, ownerOf: o.ObjectOwner}
+	pl := p.plan(r, st)
 	res.Skipped = pl.skipped
 	res.Errors = append(res.Errors, pl.errs...)
-	rp := &planner{cluster: cluster, cfg: o.Config, owners: o.Owners, now: now, allApps: o.AllApps, renew: o.RenotifyAfter}
-	rems, forget := rp.reminders(r, st, o.BreakglassWarnBefore)
-	un := rp.unscanned(r, st, o.UnscannedAfter)
+	rems, forget := p.reminders(r, st, o.BreakglassWarnBefore)
+	un := p.unscanned(r, st, o.UnscannedAfter)
 	rems, forget = append(rems, un.send...), append(forget, un.forget...)
 	res.Errors = append(res.Errors, un.errs...)
 	if !o.DryRun && len(pl.slack)+len(pl.pagerduty)+len(rems)+len(un.seen) > 0 {
 		would := st.clone()
 		pl.record(would, now)
 		for _, rm := range append(slices.Clone(rems), un.seen...) {
-			if rm.stage == unscannedFixed {
+			if rm.resolves() {
 				would.Forget(rm.key, ChannelSlack, now)
 			} else {
 				would.Record(rm.key, ChannelSlack, rm.delivery(now))

@@ -170,18 +170,22 @@ func (r *run) sendReminders(ctx context.Context, rems []reminder, forget []Key) 
 		} else if err := sender.Post(ctx, rm.target, msg.Text, msg.Blocks); err != nil {
 			r.fail(fmt.Errorf("remind owner %s of app %q on slack %s: %w", rm.owner, rm.app.Name, rm.target, err))
 			continue
-		} else if rm.stage == unscannedFixed {
+		} else if rm.resolves() {
 			r.st.Forget(rm.key, ChannelSlack, r.mc.now)
 		} else {
 			r.st.Record(rm.key, ChannelSlack, rm.delivery(r.mc.now))
 		}
-		if rm.stage == unscannedFixed {
+		if rm.resolves() {
 			r.res.Resolved++
 		} else {
 			r.res.Sent++
 		}
 	}
 }
+
+// resolves says that rm ends what the state keeps of its key (an app
+// scanned again) instead of recording itself.
+func (rm reminder) resolves() bool { return rm.stage == unscannedFixed }
 
 // delivery is what the state keeps of rm once it was accepted at now (for
 // a first sighting, recorded at now).

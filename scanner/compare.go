@@ -401,9 +401,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			ro.Owner = l.GetAnnotations()[k]
 		}
 	}
-	paused := fluxPausedHint(*app, l) // before its content is taken
 	desiredObj, _ := d.git()
-	hf := hintFacts{group: gvk.Group, kind: gvk.Kind, fluxMerge: fluxMerges(*app, l, desiredObj)}
+	paused, merge := fluxLiveMarks(*app, l, desiredObj) // before its content is taken
+	hf := hintFacts{group: gvk.Group, kind: gvk.Kind, fluxMerge: merge}
 	if paused == "" {
 		paused = s.syncFails[d.app]
 	}

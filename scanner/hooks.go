@@ -85,7 +85,7 @@ func fluxApplyPolicy(app config.App, id render.Ident) (never string, createOnly 
 	if never := fluxExcluded(id.Annotations, id.FluxLabels); never != "" {
 		return never, false
 	}
-	return "", strings.EqualFold(id.Annotations[fluxSSAAnnotation], "IfNotPresent") || strings.EqualFold(id.FluxLabels[fluxSSAAnnotation], "IfNotPresent")
+	return "", fluxSSA("IfNotPresent", id.Annotations, id.FluxLabels)
 }
 
 // fluxExcluded is the mark among metadata (labels or annotations) for
@@ -103,38 +103,49 @@ func fluxExcluded(metadata ...map[string]string) string {
 	return ""
 }
 
-// fluxMerges says whether kustomize-controller leaves what kubectl wrote
-// in an object of app: Git or the live object marks it `ssa: Merge` (a
-// label or an annotation, the value without case: fluxcd/pkg/ssa
-// AnyInMetadata), for which its field-manager cleanup is skipped
-// (ApplyCleanupOptions.Exclusions, kustomization_controller.go), so a field
-// kubectl added stays and one kubectl changed is put back by the apply
-// alone.
-func fluxMerges(app config.App, objs ...*unstructured.Unstructured) bool {
-	if app.AppliedAs != config.AppliedAsFlux {
-		return false
-	}
-	for _, o := range objs {
-		if o != nil && (strings.EqualFold(o.GetAnnotations()[fluxSSAAnnotation], "Merge") || strings.EqualFold(o.GetLabels()[fluxSSAAnnotation], "Merge")) {
+// fluxSSA says whether any of metadata (labels or annotations) sets
+// kustomize.toolkit.fluxcd.io/ssa to policy, the value without case, as
+// kustomize-controller compares it (fluxcd/pkg/ssa utils.AnyInMetadata).
+func fluxSSA(policy string, metadata ...map[string]string) bool {
+	for _, m := range metadata {
+		if strings.EqualFold(m[fluxSSAAnnotation], policy) {
 			return true
 		}
 	}
 	return false
 }
 
-// fluxPausedHint is the hint for a person's or a pipeline's change of an
-// object of a kustomize-controller app whose live self carries a mark
-// kustomize-controller skips it for (someone paused Flux on this object
-// by hand, as on-call engineers do to keep a hotfix): the change is not
-// reverted, whatever self-heal says, until the mark goes. "" when the live
-// object carries none.
-func fluxPausedHint(app config.App, live *unstructured.Unstructured) string {
+// fluxMerges says whether kustomize-controller leaves what kubectl wrote
+// in an object of app: Git or the live object marks it `ssa: Merge`, for
+// which its field-manager cleanup is skipped (ApplyCleanupOptions.Exclusions,
+// kustomization_controller.go), so a field kubectl added stays and one
+// kubectl changed is put back by the apply alone.
+func fluxMerges(app config.App, objs ...*unstructured.Unstructured) bool {
 	if app.AppliedAs != config.AppliedAsFlux {
-		return ""
+		return false
 	}
-	mark := fluxExcluded(live.GetAnnotations(), live.GetLabels())
-	if mark == "" {
-		return ""
+	for _, o := range objs {
+		if o != nil && fluxSSA("Merge", o.GetAnnotations(), o.GetLabels()) {
+			return true
+		}
 	}
-	return fmt.Sprintf("the live object is marked %s: kustomize-controller skips it, so this change stays until the mark is removed; carry it back to Git, then remove the mark", mark)
+	return false
+}
+
+// fluxLiveMarks reads, once, what the live object of a kustomize-controller
+// app is marked with. paused is the hint for a person's or a pipeline's
+// change when it carries a mark kustomize-controller skips it for (someone
+// paused Flux on this object by hand, as on-call engineers do to keep a
+// hotfix): the change is not reverted, whatever self-heal says, until the
+// mark goes ("" when it carries none). merge says whether it, or git,
+// marks it `ssa: Merge` (fluxMerges). Both zero for any other app.
+func fluxLiveMarks(app config.App, live, git *unstructured.Unstructured) (paused string, merge bool) {
+	if app.AppliedAs != config.AppliedAsFlux {
+		return "", false
+	}
+	ann, labels := live.GetAnnotations(), live.GetLabels()
+	if mark := fluxExcluded(ann, labels); mark != "" {
+		paused = fmt.Sprintf("the live object is marked %s: kustomize-controller skips it, so this change stays until the mark is removed; carry it back to Git, then remove the mark", mark)
+	}
+	return paused, fluxSSA("Merge", ann, labels) || fluxMerges(app, git)
 }
