@@ -127,6 +127,58 @@ func TestFluxFailedApplyStillAppliesItsFirstStages(t *testing.T) {
 	}
 }
 
+// kustomize-controller builds and applies nothing of a Kustomization that
+// dependsOn one that is not Ready: each reconcile stops at the dependency
+// check (retried every --requeue-dependency, 30 s), so a person's edit of
+// it holds while its dependency fails, and the apply after the dependency
+// is Ready again reverts it. The scan says so, naming the dependency.
+func TestFluxDependencyNotReadyAppliesNothing(t *testing.T) {
+	needFlux(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"infra/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-config}\ndata: {k: v}\n"}))
+	const app, infra = "dependent", "infra"
+	createFluxSource(t, ns, infra, repo)
+	createKustomizationOf(t, ns, infra, infra, fluxInterval)
+	createFluxSource(t, ns, app, repo)
+	createKustomizationOf(t, ns, app, "web", fluxInterval, "dependsOn: [{name: "+infra+"}]")
+	first := repo.Head()
+	waitFluxReady(t, reconcilers.Kustomization, ns, infra, first)
+	waitFluxReady(t, reconcilers.Kustomization, ns, app, first)
+	humanEdit(t, ns, "debug")
+	waitReverted(t, ns, "info", time.Minute)
+
+	// The dependency's build fails; the app's own path is unchanged.
+	bad := repo.Commit(t, "infra names a file Git lacks", map[string]string{"infra/kustomization.yaml": "resources: [config.yaml, missing.yaml]\n"})
+	waitKustomizationFailed(t, ns, infra, "BuildFailed", bad)
+	// Its source moved to the same commit, which it may have applied
+	// before its dependency failed: any revision.
+	waiting := waitKustomizationFailed(t, ns, app, "DependencyNotReady", "")
+	humanEdit(t, ns, "debug")
+	holds(t, ns, "debug", holdFor)
+
+	r := scanSettled(t, "--from", "flux", "--app", app)
+	hint := logLevelHint(r)
+	if !strings.Contains(hint, "Kustomization/"+ns+"/"+app+" waits for its dependencies (dependency '"+ns+"/"+infra+"' is not ready)") ||
+		!strings.Contains(hint, "this change holds until then") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that the app waits for %s and the edit holds until then (Flux: %s)", hint, infra, waiting)
+	}
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlockedReason != "DependencyNotReady" {
+		t.Errorf("the app's gitOps %+v: want its sync blocked, reason DependencyNotReady", g)
+	}
+
+	// The dependency mends: at its next dependency check the app is
+	// applied, and that apply reverts the edit, as the hint said.
+	good := repo.Commit(t, "the file infra names", map[string]string{"infra/missing.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-extra}\ndata: {k: v}\n"})
+	waitFluxReady(t, reconcilers.Kustomization, ns, infra, good)
+	waitFluxReady(t, reconcilers.Kustomization, ns, app, good)
+	waitReverted(t, ns, "info", time.Minute)
+	r = scan(t, "--from", "flux", "--app", app)
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
+		t.Errorf("the app's gitOps %+v: want no syncBlocked once its dependency is ready", g)
+	}
+}
+
 // helm-controller corrects drift (driftDetection enabled) only of a release
 // in sync with its HelmRelease: once an upgrade fails and its retries are
 // used up, the HelmRelease is Stalled and each reconcile stops before
@@ -190,7 +242,7 @@ func scanSettled(t *testing.T, args ...string) *report.Report {
 }
 
 // waitKustomizationFailed waits until the Kustomization ns/name is not
-// Ready for reason at the commit rev, and returns "<reason>: <message>";
+// Ready for reason at the commit rev (at any when rev is ""), and returns "<reason>: <message>";
 // it fails the test when that does not come.
 func waitKustomizationFailed(t *testing.T, ns, name, reason, rev string) string {
 	t.Helper()
@@ -201,7 +253,7 @@ func waitKustomizationFailed(t *testing.T, ns, name, reason, rev string) string 
 	if failed == "" {
 		t.Fatalf("kustomize-controller did not report %s for %s/%s at %s", reason, ns, name, rev)
 	}
-	t.Logf("kustomize-controller at %s: %s", rev, failed)
+	t.Logf("kustomize-controller on %s/%s: %s", ns, name, failed)
 	return failed
 }
 
