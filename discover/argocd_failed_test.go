@@ -53,8 +53,8 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 	}
 }
 
-// A Kustomization applies nothing while it waits for its dependencies, or
-// while its build fails at the revision its source is at; any other state
+// A Kustomization applies nothing while it waits for its dependencies (or
+// cannot check them), or while its build fails at the revision its source is at; any other state
 // says nothing.
 func TestKustomizationBlocked(t *testing.T) {
 	const sha = "0123456789abcdef0123456789abcdef01234567"
@@ -67,6 +67,8 @@ func TestKustomizationBlocked(t *testing.T) {
 	}{
 		{"waiting for a dependency", ks(2, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'flux-system/infra' is not ready", observedGeneration: 2}]}`),
 			[]string{"Kustomization/flux-system/web waits for its dependencies (dependency 'flux-system/infra' is not ready)"}},
+		{"a dependency's readyExpr that does not compile", ks(2, `{conditions: [{type: Ready, status: "False", reason: InvalidCELExpression, message: "Reconciliation failed terminally due to configuration error: failed to evaluate dependency infra: compilation failed\n | dep.status.x(\n | ............^", observedGeneration: 2}, {type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}]}`),
+			[]string{"Kustomization/flux-system/web cannot check its dependencies, a readyExpr of its dependsOn does not compile (Reconciliation failed terminally due to configuration error: failed to evaluate dependency infra: compilation failed), and kustomize-controller applies nothing of it until its spec is mended"}},
 		{"its build fails at the source's revision", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "kustomize build failed: accumulating resources", observedGeneration: 2}]}`),
 			[]string{"the build of Kustomization/flux-system/web at " + sha + " fails (kustomize build failed: accumulating resources)", "until Git moves past that revision"}},
 		{"a value from a Secret or a URL's credentials are masked", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "var DB_PASSWORD=hunter2-password from https://bot:tok3n@git.example.com/x failed", observedGeneration: 2}]}`),
@@ -123,8 +125,15 @@ func TestHelmReleaseBlocked(t *testing.T) {
 		{"no release to roll back to", hr(2, `{conditions: [{type: Stalled, status: "True", reason: MissingRollbackTarget, message: "Failed to perform remediation", observedGeneration: 2}]}`),
 			[]string{"(Stalled, MissingRollbackTarget: "}},
 		{"its spec changed since", hr(3, `{conditions: [{type: Stalled, status: "True", reason: RetriesExceeded, message: boom, observedGeneration: 2}]}`), nil},
-		{"stalled for another reason", hr(2, `{conditions: [{type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}]}`), nil},
+		{"stalled for another reason", hr(2, `{conditions: [{type: Stalled, status: "True", reason: ArtifactFailed, message: boom, observedGeneration: 2}]}`), nil},
+		{"a readyExpr that does not compile", hr(2, `{conditions: [{type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}, {type: Ready, status: "False", reason: InvalidCELExpression, message: "Reconciliation failed terminally due to configuration error: failed to evaluate dependency db: compilation failed", observedGeneration: 2}]}`),
+			[]string{"HelmRelease/shop/web cannot check its dependencies, a readyExpr of its dependsOn does not compile (Reconciliation failed terminally due to configuration error: failed to evaluate dependency db: compilation failed), and helm-controller installs, upgrades and corrects nothing of it until its spec is mended"}},
 		{"failing, still retrying", hr(2, `{conditions: [{type: Ready, status: "False", reason: UpgradeFailed, message: boom, observedGeneration: 2}]}`), nil},
+		// helm-controller v1.6.4 (e2e TestFluxHelmReleaseDependencyNotReadyCorrectsNoDrift).
+		{"waits for a dependency", hr(2, `{conditions: [{type: Reconciling, status: "True", reason: Progressing, message: Fulfilling prerequisites, observedGeneration: 2}, {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'shop/db' is not ready", observedGeneration: 2}]}`),
+			[]string{"HelmRelease/shop/web waits for its dependencies (dependency 'shop/db' is not ready), and helm-controller installs, upgrades and corrects nothing of it until they are ready"}},
+		{"waited for a dependency before its spec changed", hr(3, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'shop/db' is not ready", observedGeneration: 2}]}`), nil},
+		{"its dependency is ready again, reconciling", hr(2, `{conditions: [{type: Ready, status: "Unknown", reason: Progressing, message: reconciliation in progress, observedGeneration: 2}]}`), nil},
 	} {
 		checkBlocked(t, tt.name, tt.obj, tt.want, func(u *unstructured.Unstructured) (string, error) {
 			var h helmRelease

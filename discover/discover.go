@@ -352,10 +352,14 @@ func decode(u *unstructured.Unstructured, into any) error {
 }
 
 // reconcilerMessage is a reconciler's status message as a report may hold
-// it: URLs' credentials and secrets (the app's values from Secrets) masked,
-// then cut to 300 bytes on a rune.
+// it, in a hint's one line: URLs' credentials and secrets (the app's values
+// from Secrets) masked, then cut to its first line (what follows is detail:
+// a CEL parser's caret under the expression, the objects an apply changed)
+// and to 300 bytes on a rune.
 func reconcilerMessage(msg string, secrets ...string) string {
 	msg = redact.Text(msg, redact.Maskable(secrets)...)
+	msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
+	msg = strings.TrimSpace(msg)
 	if len(msg) <= 300 {
 		return msg
 	}

@@ -74,13 +74,22 @@ type helmRelease struct {
 }
 
 // helmReleaseBlocked says why helm-controller corrects no drift of the
-// HelmRelease u as things stand, or "": it is Stalled for its current spec
-// because its install, upgrade or remediation ran out of retries
+// HelmRelease u as things stand, or "": its Ready condition, for its
+// current spec, is False because it waits for the HelmReleases it
+// dependsOn (DependencyNotReady: each reconcile stops before the chart is
+// even fetched until they are Ready; InvalidCELExpression: for good, while
+// a readyExpr of dependsOn does not compile); or it is Stalled for its current
+// spec because its install, upgrade or remediation ran out of retries
 // (RetriesExceeded, MissingRollbackTarget). Each reconcile then stops
 // before drift detection (AtomicRelease: ErrExceededMaxRetries) until the
 // chart or values change (MustResetFailures), or someone asks for a reset
 // or a forced release.
 func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) syncBlock {
+	if ready := currentCondition(u, hr.Status.Conditions, "Ready"); ready != nil && ready.Status == "False" {
+		if b := dependencyBlock(u, ready, "helm-controller installs, upgrades and corrects nothing of it", secrets); b.text != "" {
+			return b
+		}
+	}
 	stalled := currentCondition(u, hr.Status.Conditions, "Stalled")
 	if stalled == nil || stalled.Status != "True" || (stalled.Reason != "RetriesExceeded" && stalled.Reason != "MissingRollbackTarget") {
 		return syncBlock{}

@@ -91,7 +91,8 @@ func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ s
 // only its first stages) of the Kustomization u as things stand, or "":
 // its Ready condition, for its current spec, is False because it waits for
 // the Kustomizations it dependsOn (DependencyNotReady: nothing is built or
-// applied until they are Ready), or, at the revision its source is at now
+// applied until they are Ready; InvalidCELExpression: nor ever, while a
+// readyExpr of dependsOn does not compile), or, at the revision its source is at now
 // (artifact), which each retry takes again, because its build fails
 // (BuildFailed) or its apply does (ReconciliationFailed) with an error
 // that says where (fluxApplyFailure). except lists the kinds that are still
@@ -105,8 +106,8 @@ func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artif
 	}
 	atSource := artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact)
 	switch {
-	case ready.Reason == "DependencyNotReady":
-		return syncBlock{ready.Reason, fmt.Sprintf("%s waits for its dependencies (%s), and kustomize-controller applies nothing of it until they are ready", ref(u), reconcilerMessage(ready.Message, secrets...)), nil}
+	case ready.Reason == "DependencyNotReady" || ready.Reason == "InvalidCELExpression":
+		return dependencyBlock(u, ready, "kustomize-controller applies nothing of it", secrets)
 	case ready.Reason == "BuildFailed" && atSource:
 		return syncBlock{ready.Reason, fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...)), nil}
 	case ready.Reason == "ReconciliationFailed" && atSource:
@@ -120,9 +121,26 @@ func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artif
 			applied = fluxStageNames[stage-1] + " first, and nothing else of it"
 			except = slices.Concat(fluxStageKinds[:stage]...)
 		}
-		// The error's first line; the rest lists what earlier stages changed.
-		msg, _, _ := strings.Cut(ready.Message, "\n")
-		return syncBlock{ready.Reason, fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(msg, secrets...), applied), except}
+		return syncBlock{ready.Reason, fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(ready.Message, secrets...), applied), except}
+	}
+	return syncBlock{}
+}
+
+// dependencyBlock is the block of the Flux object u whose Ready condition
+// ready (False, for its current spec) says its dependsOn stops it: its
+// controller checks dependsOn before anything else, and stops there while
+// one is not Ready (DependencyNotReady, retried every
+// --requeue-dependency), or for good when a dependency's readyExpr does not
+// compile (InvalidCELExpression: Stalled, a terminal error, never retried
+// until its spec changes); stops says what it does not do meanwhile. The
+// zero value for any other reason.
+func dependencyBlock(u *unstructured.Unstructured, ready *fluxCondition, stops string, secrets []string) syncBlock {
+	msg := reconcilerMessage(ready.Message, secrets...)
+	switch ready.Reason {
+	case "DependencyNotReady":
+		return syncBlock{reason: ready.Reason, text: fmt.Sprintf("%s waits for its dependencies (%s), and %s until they are ready", ref(u), msg, stops)}
+	case "InvalidCELExpression":
+		return syncBlock{reason: ready.Reason, text: fmt.Sprintf("%s cannot check its dependencies, a readyExpr of its dependsOn does not compile (%s), and %s until its spec is mended", ref(u), msg, stops)}
 	}
 	return syncBlock{}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,102 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 	hint := logLevelHintOf(r, cm)
 	if !strings.Contains(hint, "helm-controller has given up on HelmRelease/"+ns+"/"+name+" (Stalled, RetriesExceeded: ") || strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("the edit's hint is %q, want that helm-controller gave up and corrects no drift (helm-controller: %s)", hint, stalled)
+	}
+}
+
+// A readyExpr of dependsOn that does not compile stops kustomize-controller
+// for good (a terminal error, Stalled, not retried): nothing of the
+// Kustomization is applied until its spec is mended, so a person's edit
+// holds. The scan says so.
+func TestFluxInvalidReadyExprAppliesNothing(t *testing.T) {
+	needFlux(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"infra/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-config}\ndata: {k: v}\n"}))
+	const app, infra = "bad-expr", "infra"
+	createKustomization(t, ns, infra, repo, infra)
+	createKustomization(t, ns, app, repo, "web")
+	waitFluxReady(t, reconcilers.Kustomization, ns, infra, repo.Head())
+	waitFluxReady(t, reconcilers.Kustomization, ns, app, repo.Head())
+	humanEdit(t, ns, "debug")
+	waitReverted(t, ns, "info", time.Minute)
+
+	// One parenthesis short.
+	patch := `{"spec":{"dependsOn":[{"name":"` + infra + `","readyExpr":"dep.status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True'"}]}}`
+	if _, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Patch(t.Context(), app, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatal(err)
+	}
+	stalled := waitKustomizationFailed(t, ns, app, "InvalidCELExpression", "")
+	humanEdit(t, ns, "debug")
+	holds(t, ns, "debug", holdFor)
+
+	r := scanSettled(t, "--from", "flux", "--app", app)
+	hint := logLevelHint(r)
+	if !strings.Contains(hint, "Kustomization/"+ns+"/"+app+" cannot check its dependencies, a readyExpr of its dependsOn does not compile (") ||
+		!strings.Contains(hint, "this change holds until then") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that the readyExpr does not compile and the edit holds until then (Flux: %s)", hint, stalled)
+	}
+}
+
+// helm-controller checks a HelmRelease's dependsOn before anything else,
+// drift detection included: while a HelmRelease it depends on is not Ready
+// (here: its upgrade failed), a person's edit of the dependent release
+// holds, and once the dependency is Ready again the next reconcile
+// corrects it. The scan says so, naming the dependency.
+func TestFluxHelmReleaseDependencyNotReadyCorrectsNoDrift(t *testing.T) {
+	needFlux(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	files := maps.Clone(helmApp)
+	files["infra/Chart.yaml"] = "apiVersion: v2\nname: infra\nversion: 0.1.0\n"
+	files["infra/templates/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-config}\ndata: {k: v}\n"
+	repo := gitServer.NewRepo(t, files)
+	const name, infra = "dependent-hr", "infra"
+	createFluxSource(t, ns, infra, repo)
+	createGitHelmRelease(t, ns, infra, infra, infra, "reconcileStrategy: ChartVersion")
+	createFluxSource(t, ns, name, repo)
+	createHelmReleaseOf(t, helmRelease{Namespace: ns, Name: name,
+		Chart: []string{"chart: ./chart", "sourceRef: {kind: GitRepository, name: " + name + "}", "reconcileStrategy: ChartVersion"},
+		Spec:  []string{"driftDetection: {mode: enabled}", "dependsOn: [{name: " + infra + "}]"}})
+	waitFluxReady(t, reconcilers.HelmRelease, ns, infra, "0.1.0")
+	waitFluxReady(t, reconcilers.HelmRelease, ns, name, "0.1.0")
+	cm := name + "-config"
+	humanEditOf(t, ns, cm, "debug")
+	waitRevertedOf(t, ns, cm, "info", time.Minute)
+
+	// The dependency's upgrade fails; the dependent chart is unchanged.
+	repo.Commit(t, "infra 0.2.0, with a ConfigMap the API server refuses", map[string]string{
+		"infra/Chart.yaml":         "apiVersion: v2\nname: infra\nversion: 0.2.0\n",
+		"infra/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n",
+	})
+	waiting := waitFluxCondition(t, reconcilers.HelmRelease, ns, name, func(_ *unstructured.Unstructured, c map[string]any) bool {
+		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "DependencyNotReady"
+	})
+	if waiting == "" {
+		t.Fatalf("the HelmRelease %s did not wait for %s after its upgrade to 0.2.0 failed", name, infra)
+	}
+	t.Logf("helm-controller on %s: %s", name, waiting)
+	humanEditOf(t, ns, cm, "debug")
+	holdsOf(t, ns, cm, "debug", holdFor)
+
+	r := scanSettled(t, "--from", "flux", "--app", name)
+	hint := logLevelHintOf(r, cm)
+	if !strings.Contains(hint, "HelmRelease/"+ns+"/"+name+" waits for its dependencies (dependency '"+ns+"/"+infra+"' is not ready)") ||
+		!strings.Contains(hint, "this change holds until then") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that the release waits for %s and the edit holds until then (helm-controller: %s)", hint, infra, waiting)
+	}
+
+	// The dependency mends: the dependent release's next reconcile
+	// corrects the edit, as the hint said.
+	repo.Commit(t, "infra 0.3.0, mended", map[string]string{
+		"infra/Chart.yaml":         "apiVersion: v2\nname: infra\nversion: 0.3.0\n",
+		"infra/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-extra}\ndata: {k: v}\n",
+	})
+	waitFluxReady(t, reconcilers.HelmRelease, ns, infra, "0.3.0")
+	waitRevertedOf(t, ns, cm, "info", 2*time.Minute)
+	r = scan(t, "--from", "flux", "--app", name)
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
+		t.Errorf("the app's gitOps %+v: want no syncBlocked once its dependency is ready", g)
 	}
 }
 

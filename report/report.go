@@ -208,11 +208,13 @@ type GitOps struct {
 	// SyncBlocked says, when the reconciler's automated sync (and with it
 	// self-heal) may not run at the time of the scan, why and until when:
 	// an Argo CD AppProject's sync windows, or a failed last sync Argo CD
-	// does not retry; a Flux Kustomization waiting for its dependencies,
-	// or whose build fails at its source's revision.
+	// does not retry; a Flux Kustomization or HelmRelease waiting for its
+	// dependencies (or unable to check them), a Kustomization whose build
+	// or apply fails at its source's revision, a HelmRelease out of retries.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
 	// SyncBlockedReason is why, in the reconciler's own words: SyncWindow
-	// or SyncFailed (Argo CD); DependencyNotReady, BuildFailed or
+	// or SyncFailed (Argo CD); DependencyNotReady or InvalidCELExpression (a
+	// Kustomization's or a HelmRelease's Ready reason); BuildFailed or
 	// ReconciliationFailed (a Kustomization's Ready reason); RetriesExceeded
 	// or MissingRollbackTarget (a HelmRelease's Stalled reason).
 	SyncBlockedReason string `json:"syncBlockedReason,omitempty"`

@@ -25,8 +25,9 @@ import (
 //     such a field Git does not declare is removed.
 //
 // While the reconciler applies nothing (GitOps.SyncBlocked: an Argo CD
-// sync window or a failed sync it does not retry, a Kustomization waiting
-// for its dependencies or whose build or apply fails), such a change
+// sync window or a failed sync it does not retry, a Kustomization or a
+// HelmRelease waiting for its dependencies, a Kustomization whose build or
+// apply fails, a HelmRelease out of retries), such a change
 // holds until then; a kind the reconciler still applies meanwhile
 // (GitOps.SyncBlockedExcept: the earlier stages of a Kustomization whose
 // apply fails in a later one) is reverted all the same. "" when no hint
