@@ -383,6 +383,11 @@ type HelmSource struct {
 	// exist, as Argo CD's helm.ignoreMissingValueFiles does (one values
 	// file per environment, not every environment having one).
 	IgnoreMissingValuesFiles bool `yaml:"ignoreMissingValuesFiles"`
+	// ArgoValueFiles, set by discovery for an Argo CD Application, resolves
+	// ValuesFiles as argocd-repo-server v3.5 resolves its valueFiles: a
+	// glob is the files it matches, and each file counts once, at its
+	// first place (render's valuesFiles).
+	ArgoValueFiles bool `yaml:"-"`
 	// ChartValues, set by discovery for a chart from a Helm repository,
 	// are the reconciler's values files in its order: files of the chart
 	// itself (Repo empty), or of a Git repository at a revision (an Argo

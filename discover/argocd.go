@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 	"sort"
@@ -290,7 +291,7 @@ func (d *discovery) argocd(ctx context.Context) error {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
 		project := projectResources(projects, projectNS, *a)
-		d.application(u, a, names[ref(u)], func(repo string) string {
+		d.application(u, a, names[ref(u)], settings.valuesFileSchemes, func(repo string) string {
 			if why := namespacePermitted(projects, projectNS, a.Spec.Project, u.GetNamespace()); why != "" {
 				return why
 			}
@@ -393,6 +394,9 @@ type argoCM struct {
 	filter *argoResourceFilter
 	// tracking is how it tracks what it applies (argoTracking).
 	tracking classify.Tracking
+	// valuesFileSchemes are the URL schemes a Helm source's valueFiles may
+	// have (helm.valuesFileSchemes; https and http when it is not set).
+	valuesFileSchemes []string
 }
 
 // argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
@@ -404,11 +408,11 @@ type argoCM struct {
 func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	cm, data, err := settingsConfigMap(ctx, d.client, ns, "argocd-cm")
 	if err == nil && cm == nil {
-		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil)}
+		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil), valuesFileSchemes: argoValuesFileSchemes(nil)}
 	}
 	if err != nil {
 		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cm", err, "the ignore rules Argo CD takes from it (resource.customizations, resource.compareoptions) are not imported, so fields Argo CD ignores may show as drift; its tracking method is taken as annotation, its installation id as any, its resource exclusions as the ones Argo CD always has, and its kustomize build options as the scan's own")
-		return argoCM{filter: d.argoFilter(nil, nil)}
+		return argoCM{filter: d.argoFilter(nil, nil), valuesFileSchemes: argoValuesFileSchemes(nil)}
 	}
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
@@ -416,7 +420,52 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 		build:    kustomizeBuildOptions(data["kustomize.buildOptions"]),
 		filter:   d.argoFilter(cm, data),
 		tracking: argoTracking(data),
+
+		valuesFileSchemes: argoValuesFileSchemes(data),
 	}
+}
+
+// argoValuesFileSchemes reads argocd-cm's helm.valuesFileSchemes as Argo CD
+// does (GetHelmSettings): comma-separated, https and http when the key is
+// not there.
+func argoValuesFileSchemes(data map[string]string) []string {
+	value, ok := data["helm.valuesFileSchemes"]
+	if !ok {
+		return []string{"https", "http"}
+	}
+	var out []string
+	for item := range strings.SplitSeq(value, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// valuesFileScheme is the URL scheme of a valueFiles entry as
+// argocd-repo-server parses it (ResolveValueFilePathOrUrl), "" for a path,
+// and whether schemes allow it (any case).
+func valuesFileScheme(f string, schemes []string) (scheme string, allowed bool) {
+	u, err := url.Parse(f)
+	if err != nil || u.Scheme == "" {
+		return "", false
+	}
+	return u.Scheme, slices.ContainsFunc(schemes, func(s string) bool { return strings.EqualFold(s, u.Scheme) })
+}
+
+// helmSecrets is the first valueFiles entry of s that the helm-secrets
+// plugin decrypts in argocd-repo-server (a secrets:// or secrets+…://
+// URL, of a scheme schemes allow), and its scheme; "" for none.
+func helmSecrets(s appSource, schemes []string) (file, scheme string) {
+	if s.Helm == nil {
+		return "", ""
+	}
+	for _, f := range s.Helm.ValueFiles {
+		if scheme, ok := valuesFileScheme(f, schemes); ok && (strings.EqualFold(scheme, "secrets") || strings.HasPrefix(strings.ToLower(scheme), "secrets+")) {
+			return f, scheme
+		}
+	}
+	return "", ""
 }
 
 // argoInstanceLabelKey is argocd-cm's key for the key of the instance
@@ -524,7 +573,7 @@ func (d *discovery) otherCluster(a application) string {
 
 // application turns one Application into apps and ignore rules. refused
 // says why the Application's project does not allow a repository, or "".
-func (d *discovery) application(u *unstructured.Unstructured, a *application, name string, refused func(repo string) string) {
+func (d *discovery) application(u *unstructured.Unstructured, a *application, name string, schemes []string, refused func(repo string) string) {
 	object := ref(u)
 	owner := d.owner(u, a.Spec.Project)
 	gitops := report.GitOps{Tool: FromArgoCD, Object: object, Suspended: true}
@@ -555,9 +604,14 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		if len(sources) > 1 {
 			where = fmt.Sprintf("source %d: ", i)
 		}
+		secrets, scheme := helmSecrets(s, schemes)
 		switch {
 		case s.Plugin != nil:
 			d.notScanned(object, "%sconfig management plugin %s: driftscan runs no plugin, so nothing it renders is compared", where, pluginName(s.Plugin))
+			skipped = true
+			continue
+		case secrets != "":
+			d.notScanned(object, "%svalueFiles %s: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows %s://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared", where, source.SafeURL(secrets), scheme)
 			skipped = true
 			continue
 		case s.Ref != "" && s.Path == "":
@@ -610,7 +664,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 		if s.Chart == "" {
 			app.ArgoSource = d.argoSourceOf(u, a, s, refs)
 		}
-		if why := refusedSource(s, refs, refused); why != "" {
+		if why := refusedSource(s, refs, schemes, refused); why != "" {
 			// Reported, never fetched: the repository or a path is not
 			// the tenant's to name.
 			app.Source, app.Error, problems, app.ArgoSource = config.Source{Repo: src.Repo}, why, nil, nil
@@ -635,8 +689,9 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 // refusedSource says why a source must not be fetched, or "": its
 // repository, or that of a ref source it reads values files from, is not
 // allowed by the Application's project, or its path or a values file leaves
-// the repository (Argo CD refuses those too).
-func refusedSource(s appSource, refs map[string]appSource, refused func(repo string) string) string {
+// the repository, or a values file's URL scheme is not one argocd-cm
+// allows (Argo CD refuses those too).
+func refusedSource(s appSource, refs map[string]appSource, schemes []string, refused func(repo string) string) string {
 	if why := refused(s.RepoURL); why != "" {
 		return why
 	}
@@ -659,7 +714,10 @@ func refusedSource(s appSource, refs map[string]appSource, refused func(repo str
 			}
 			continue
 		}
-		if strings.Contains(f, "://") {
+		if scheme, allowed := valuesFileScheme(f, schemes); scheme != "" {
+			if !allowed {
+				return fmt.Sprintf("valueFiles %s: Argo CD refuses it too, the URL scheme %q is not in argocd-cm's helm.valuesFileSchemes (%s)", source.SafeURL(f), scheme, strings.Join(schemes, ", "))
+			}
 			return fmt.Sprintf("valueFiles %s: values files from URLs are not fetched by driftscan", source.SafeURL(f))
 		}
 		if !config.InRepoFrom(cleanPath(s.Path), f) {
@@ -695,7 +753,7 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	src.RecurseSubmodules = src.Chart == "" && !src.OCIArtifact()
 	var problems []string
 	if h := s.Helm; h != nil {
-		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles,
+		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles, ArgoValueFiles: true,
 			SkipCRDs: h.SkipCrds, Namespace: h.Namespace, APIVersions: h.APIVersions}
 		var err error
 		if hs.KubeVersion, err = argoKubeVersion(h.KubeVersion); err != nil {
@@ -896,6 +954,11 @@ func refValuesFile(f string, s appSource, refs map[string]appSource) (string, er
 // with that ref, at its revision (the multi-source pattern that keeps a
 // public chart's values in Git).
 func chartValuesFile(f string, refs map[string]appSource) (config.ValuesFile, error) {
+	if strings.ContainsAny(f, "*?[") {
+		// argocd-repo-server expands it (a Git chart's are expanded as it
+		// does: render's valuesFiles); read as a name, it would be missing.
+		return config.ValuesFile{}, fmt.Errorf("valueFiles %s: driftscan expands a glob in the values files of a chart from Git only, not of one from a Helm repository", f)
+	}
 	if !strings.HasPrefix(f, "$") {
 		return config.ValuesFile{Path: cleanPath(f)}, nil
 	}

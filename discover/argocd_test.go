@@ -224,7 +224,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "web", Owner: "team-web", Namespace: "shop",
-			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{
+			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true,
 				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"}, IgnoreMissingValuesFiles: true,
 				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there"},
 				// Inline values as Argo CD writes them to a values file:
@@ -265,7 +265,7 @@ spec:
 		apps: []config.App{
 			{
 				Name: "shop", Owner: "team-shop", Namespace: "shop",
-				Source: config.Source{ReleaseName: "shop", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{
+				Source: config.Source{ReleaseName: "shop", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true,
 					ReleaseName: "shop", ValuesFiles: []string{"../../envs/prod/values.yaml", "values.yaml"},
 				}},
 				Appliers: argoAppliers,
@@ -305,7 +305,7 @@ spec:
 `},
 		apps: []config.App{{
 			Name: "web", Owner: "shop", Namespace: "shop",
-			Source:   config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
+			Source:   config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "main", Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true, ReleaseName: "web", ValuesFiles: []string{"values.yaml"}}},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/web", Suspended: true},
 		}},
@@ -367,7 +367,7 @@ spec:
 		apps: []config.App{
 			{
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
-				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{
+				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true,
 					ReleaseName: "web-helm", Set: map[string]string{"count": "3"}, SkipCRDs: true, Namespace: "other",
 					SetFiles: map[string]string{"dashboards.shop": "files/shop.json"},
 					// Lists and strings --set would retype are kept.
@@ -672,7 +672,7 @@ spec:
     targetRevision: 1.2.0
     helm:
       releaseName: storefront
-      valueFiles: [$values/envs/prod/shop.yaml, $chart/x.yaml]
+      valueFiles: [$values/envs/prod/shop.yaml, $chart/x.yaml, "$values/envs/*/shop.yaml"]
   - {repoURL: https://git.example.com/shop/deploy.git, targetRevision: main, ref: values}
   - {repoURL: https://charts.example.com/stable, chart: other, ref: chart}
 `, `
@@ -735,7 +735,7 @@ spec:
 		}, {
 			Name: "ingress", Owner: "infra", Namespace: "ingress",
 			Source: config.Source{Repo: "https://kubernetes.github.io/ingress-nginx", Chart: "ingress-nginx", Revision: "4.11.3", ReleaseName: "ingress",
-				Helm: &config.HelmSource{ReleaseName: "ingress", ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}}, Set: map[string]string{"controller.replicaCount": "2"}}},
+				Helm: &config.HelmSource{ArgoValueFiles: true, ReleaseName: "ingress", ChartValues: []config.ValuesFile{{Path: "values-production.yaml"}}, Set: map[string]string{"controller.replicaCount": "2"}}},
 			TargetRevision: "4.11.*", Appliers: argoAppliers,
 			GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/ingress", Suspended: true},
 		}, {
@@ -745,7 +745,7 @@ spec:
 		}, {
 			Name: "shop", Owner: "infra", Namespace: "shop",
 			Source: config.Source{Repo: "https://charts.example.com/stable", Chart: "shop", Revision: "1.2.0", ReleaseName: "shop",
-				Helm: &config.HelmSource{ReleaseName: "storefront", ChartValues: []config.ValuesFile{{Repo: deployRepo, Revision: "main", Path: "envs/prod/shop.yaml"}}}},
+				Helm: &config.HelmSource{ArgoValueFiles: true, ReleaseName: "storefront", ChartValues: []config.ValuesFile{{Repo: deployRepo, Revision: "main", Path: "envs/prod/shop.yaml"}}}},
 			Appliers: argoAppliers,
 			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/shop", Suspended: true},
 		}},
@@ -757,6 +757,7 @@ spec:
 		},
 		errors: []string{
 			"Application/NS/shop: valueFiles $chart/x.yaml: the source with ref chart is a chart from a Helm repository, not Git",
+			"Application/NS/shop: valueFiles $values/envs/*/shop.yaml: driftscan expands a glob in the values files of a chart from Git only, not of one from a Helm repository",
 		},
 	},
 	{
@@ -867,6 +868,17 @@ spec:
     repoURL: https://git.example.com/shop/deploy.git
     path: charts/web
     helm: {valueFiles: ["https://evil.example/values.yaml?sig=abc"]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: secrets}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["secrets://secrets.yaml"]}
 `},
 		apps: []config.App{
 			{
@@ -885,10 +897,100 @@ spec:
 				Error: "valueFiles https://evil.example/values.yaml?sig=redacted: values files from URLs are not fetched by driftscan",
 			},
 			{
+				// Argo CD's default helm.valuesFileSchemes: https and http.
+				Name: "secrets", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/secrets", Suspended: true},
+				Error: `valueFiles secrets://secrets.yaml: Argo CD refuses it too, the URL scheme "secrets" is not in argocd-cm's helm.valuesFileSchemes (https, http)`,
+			},
+			{
 				Name: "token", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
 				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/token", Suspended: true},
 				Error: "valueFiles ../../../../var/run/secrets/kubernetes.io/serviceaccount/token leaves the repository",
 			},
+		},
+	}, {
+		name:     "a values file of a URL scheme argocd-cm's helm.valuesFileSchemes does not allow is an app error, as in Argo CD; one helm-secrets decrypts is not scanned",
+		argocdCM: "  helm.valuesFileSchemes: 'secrets+age-import, Secrets , https'\n",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: decrypted}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: [values.yaml, "secrets://secrets.yaml"]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: imported}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["secrets+age-import:///keys/key.txt?secrets.yaml"]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: gpg}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["secrets+gpg-import:///keys/key.asc?secrets.yaml"]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: plain-http}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["http://values.example/values.yaml"]}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: no-slashes}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ["values:prod.yaml"]}
+`},
+		apps: []config.App{
+			{
+				Name: "gpg", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/gpg", Suspended: true}, KustomizeBuild: &config.KustomizeBuild{},
+				Error: `valueFiles secrets+gpg-import:///keys/key.asc?secrets.yaml: Argo CD refuses it too, the URL scheme "secrets+gpg-import" is not in argocd-cm's helm.valuesFileSchemes (secrets+age-import, Secrets, https)`,
+			},
+			{
+				Name: "no-slashes", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/no-slashes", Suspended: true}, KustomizeBuild: &config.KustomizeBuild{},
+				Error: `valueFiles values:prod.yaml: Argo CD refuses it too, the URL scheme "values" is not in argocd-cm's helm.valuesFileSchemes (secrets+age-import, Secrets, https)`,
+			},
+			{
+				Name: "plain-http", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
+				Appliers: argoAppliers, GitOps: &report.GitOps{Tool: "argocd", Object: "Application/NS/plain-http", Suspended: true}, KustomizeBuild: &config.KustomizeBuild{},
+				Error: `valueFiles http://values.example/values.yaml: Argo CD refuses it too, the URL scheme "http" is not in argocd-cm's helm.valuesFileSchemes (secrets+age-import, Secrets, https)`,
+			},
+		},
+		skipped: []string{
+			"Application/NS/decrypted: valueFiles secrets://secrets.yaml: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows secrets://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared",
+			"Application/NS/imported: valueFiles secrets+age-import:///keys/key.txt?secrets.yaml: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows secrets+age-import://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared",
+		},
+		warnings: []string{
+			"NotScanned Application/NS/decrypted: not scanned: valueFiles secrets://secrets.yaml: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows secrets://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared",
+			"NotScanned Application/NS/imported: not scanned: valueFiles secrets+age-import:///keys/key.txt?secrets.yaml: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows secrets+age-import://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared",
 		},
 	},
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -234,5 +235,60 @@ spec:
 				t.Errorf("%s: the report's source %+v, pending %+v: want chart shop at 1.1.0, nothing pending", app, s, r.Apps[0].Pending)
 			}
 		}
+	}
+}
+
+// argocd-repo-server v3.5 expands a glob in an Application's valueFiles
+// (`**` for any depth) to the files it matches, in order, but for a file
+// the list also names outright, which keeps its place, and reads each file
+// once, at its first place. The chart syncs with the values so merged, and
+// the scan, resolving them the same way, finds it clean: read as names, the
+// glob was a missing file and the app could not be scanned.
+func TestArgoCDGlobValueFilesScanClean(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	files := maps.Clone(helmApp)
+	files["chart/envs/a.yaml"] = "logLevel: warn\n"
+	files["chart/envs/b.yaml"] = "logLevel: error\n"
+	files["chart/envs/deep/c.yaml"] = "replicas: 4\n"
+	repo := gitServer.NewRepo(t, files)
+	const name = "glob-values"
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "chart", Automated: "{prune: true}",
+		Source: "    helm:\n      valueFiles: [envs/b.yaml, \"envs/**/*.yaml\", envs/b.yaml]\n"})
+	waitArgoSynced(t, name, "")
+	// b named first keeps its place, before the glob's a and deep/c; its
+	// repeat counts no more.
+	cm := env.Get(t, cluster.ConfigMap, ns, name+"-config")
+	if l, _, _ := unstructured.NestedString(cm.Object, "data", "LOG_LEVEL"); l != "warn" {
+		t.Fatalf("Argo CD synced LOG_LEVEL %q, want warn (envs/a.yaml merged after the envs/b.yaml named first)", l)
+	}
+	deploy := env.Get(t, cluster.Deployment, ns, name)
+	if n, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas"); n != 4 {
+		t.Fatalf("Argo CD synced %d replicas, want 4 from envs/deep/c.yaml", n)
+	}
+
+	r := scan(t, "--from", "argocd", "--app", name)
+	checkClean(t, r, 3)
+}
+
+// argocd-repo-server takes a valueFiles URL only of a scheme argocd-cm's
+// helm.valuesFileSchemes allows (https and http by default): a helm-secrets
+// secrets:// file, with no such setting, is refused and nothing is synced.
+// The scan says Argo CD refuses it too, where it said only that driftscan
+// fetches no values file from a URL.
+func TestArgoCDRefusesAValuesFileOfASchemeNotAllowed(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, helmApp)
+	const name = "secrets-scheme"
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "chart", Automated: "{prune: true}",
+		Source: "    helm:\n      valueFiles: [values.yaml, \"secrets://secrets.yaml\"]\n"})
+	refused := waitArgoCondition(t, argo.Namespace, name, "the URL scheme 'secrets' is not allowed")
+	if refused == "" {
+		t.Fatalf("Argo CD did not refuse %s, whose values file is a secrets:// URL", name)
+	}
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	if errs := appErrors(r); len(errs) != 1 || !strings.Contains(errs[0], `valueFiles secrets://secrets.yaml: Argo CD refuses it too, the URL scheme "secrets" is not in argocd-cm's helm.valuesFileSchemes (https, http)`) {
+		t.Errorf("scan of %s: app errors %q, want one: Argo CD refuses the scheme too (Argo CD: %s)", name, errs, refused)
 	}
 }

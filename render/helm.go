@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"path"
 	"path/filepath"
@@ -302,21 +301,14 @@ func vendoredDependencies(ch *chart.Chart) error {
 // symlink out, is refused.
 func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[string]any, error) {
 	vals := map[string]any{}
-	for _, f := range src.ValuesFiles {
-		p, err := root.inside(f)
+	files, err := root.valuesFiles(src)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		m, err := loader.LoadValues(bytes.NewReader(f.data))
 		if err != nil {
-			return nil, fmt.Errorf("values file %w: refused", err)
-		}
-		data, err := root.root.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) && src.IgnoreMissingValuesFiles {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("values file %s: %w", f, err)
-		}
-		m, err := loader.LoadValues(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("values file %s: %w", f, err)
+			return nil, fmt.Errorf("values file %s: %w", f.name, err)
 		}
 		vals = loader.MergeMaps(vals, m)
 	}

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
-	"io/fs"
 	"maps"
 	"slices"
 
@@ -83,22 +81,14 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 	if helm == nil {
 		helm = &config.HelmSource{}
 	}
-	for _, f := range helm.ValuesFiles {
-		p, err := src.inside(f)
-		if err != nil {
-			return chartInput{}, false
-		}
-		data, err := src.root.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) && helm.IgnoreMissingValuesFiles {
-			part('m', []byte(f)) // missing, and left out
-			continue
-		}
-		if err != nil {
-			return chartInput{}, false
-		}
-		part('v', []byte(f))
-		part('w', data)
-		in.values = append(in.values, data)
+	vfs, err := src.valuesFiles(helm)
+	if err != nil {
+		return chartInput{}, false
+	}
+	for _, f := range vfs {
+		part('v', []byte(f.name))
+		part('w', f.data)
+		in.values = append(in.values, f.data)
 	}
 	for _, data := range opts.ExtraValues {
 		part('x', data)

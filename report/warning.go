@@ -78,9 +78,9 @@ const (
 	// not reconcile may have been scanned.
 	WarnReconcilerSettingsUnreadable WarningCode = "ReconcilerSettingsUnreadable"
 	// WarnNotScanned: a reconciler object (or one of its sources) applies
-	// what driftscan cannot render (a config management plugin, a chart or
-	// artifact from a Flux Bucket), so it gave no app and nothing it
-	// applies was compared.
+	// what driftscan cannot render (a config management plugin, a values
+	// file the helm-secrets plugin decrypts, a chart or artifact from a
+	// Flux Bucket), so it gave no app and nothing it applies was compared.
 	WarnNotScanned WarningCode = "NotScanned"
 )
 
