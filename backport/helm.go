@@ -78,7 +78,11 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 	if src == nil {
 		src = &config.HelmSource{}
 	}
-	merged, err := w.values(src)
+	files, err := render.ValuesFilePaths(w.root, w.opts.SourceDir, src)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := w.values(files)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +100,7 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 	if err != nil {
 		return nil, err
 	}
-	unmapped = append(unmapped, w.writeValues(ws, src, merged, jobs, found)...)
+	unmapped = append(unmapped, w.writeValues(ws, files, merged, jobs, found)...)
 	return ws, w.suggest(ws, unmapped)
 }
 
@@ -141,15 +145,12 @@ func (w *helmWriter) probeAll(ctx context.Context, src *config.HelmSource, merge
 }
 
 // writeValues writes the mapped values into the values file: the app's
-// last values file, else the chart's values.yaml. It returns the jobs it
-// could not write.
-func (w *helmWriter) writeValues(ws *writeSet, src *config.HelmSource, merged map[string]any, jobs []job, found map[*Edit][]mapping) []job {
+// last values file (files, render.ValuesFilePaths), else the chart's
+// values.yaml. It returns the jobs it could not write.
+func (w *helmWriter) writeValues(ws *writeSet, files []string, merged map[string]any, jobs []job, found map[*Edit][]mapping) []job {
 	path := filepath.Join(w.opts.SourceDir, "values.yaml")
-	if n := len(src.ValuesFiles); n > 0 {
-		path = src.ValuesFiles[n-1]
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(w.opts.SourceDir, path)
-		}
+	if n := len(files); n > 0 {
+		path = files[n-1]
 	}
 	var unmapped []job
 	fail := func(j job, format string, args ...any) {
@@ -259,9 +260,10 @@ func (w *helmWriter) suggest(ws *writeSet, unmapped []job) error {
 	return nil
 }
 
-// values merges the chart's values.yaml and the app's values files as Helm
-// does: the files override the chart's defaults, and a null removes one.
-func (w *helmWriter) values(src *config.HelmSource) (map[string]any, error) {
+// values merges the chart's values.yaml and the app's values files (files,
+// render.ValuesFilePaths) as Helm does: the files override the chart's
+// defaults, and a null removes one.
+func (w *helmWriter) values(files []string) (map[string]any, error) {
 	read := func(path string) (map[string]any, error) {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -285,10 +287,7 @@ func (w *helmWriter) values(src *config.HelmSource) (map[string]any, error) {
 		return nil, err
 	}
 	user := map[string]any{}
-	for _, f := range src.ValuesFiles {
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(w.opts.SourceDir, f)
-		}
+	for _, f := range files {
 		m, err := read(f)
 		if err != nil {
 			return nil, err

@@ -79,3 +79,34 @@ func TestHelmValueThatMapsOneToOneIsChangedAndTheRestSuggested(t *testing.T) {
 		t.Errorf("drift after the backport (-want +got):\n%s", diff)
 	}
 }
+
+// An Argo CD Application's valueFiles may be a glob (argocd-repo-server
+// v3.5 expands it): the hotfix goes into the last file it matches, as into
+// the last values file named outright.
+func TestHelmValueIsWrittenToTheLastFileAGlobMatches(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	root := worktree(t, "../fixtures/backport/helm/web", "charts/web")
+	chart := filepath.Join(root, "charts", "web")
+	app := config.App{Name: "web", Namespace: ns, Source: config.Source{
+		Path: chart,
+		Helm: &config.HelmSource{ReleaseName: "web", ValuesFiles: []string{"values-*.yaml"}, ArgoValueFiles: true},
+	}}
+	sync(t, app)
+	env.Patch(t, "kubectl-edit", cluster.ConfigMap, ns, "web-config", types.MergePatchType, `{"data":{"LOG_LEVEL":"debug"}}`)
+
+	res, err := Run(t.Context(), scanApp(t, app), options(root, app, "INC-4212 noisy logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []string
+	for _, c := range res.Changes {
+		changes = append(changes, strings.Replace(c.Field(), "/"+ns+"/", "/", 1)+": "+c.Via+" in "+c.WrittenTo)
+	}
+	want := []string{"ConfigMap/web-config .data.LOG_LEVEL: helm value config.logLevel in charts/web/values-prod.yaml"}
+	if diff := cmp.Diff(want, changes); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	if got := string(readFile(t, filepath.Join(chart, "values-prod.yaml"))); !strings.Contains(got, "logLevel: debug") {
+		t.Errorf("values-prod.yaml does not carry the hotfix:\n%s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -18,60 +19,13 @@ type valuesFile struct {
 	data []byte
 }
 
-// valuesFiles reads src's values files in the order Helm merges them. A
-// file that does not exist is left out with IgnoreMissingValuesFiles and
-// an error without. With ArgoValueFiles they resolve as argocd-repo-server
-// v3.5 resolves an Application's valueFiles (getResolvedValueFiles): a
-// path with a glob (`*`, `?`, `[`; `**` for any depth) is each file it
-// matches, in the order doublestar's FilepathGlob (Argo CD's own) gives
-// them, but for a file the list also names outright, which stays at that
-// place; a glob that matches nothing is an error unless missing files are
-// ignored; and each file counts once, at its first place. Otherwise each
-// is read as listed, as `helm template -f` reads them.
+// valuesFiles reads src's values files (valuesFilePaths) in the order
+// Helm merges them. A file that does not exist is left out with
+// IgnoreMissingValuesFiles and an error without.
 func (s *sourceRoot) valuesFiles(src *config.HelmSource) ([]valuesFile, error) {
-	type entry struct{ name, path string }
-	var entries []entry
-	for _, f := range src.ValuesFiles {
-		p, err := s.inside(f)
-		if err != nil {
-			return nil, fmt.Errorf("values file %w: refused", err)
-		}
-		entries = append(entries, entry{f, p})
-	}
-	if src.ArgoValueFiles {
-		explicit := map[string]bool{}
-		for _, e := range entries {
-			if !isGlob(e.path) {
-				explicit[e.path] = true
-			}
-		}
-		seen := map[string]bool{}
-		var resolved []entry
-		add := func(e entry) {
-			if !seen[e.path] {
-				seen[e.path] = true
-				resolved = append(resolved, e)
-			}
-		}
-		for _, e := range entries {
-			if !isGlob(e.path) {
-				add(e)
-				continue
-			}
-			matches, err := doublestar.Glob(s.root.FS(), e.path)
-			if err != nil {
-				return nil, fmt.Errorf("values file glob %s: %w", e.name, err)
-			}
-			if len(matches) == 0 && !src.IgnoreMissingValuesFiles {
-				return nil, fmt.Errorf("values file glob %s matched no files", e.name)
-			}
-			for _, m := range matches {
-				if !explicit[m] {
-					add(entry{strings.TrimPrefix(m, s.dir+"/"), m})
-				}
-			}
-		}
-		entries = resolved
+	entries, err := s.valuesFilePaths(src)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]valuesFile, 0, len(entries))
 	for _, e := range entries {
@@ -83,6 +37,88 @@ func (s *sourceRoot) valuesFiles(src *config.HelmSource) ([]valuesFile, error) {
 			return nil, fmt.Errorf("values file %s: %w", e.name, err)
 		}
 		out = append(out, valuesFile{e.name, data})
+	}
+	return out, nil
+}
+
+// valuesPath is a values file as the app lists it (or a glob's match) and
+// its slash path inside the root.
+type valuesPath struct{ name, path string }
+
+// valuesFilePaths are src's values files in the order Helm merges them,
+// each inside the root (a path that leaves it is an error). With
+// ArgoValueFiles they resolve as argocd-repo-server v3.5 resolves an
+// Application's valueFiles (getResolvedValueFiles): a path with a glob
+// (`*`, `?`, `[`; `**` for any depth) is each file it matches, in the order
+// doublestar's FilepathGlob (Argo CD's own) gives them, but for a file the
+// list also names outright, which stays at that place; a glob that matches
+// nothing is an error unless missing files are ignored; and each file
+// counts once, at its first place. Otherwise each is the file listed, as
+// `helm template -f` reads them.
+func (s *sourceRoot) valuesFilePaths(src *config.HelmSource) ([]valuesPath, error) {
+	var entries []valuesPath
+	for _, f := range src.ValuesFiles {
+		p, err := s.inside(f)
+		if err != nil {
+			return nil, fmt.Errorf("values file %w: refused", err)
+		}
+		entries = append(entries, valuesPath{f, p})
+	}
+	if !src.ArgoValueFiles {
+		return entries, nil
+	}
+	explicit := map[string]bool{}
+	for _, e := range entries {
+		if !isGlob(e.path) {
+			explicit[e.path] = true
+		}
+	}
+	seen := map[string]bool{}
+	var resolved []valuesPath
+	add := func(e valuesPath) {
+		if !seen[e.path] {
+			seen[e.path] = true
+			resolved = append(resolved, e)
+		}
+	}
+	for _, e := range entries {
+		if !isGlob(e.path) {
+			add(e)
+			continue
+		}
+		matches, err := doublestar.Glob(s.root.FS(), e.path)
+		if err != nil {
+			return nil, fmt.Errorf("values file glob %s: %w", e.name, err)
+		}
+		if len(matches) == 0 && !src.IgnoreMissingValuesFiles {
+			return nil, fmt.Errorf("values file glob %s matched no files", e.name)
+		}
+		for _, m := range matches {
+			if !explicit[m] {
+				add(valuesPath{strings.TrimPrefix(m, s.dir+"/"), m})
+			}
+		}
+	}
+	return resolved, nil
+}
+
+// ValuesFilePaths are the values files of src that a render of the chart
+// in dir (a folder inside root; root "" for dir itself) reads, in order,
+// as paths on disk (valuesFilePaths): a file that does not exist is among
+// them.
+func ValuesFilePaths(root, dir string, src *config.HelmSource) ([]string, error) {
+	s, err := openRoot(Options{Root: root, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	entries, err := s.valuesFilePaths(src)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = filepath.Join(s.root.Name(), filepath.FromSlash(e.path))
 	}
 	return out, nil
 }
