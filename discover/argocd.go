@@ -769,7 +769,11 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 					problems = append(problems, err.Error())
 					continue
 				}
-				hs.ChartValues = append(hs.ChartValues, v)
+				if !slices.Contains(hs.ChartValues, v) {
+					// argocd-repo-server reads each file once, at its
+					// first place.
+					hs.ChartValues = append(hs.ChartValues, v)
+				}
 				continue
 			}
 			file, err := refValuesFile(f, s, refs)

@@ -653,7 +653,7 @@ spec:
     chart: ingress-nginx
     targetRevision: 4.11.*
     helm:
-      valueFiles: [values-production.yaml]
+      valueFiles: [values-production.yaml, ./values-production.yaml]
       parameters: [{name: controller.replicaCount, value: "2"}]
 status:
   history:
