@@ -338,6 +338,11 @@ type HelmSource struct {
 	// helm.skipCrds, `helm template --skip-crds`; discovery sets it for a
 	// Flux HelmRelease whose install.crds and upgrade.crds are Skip).
 	SkipCRDs bool `yaml:"skipCrds"`
+	// SkipSchemaValidation renders the chart without checking the values
+	// against its values.schema.json (Argo CD's helm.skipSchemaValidation,
+	// `helm template --skip-schema-validation`; discovery sets it for a
+	// Flux HelmRelease whose install or upgrade disableSchemaValidation).
+	SkipSchemaValidation bool `yaml:"skipSchemaValidation"`
 	// UpgradeCRDs, set by discovery for a Flux HelmRelease, is its
 	// spec.upgrade.crds (Create when unset): whether helm-controller
 	// applies the chart's CRDs at an upgrade (Create, with server-side

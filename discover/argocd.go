@@ -175,10 +175,11 @@ type appHelm struct {
 		Name string `json:"name"`
 		Path string `json:"path"`
 	} `json:"fileParameters"`
-	SkipCrds    bool     `json:"skipCrds"`
-	Namespace   string   `json:"namespace"`
-	KubeVersion string   `json:"kubeVersion"`
-	APIVersions []string `json:"apiVersions"`
+	SkipCrds             bool     `json:"skipCrds"`
+	SkipSchemaValidation bool     `json:"skipSchemaValidation"`
+	Namespace            string   `json:"namespace"`
+	KubeVersion          string   `json:"kubeVersion"`
+	APIVersions          []string `json:"apiVersions"`
 }
 
 // appKustomize is an Application source's kustomize: the overrides Argo CD
@@ -754,7 +755,7 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 	var problems []string
 	if h := s.Helm; h != nil {
 		hs := &config.HelmSource{ReleaseName: h.ReleaseName, Set: map[string]string{}, IgnoreMissingValuesFiles: h.IgnoreMissingValueFiles, ArgoValueFiles: true,
-			SkipCRDs: h.SkipCrds, Namespace: h.Namespace, APIVersions: h.APIVersions}
+			SkipCRDs: h.SkipCrds, SkipSchemaValidation: h.SkipSchemaValidation, Namespace: h.Namespace, APIVersions: h.APIVersions}
 		var err error
 		if hs.KubeVersion, err = argoKubeVersion(h.KubeVersion); err != nil {
 			problems = append(problems, "spec.source.helm."+err.Error())

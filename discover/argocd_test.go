@@ -195,7 +195,7 @@ spec:
 		},
 	},
 	{
-		name: "a Helm source keeps its release name, values files, parameters and inline values",
+		name: "a Helm source keeps its release name, values files, parameters, inline values and whether it skips the chart's schema",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -213,6 +213,7 @@ spec:
       releaseName: web-prod
       valueFiles: [values-prod.yaml]
       ignoreMissingValueFiles: true
+      skipSchemaValidation: true
       parameters:
       - {name: image.tag, value: "1.25"}
       - {name: greeting, value: "hi, there"}
@@ -225,7 +226,7 @@ spec:
 		apps: []config.App{{
 			Name: "web", Owner: "team-web", Namespace: "shop",
 			Source: config.Source{ReleaseName: "web", Repo: deployRepo, Revision: "v1.2.0", Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true,
-				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"}, IgnoreMissingValuesFiles: true,
+				ReleaseName: "web-prod", ValuesFiles: []string{"values-prod.yaml"}, IgnoreMissingValuesFiles: true, SkipSchemaValidation: true,
 				Set: map[string]string{"image.tag": "1.25", "greeting": "hi, there"},
 				// Inline values as Argo CD writes them to a values file:
 				// JSON numbers keep their text.

@@ -54,12 +54,14 @@ type helmRelease struct {
 		// applies: serverSideApply, true unless false at install;
 		// enabled, disabled or auto (the last release's) at upgrade.
 		Install struct {
-			CRDs            string `json:"crds"`
-			ServerSideApply *bool  `json:"serverSideApply"`
+			CRDs                    string `json:"crds"`
+			ServerSideApply         *bool  `json:"serverSideApply"`
+			DisableSchemaValidation bool   `json:"disableSchemaValidation"`
 		} `json:"install"`
 		Upgrade struct {
-			CRDs            string `json:"crds"`
-			ServerSideApply string `json:"serverSideApply"`
+			CRDs                    string `json:"crds"`
+			ServerSideApply         string `json:"serverSideApply"`
+			DisableSchemaValidation bool   `json:"disableSchemaValidation"`
 		} `json:"upgrade"`
 	} `json:"spec"`
 	Status struct {
@@ -466,6 +468,9 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		}
 	}
 	hs.SkipCRDs = install == "Skip" && upgrade == "Skip"
+	// The release exists, so the action that made it validated its values
+	// against the chart's schema, or was told not to.
+	hs.SkipSchemaValidation = hr.Spec.Install.DisableSchemaValidation || hr.Spec.Upgrade.DisableSchemaValidation
 	hs.UpgradeCRDs = upgrade
 	// Create goes through Helm's Create, which with server-side apply
 	// updates a CRD that exists and without it skips it (AlreadyExists).

@@ -235,6 +235,7 @@ spec:
   interval: 5m
   chartRef: {kind: OCIRepository, name: podinfo}
   install: {serverSideApply: false}
+  upgrade: {disableSchemaValidation: true}
 `, `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
@@ -421,7 +422,7 @@ func TestFluxObjects(t *testing.T) {
 			Name: "oci-chart", Owner: "NS", Namespace: ns,
 			Source: config.Source{Repo: "oci://ghcr.io/stefanprodan/charts", Chart: "podinfo", Revision: "6.5.4",
 				Helm: &config.HelmSource{Lookup: true, ReleaseName: "oci-chart", ChartVersion: "6.5.4+cdd538a0167e", UpgradeCRDs: "Create",
-					CRDsKept: true}}, // Create with client-side apply skips a CRD that exists
+					CRDsKept: true, SkipSchemaValidation: true}}, // Create with client-side apply skips a CRD that exists
 			TargetRevision: ">=6.0.0",
 			Appliers:       []string{"helm-controller"},
 			GitOps:         &report.GitOps{Tool: "flux", Object: "HelmRelease/NS/oci-chart", Prune: true},

@@ -219,7 +219,7 @@ func helmTemplate(ctx context.Context, ch *chart.Chart, root *sourceRoot, opts O
 	// chart rendering at once. A new slice does not depend on which.
 	caps.APIVersions = slices.Concat(caps.APIVersions, opts.APIVersions)
 	release := common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
-	values, err := util.ToRenderValuesWithSchemaValidation(ch, vals, release, caps, false)
+	values, err := util.ToRenderValuesWithSchemaValidation(ch, vals, release, caps, src.SkipSchemaValidation)
 	if err != nil {
 		return "", err
 	}

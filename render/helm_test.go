@@ -308,3 +308,32 @@ func TestValuesFilesReplaceTheChartsDefaults(t *testing.T) {
 		}
 	}
 }
+
+// A chart's values.schema.json holds its values to a shape: values that
+// break it fail the render, as `helm template` fails, unless the app skips
+// the check (Argo CD's helm.skipSchemaValidation, a HelmRelease's
+// disableSchemaValidation), which changes nothing else of the render,
+// fresh or from the render cache.
+func TestSchemaValidationCanBeSkipped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "web")
+	writeTree(t, dir, map[string]string{
+		"Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"values.yaml":        "level: info\n",
+		"values.schema.json": `{"type": "object", "properties": {"level": {"enum": ["info", "warn"]}}}`,
+		"verbose.yaml":       "level: verbose\n",
+		"templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {level: {{ .Values.level | quote }}}\n",
+	})
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, run := range []string{"fresh", "from the render cache"} {
+		ms, _, err := chartScan(t, Options{Dir: dir, Helm: &config.HelmSource{ValuesFiles: []string{"verbose.yaml"}, SkipSchemaValidation: true}}, cache)
+		if err != nil {
+			t.Fatalf("%s: skipping the schema: %v", run, err)
+		}
+		if level, _, _ := unstructured.NestedString(ms[0].Object.Object, "data", "level"); level != "verbose" {
+			t.Errorf("%s: level %q, want verbose", run, level)
+		}
+		if _, _, err := chartScan(t, Options{Dir: dir, Helm: &config.HelmSource{ValuesFiles: []string{"verbose.yaml"}}}, cache); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("%s: without skipping the schema: %v, want the schema's error", run, err)
+		}
+	}
+}

@@ -121,6 +121,9 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('G', data)
 		in.values = append(in.values, data)
 	}
+	if helm.SkipSchemaValidation {
+		part('S', nil) // the same output, but not the same error
+	}
 	if helm.SkipCRDs {
 		part('c', nil)
 	}
