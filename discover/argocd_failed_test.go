@@ -67,6 +67,9 @@ func TestKustomizationBlocked(t *testing.T) {
 	}{
 		{"waiting for a dependency", ks(2, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'flux-system/infra' is not ready", observedGeneration: 2}]}`),
 			[]string{"Kustomization/flux-system/web waits for its dependencies (dependency 'flux-system/infra' is not ready)"}},
+		// Checked while infra reconciled (Ready Unknown); checked again
+		// within --requeue-dependency.
+		{"waiting for a dependency that is ready again", ks(2, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'flux-system/infra' is not ready", observedGeneration: 2}]}`), nil},
 		{"a dependency's readyExpr that does not compile", ks(2, `{conditions: [{type: Ready, status: "False", reason: InvalidCELExpression, message: "Reconciliation failed terminally due to configuration error: failed to evaluate dependency infra: compilation failed\n | dep.status.x(\n | ............^", observedGeneration: 2}, {type: Stalled, status: "True", reason: InvalidCELExpression, message: boom, observedGeneration: 2}]}`),
 			[]string{"Kustomization/flux-system/web cannot check its dependencies, a readyExpr of its dependsOn does not compile (Reconciliation failed terminally due to configuration error: failed to evaluate dependency infra: compilation failed), and kustomize-controller applies nothing of it until its spec is mended"}},
 		{"its build fails at the source's revision", ks(2, `{lastAttemptedRevision: main@sha1:`+sha+`, conditions: [{type: Ready, status: "False", reason: BuildFailed, message: "kustomize build failed: accumulating resources", observedGeneration: 2}]}`),
@@ -97,7 +100,7 @@ func TestKustomizationBlocked(t *testing.T) {
 			if err := decode(u, &k); err != nil {
 				return "", err
 			}
-			b := kustomizationBlocked(u, &k, sha, []string{"hunter2-password"})
+			b := kustomizationBlocked(u, &k, sha, strings.Contains(tt.name, "ready again"), []string{"hunter2-password"})
 			if b.text != "" && b.reason != k.Status.Conditions[0].Reason {
 				t.Errorf("%s: reason %q, want the Ready condition's", tt.name, b.reason)
 			}
@@ -132,6 +135,7 @@ func TestHelmReleaseBlocked(t *testing.T) {
 		// helm-controller v1.6.4 (e2e TestFluxHelmReleaseDependencyNotReadyCorrectsNoDrift).
 		{"waits for a dependency", hr(2, `{conditions: [{type: Reconciling, status: "True", reason: Progressing, message: Fulfilling prerequisites, observedGeneration: 2}, {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'shop/db' is not ready", observedGeneration: 2}]}`),
 			[]string{"HelmRelease/shop/web waits for its dependencies (dependency 'shop/db' is not ready), and helm-controller installs, upgrades and corrects nothing of it until they are ready"}},
+		{"waits for a dependency that is ready again", hr(2, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'shop/db' is not ready", observedGeneration: 2}]}`), nil},
 		{"waited for a dependency before its spec changed", hr(3, `{conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'shop/db' is not ready", observedGeneration: 2}]}`), nil},
 		{"its dependency is ready again, reconciling", hr(2, `{conditions: [{type: Ready, status: "Unknown", reason: Progressing, message: reconciliation in progress, observedGeneration: 2}]}`), nil},
 	} {
@@ -140,7 +144,7 @@ func TestHelmReleaseBlocked(t *testing.T) {
 			if err := decode(u, &h); err != nil {
 				return "", err
 			}
-			return helmReleaseBlocked(u, &h, nil).text, nil
+			return helmReleaseBlocked(u, &h, strings.Contains(tt.name, "ready again"), nil).text, nil
 		})
 	}
 }
@@ -168,6 +172,50 @@ func checkBlocked(t *testing.T, name, obj string, want []string, blocked func(*u
 	for _, w := range want {
 		if !strings.Contains(got, w) {
 			t.Errorf("%s: %q, want it to say %q", name, got, w)
+		}
+	}
+}
+
+// A dependency is ready as its Flux controller checks it: listed, its
+// status written for its generation, Ready True, and what the caller asks
+// more of it (a Kustomization of the same source: applied at its
+// revision); one with a readyExpr, or not listed, is not known to be.
+func TestDependenciesReady(t *testing.T) {
+	obj := func(ns, name string, generation, observed int, ready string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetKind("Kustomization")
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetGeneration(int64(generation))
+		u.Object["status"] = map[string]any{"observedGeneration": int64(observed), "conditions": []any{
+			map[string]any{"type": "Reconciling", "status": "True"},
+			map[string]any{"type": "Ready", "status": ready, "observedGeneration": int64(observed)},
+		}}
+		return u
+	}
+	app := obj("apps", "web", 1, 1, "False")
+	d := &discovery{}
+	d.listedFlux([]unstructured.Unstructured{
+		*obj("apps", "db", 2, 2, "True"), *obj("infra", "cni", 1, 1, "True"),
+		*obj("apps", "reconciling", 1, 1, "Unknown"), *obj("apps", "changed", 3, 2, "True"),
+	})
+	always := func(*unstructured.Unstructured) bool { return true }
+	for _, tt := range []struct {
+		name string
+		deps []fluxDependency
+		same func(*unstructured.Unstructured) bool
+		want bool
+	}{
+		{"ready, and one in another namespace", []fluxDependency{{Name: "db"}, {Name: "cni", Namespace: "infra"}}, always, true},
+		{"one reconciling", []fluxDependency{{Name: "db"}, {Name: "reconciling"}}, always, false},
+		{"one whose spec changed since its status", []fluxDependency{{Name: "changed"}}, always, false},
+		{"one not listed", []fluxDependency{{Name: "cni"}}, always, false},
+		{"one with a readyExpr", []fluxDependency{{Name: "db", ReadyExpr: "dep.status.x == 1"}}, always, false},
+		{"one of the same source not at its revision", []fluxDependency{{Name: "db"}}, func(*unstructured.Unstructured) bool { return false }, false},
+		{"none", nil, always, false},
+	} {
+		if got := d.dependenciesReady(app, tt.deps, tt.same); got != tt.want {
+			t.Errorf("%s: ready %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

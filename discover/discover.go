@@ -227,6 +227,19 @@ type discovery struct {
 	client dynamic.Interface
 	opts   Options
 	res    Result
+	// fluxListed are the Kustomizations and HelmReleases listed, by ref:
+	// the dependencies of one (dependenciesReady).
+	fluxListed map[string]*unstructured.Unstructured
+}
+
+// listedFlux keeps the listed Flux objects items in fluxListed.
+func (d *discovery) listedFlux(items []unstructured.Unstructured) {
+	if d.fluxListed == nil {
+		d.fluxListed = map[string]*unstructured.Unstructured{}
+	}
+	for i := range items {
+		d.fluxListed[ref(&items[i])] = &items[i]
+	}
 }
 
 func (d *discovery) fail(object, app string, err error) {

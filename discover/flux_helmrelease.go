@@ -27,6 +27,7 @@ type helmRelease struct {
 			Spec chartSpec `json:"spec"`
 		} `json:"chart"`
 		ChartRef        *sourceRef        `json:"chartRef"`
+		DependsOn       []fluxDependency  `json:"dependsOn"`
 		ReleaseName     string            `json:"releaseName"`
 		TargetNamespace string            `json:"targetNamespace"`
 		Suspend         bool              `json:"suspend"`
@@ -86,8 +87,8 @@ type helmRelease struct {
 // before drift detection (AtomicRelease: ErrExceededMaxRetries) until the
 // chart or values change (MustResetFailures), or someone asks for a reset
 // or a forced release.
-func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, secrets []string) syncBlock {
-	if ready := currentCondition(u, hr.Status.Conditions, "Ready"); ready != nil && ready.Status == "False" {
+func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, depsReady bool, secrets []string) syncBlock {
+	if ready := currentCondition(u, hr.Status.Conditions, "Ready"); ready != nil && ready.Status == "False" && !(ready.Reason == "DependencyNotReady" && depsReady) {
 		if b := dependencyBlock(u, ready, "helm-controller installs, upgrades and corrects nothing of it", secrets); b.text != "" {
 			return b
 		}
@@ -337,6 +338,7 @@ func (d *discovery) listHelmReleases(ctx context.Context) ([]fluxObject, error) 
 	if err != nil {
 		return nil, err
 	}
+	d.listedFlux(items)
 	var out []fluxObject
 	for i := range items {
 		u := &items[i]
@@ -494,7 +496,8 @@ func (d *discovery) helmReleaseApp(ctx context.Context, u *unstructured.Unstruct
 		GitOps:   fluxGitOps(u, dd != nil && dd.Mode == "enabled", true, hr.Spec.Suspend),
 	}
 	if !hr.Spec.Suspend {
-		helmReleaseBlocked(u, hr, hs.Secret).set(app.GitOps)
+		depsReady := d.dependenciesReady(u, hr.Spec.DependsOn, func(*unstructured.Unstructured) bool { return true })
+		helmReleaseBlocked(u, hr, depsReady, hs.Secret).set(app.GitOps)
 	}
 	return app, problems
 }

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -54,7 +55,8 @@ type kustomization struct {
 		} `json:"decryption"`
 		// Ignore are the paths kustomize-controller leaves as they are
 		// live (v1.9: fluxcd/pkg/ssa's DriftIgnoreRules).
-		Ignore []fluxIgnoreRule `json:"ignore"`
+		Ignore    []fluxIgnoreRule `json:"ignore"`
+		DependsOn []fluxDependency `json:"dependsOn"`
 	} `json:"spec"`
 	Status struct {
 		// LastAppliedRevision is the artifact revision last applied:
@@ -99,9 +101,9 @@ func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ s
 // applied at every retry (report.GitOps.SyncBlockedExcept). Any other
 // failure (an apply that failed half-way, a health check, pruning) may
 // have applied the objects, and says nothing here.
-func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, secrets []string) syncBlock {
+func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, depsReady bool, secrets []string) syncBlock {
 	ready := currentCondition(u, ks.Status.Conditions, "Ready")
-	if ready == nil || ready.Status != "False" {
+	if ready == nil || ready.Status != "False" || ready.Reason == "DependencyNotReady" && depsReady {
 		return syncBlock{}
 	}
 	atSource := artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact)
@@ -124,6 +126,50 @@ func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artif
 		return syncBlock{ready.Reason, fmt.Sprintf("the apply of %s at %s fails (%s): kustomize-controller applies %s until the apply passes (Git moves past that revision, or what refuses it changes)", ref(u), artifact, reconcilerMessage(ready.Message, secrets...), applied), except}
 	}
 	return syncBlock{}
+}
+
+// fluxDependency is one of a Flux object's spec.dependsOn.
+type fluxDependency struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	ReadyExpr string `json:"readyExpr"`
+}
+
+// dependenciesReady says whether each of deps, the dependsOn of the Flux
+// object u (Kustomizations of a Kustomization, HelmReleases of a
+// HelmRelease), is ready now as its controller checks it
+// (checkDependencies): listed by this scan, its status written for its
+// generation, Ready True, and whatever more same says of it. A Ready
+// condition that says DependencyNotReady while they are is a check made in
+// the moment a dependency reconciled (kustomize-controller marks a
+// Kustomization Ready Unknown at the start of each reconcile), which the
+// controller makes again within --requeue-dependency (30 s): not a block.
+// False when one is not ready, was not listed (another namespace, or a
+// selector), or has a readyExpr (CEL driftscan does not evaluate).
+func (d *discovery) dependenciesReady(u *unstructured.Unstructured, deps []fluxDependency, same func(dep *unstructured.Unstructured) bool) bool {
+	if len(deps) == 0 {
+		return false
+	}
+	for _, dep := range deps {
+		o := d.fluxListed[u.GetKind()+"/"+cmp.Or(dep.Namespace, u.GetNamespace())+"/"+dep.Name]
+		if dep.ReadyExpr != "" || o == nil {
+			return false
+		}
+		observed, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		var status struct {
+			Status struct {
+				Conditions []fluxCondition `json:"conditions"`
+			} `json:"status"`
+		}
+		if observed != o.GetGeneration() || decode(o, &status) != nil {
+			return false
+		}
+		i := slices.IndexFunc(status.Status.Conditions, func(c fluxCondition) bool { return c.Type == "Ready" })
+		if i < 0 || status.Status.Conditions[i].Status != "True" || !same(o) {
+			return false
+		}
+	}
+	return true
 }
 
 // dependencyBlock is the block of the Flux object u whose Ready condition
@@ -209,6 +255,7 @@ func (d *discovery) listKustomizations(ctx context.Context) ([]fluxObject, error
 	if err != nil {
 		return nil, err
 	}
+	d.listedFlux(items)
 	var out []fluxObject
 	for i := range items {
 		u := &items[i]
@@ -274,7 +321,20 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
 	if !ks.Spec.Suspend {
 		// Its message may hold substituted values from Secrets.
-		kustomizationBlocked(u, ks, artifact, fb.Secret).set(app.GitOps)
+		depsReady := d.dependenciesReady(u, ks.Spec.DependsOn, func(dep *unstructured.Unstructured) bool {
+			// A dependency of the same source must have applied the
+			// revision that source is at (checkDependencies).
+			var k kustomization
+			if decode(dep, &k) != nil {
+				return false
+			}
+			if k.Spec.SourceRef.Kind != ks.Spec.SourceRef.Kind || k.Spec.SourceRef.Name != ks.Spec.SourceRef.Name ||
+				cmp.Or(k.Spec.SourceRef.Namespace, dep.GetNamespace()) != cmp.Or(ks.Spec.SourceRef.Namespace, u.GetNamespace()) {
+				return true
+			}
+			return artifact != "" && (k.Status.LastAppliedRevision == artifact || artifactCommit(k.Status.LastAppliedRevision) == artifact)
+		})
+		kustomizationBlocked(u, ks, artifact, depsReady, fb.Secret).set(app.GitOps)
 	}
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
 	if dec := ks.Spec.Decryption; dec != nil {

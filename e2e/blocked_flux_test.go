@@ -140,7 +140,12 @@ func TestFluxDependencyNotReadyAppliesNothing(t *testing.T) {
 	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"infra/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: infra-config}\ndata: {k: v}\n"}))
 	const app, infra = "dependent", "infra"
 	createFluxSource(t, ns, infra, repo)
-	createKustomizationOf(t, ns, infra, infra, fluxInterval)
+	// kustomize-controller marks a Kustomization Ready Unknown at the start
+	// of each reconcile: a dependent that checks it then waits
+	// --requeue-dependency (30 s). Every 3 s, infra would be caught so
+	// often that the app's edits took a minute to revert (CI ci99); it
+	// reconciles when its source moves, as well.
+	createKustomizationOf(t, ns, infra, infra, "1h")
 	createFluxSource(t, ns, app, repo)
 	createKustomizationOf(t, ns, app, "web", fluxInterval, "dependsOn: [{name: "+infra+"}]")
 	first := repo.Head()
