@@ -41,8 +41,21 @@ type application struct {
 			Name      string `json:"name"`
 			Namespace string `json:"namespace"`
 		} `json:"destination"`
-		Source     *appSource  `json:"source"`
-		Sources    []appSource `json:"sources"`
+		Source  *appSource  `json:"source"`
+		Sources []appSource `json:"sources"`
+		// SourceHydrator, when set, is what Argo CD syncs in place of
+		// source and sources: the manifests its hydrator writes from the
+		// dry source to syncSource's branch and path (GetSources).
+		SourceHydrator *struct {
+			DrySource struct {
+				RepoURL string `json:"repoURL"`
+			} `json:"drySource"`
+			SyncSource struct {
+				RepoURL      string `json:"repoURL"`
+				TargetBranch string `json:"targetBranch"`
+				Path         string `json:"path"`
+			} `json:"syncSource"`
+		} `json:"sourceHydrator"`
 		SyncPolicy *struct {
 			Automated *struct {
 				Enabled  *bool `json:"enabled"`
@@ -589,8 +602,13 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	if len(sources) == 0 && a.Spec.Source != nil {
 		sources = []appSource{*a.Spec.Source}
 	}
+	if h := a.Spec.SourceHydrator; h != nil {
+		// The hydrated manifests, a folder of plain YAML in the sync
+		// branch, whatever source or sources say (GetSyncSource).
+		sources = []appSource{{RepoURL: cmp.Or(h.SyncSource.RepoURL, h.DrySource.RepoURL), Path: h.SyncSource.Path, TargetRevision: h.SyncSource.TargetBranch}}
+	}
 	if len(sources) == 0 {
-		d.fail(object, "", errors.New("the Application has neither spec.source nor spec.sources"))
+		d.fail(object, "", errors.New("the Application has none of spec.source, spec.sources and spec.sourceHydrator"))
 		return
 	}
 	refs := map[string]appSource{}

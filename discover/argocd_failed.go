@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -36,6 +37,19 @@ func failedSync(u *unstructured.Unstructured, a *application) string {
 			rev = strings.Join(r.Revisions, ", ")
 		}
 		now, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field)
+		if h := a.Spec.SourceHydrator; h != nil {
+			// Its source is the sync source (spec.GetSource), as JSON
+			// writes an ApplicationSource.
+			field, same = "source", r.Revision == a.Status.Sync.Revision
+			src := map[string]any{"repoURL": cmp.Or(h.SyncSource.RepoURL, h.DrySource.RepoURL)}
+			if h.SyncSource.Path != "" {
+				src["path"] = h.SyncSource.Path
+			}
+			if h.SyncSource.TargetBranch != "" {
+				src["targetRevision"] = h.SyncSource.TargetBranch
+			}
+			now, rev = src, r.Revision
+		}
 		then, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "operationState", "syncResult", field)
 		if !same || !reflect.DeepEqual(now, then) {
 			return ""

@@ -19,6 +19,7 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 	}
 	single := "{project: default, source: " + source + "}"
 	multi := "{project: default, sources: [" + source + ", {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}"
+	hydrator := "{project: default, sourceHydrator: {drySource: {repoURL: https://git.example.com/shop.git, path: web, targetRevision: main}, syncSource: {targetBranch: env/prod, path: prod/web}}}"
 	long := strings.Repeat("é", 400)
 	for _, tt := range []struct {
 		name, obj string
@@ -40,6 +41,10 @@ func TestFailedSyncIsNotRetriedForTheSameRevisionAndSource(t *testing.T) {
 		{"multi-source, the same", app(multi, `{sync: {revisions: [aaa, 1.2.0]}, operationState: {phase: Failed, message: boom, syncResult: {revisions: [aaa, 1.2.0], sources: [`+source+`, {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}}}`),
 			[]string{"to aaa, 1.2.0 failed"}},
 		{"multi-source, a revision moved", app(multi, `{sync: {revisions: [bbb, 1.2.0]}, operationState: {phase: Failed, message: boom, syncResult: {revisions: [aaa, 1.2.0], sources: [`+source+`, {repoURL: https://charts.example.com, chart: web, targetRevision: 1.2.0}]}}}`), nil},
+		// Its source is its sync source, as Argo CD's GetSource gives it.
+		{"a source hydrator's, to its sync branch", app(hydrator, `{sync: {revision: ccc}, operationState: {phase: Failed, message: boom, syncResult: {revision: ccc, source: {repoURL: https://git.example.com/shop.git, path: prod/web, targetRevision: env/prod}}}}`),
+			[]string{"the last sync of Application/argocd/web to ccc failed (Failed: boom)"}},
+		{"a source hydrator's, its sync path changed since", app(hydrator, `{sync: {revision: ccc}, operationState: {phase: Failed, message: boom, syncResult: {revision: ccc, source: {repoURL: https://git.example.com/shop.git, path: prod/old, targetRevision: env/prod}}}}`), nil},
 		{"a long message is cut", app(single, `{sync: {revision: aaa}, operationState: {phase: Failed, message: "`+long+`", syncResult: {revision: aaa, source: `+source+`}}}`),
 			[]string{strings.Repeat("é", 150) + "…)"}},
 	} {

@@ -237,6 +237,44 @@ spec:
 		}},
 	},
 	{
+		name: "a source hydrator's app is what Argo CD syncs: the hydrated manifests in its sync branch and path, of the dry source's repository unless it names another",
+		applications: []string{`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: hydrated}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  sourceHydrator:
+    drySource: {repoURL: https://git.example.com/shop/deploy.git, targetRevision: main, path: apps/web-kustomize}
+    syncSource: {targetBranch: env/prod, path: ./prod/web}
+  syncPolicy:
+    automated: {selfHeal: true}
+`, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: elsewhere}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  sourceHydrator:
+    drySource: {repoURL: https://git.example.com/shop/deploy.git, targetRevision: main, path: apps/web}
+    syncSource: {repoURL: https://git.example.com/shop/deploy.git, targetBranch: env/staging, path: staging/web}
+    hydrateTo: {targetBranch: env/staging-next}
+`},
+		apps: []config.App{{
+			Name: "elsewhere", Owner: "shop", Namespace: "shop",
+			Source:   config.Source{ReleaseName: "elsewhere", Repo: deployRepo, Revision: "env/staging", Path: "staging/web"},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/elsewhere", Suspended: true},
+		}, {
+			Name: "hydrated", Owner: "shop", Namespace: "shop",
+			Source:   config.Source{ReleaseName: "hydrated", Repo: deployRepo, Revision: "env/prod", Path: "prod/web"},
+			Appliers: argoAppliers,
+			GitOps:   &report.GitOps{Tool: "argocd", Object: "Application/NS/hydrated", SelfHeal: true},
+		}},
+	},
+	{
 		name: "multiple sources: a ref source's values file in the same repository, other sources named by ref or index",
 		applications: []string{`
 apiVersion: argoproj.io/v1alpha1

@@ -86,7 +86,10 @@ func (s *sourceRoot) valuesFilePaths(src *config.HelmSource) ([]valuesPath, erro
 			add(e)
 			continue
 		}
-		matches, err := doublestar.Glob(s.root.FS(), e.path)
+		// Every directory read and stat is counted: symbolic links to a
+		// folder above are followed, so two such links make ** grow without
+		// end; an error stops the glob (WithFailOnIOErrors).
+		matches, err := doublestar.Glob(&globFS{FS: s.root.FS(), left: globBudget}, e.path, doublestar.WithFailOnIOErrors())
 		if err != nil {
 			return nil, fmt.Errorf("values file glob %s: %w", e.name, err)
 		}
@@ -127,4 +130,38 @@ func ValuesFilePaths(root, dir string, src *config.HelmSource) ([]string, error)
 // (isGlobPath).
 func isGlob(p string) bool {
 	return strings.ContainsAny(p, "*?[")
+}
+
+// globBudget is how many directory reads and stats one values file glob
+// may make: far more than a repository's values folders need.
+const globBudget = 20000
+
+// errGlobBudget stops a glob that would read more than globBudget.
+var errGlobBudget = fmt.Errorf("reads more than %d folders and files (symbolic links in a loop?)", globBudget)
+
+// globFS is a file system that gives a glob at most left reads and stats.
+type globFS struct {
+	fs.FS
+	left int
+}
+
+func (g *globFS) spend() error {
+	if g.left--; g.left < 0 {
+		return errGlobBudget
+	}
+	return nil
+}
+
+func (g *globFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := g.spend(); err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(g.FS, name)
+}
+
+func (g *globFS) Stat(name string) (fs.FileInfo, error) {
+	if err := g.spend(); err != nil {
+		return nil, err
+	}
+	return fs.Stat(g.FS, name)
 }

@@ -2,13 +2,18 @@ package render
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/calricon/driftscan/config"
+	"github.com/calricon/driftscan/fixtures/bounded"
 )
 
 // globChart is a chart whose ConfigMap says which values file won, with
@@ -55,6 +60,7 @@ func TestArgoValueFilesGlobsAndRepeats(t *testing.T) {
 		{"a glob that matches nothing, missing files ignored", []string{"envs/*.json"}, true, true, "default", ""},
 		{"a config app's values file is a name, not a glob", []string{"envs/*.yaml"}, false, false, "", "values file envs/*.yaml"},
 		{"a glob that leaves the repository", []string{"../../*.yaml"}, true, false, "", "leaves the repository"},
+		{"a glob in a folder that does not exist, missing files ignored", []string{"nowhere/*.yaml"}, true, true, "default", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			helm := &config.HelmSource{ValuesFiles: tt.files, ArgoValueFiles: tt.argo, IgnoreMissingValuesFiles: tt.ignore}
@@ -82,5 +88,38 @@ func TestArgoValueFilesGlobsAndRepeats(t *testing.T) {
 	}
 	if _, err := Manifests(context.Background(), Options{Dir: dir, Root: root, Helm: &config.HelmSource{ValuesFiles: []string{"envs/[.yaml"}, ArgoValueFiles: true}}); err == nil || !strings.Contains(err.Error(), "values file glob envs/[.yaml") {
 		t.Errorf("a glob that does not parse: %v, want an error naming it", err)
+	}
+}
+
+// A values file glob is the tenant's: two symbolic links to the folder
+// above make ** grow without end (doublestar follows them, as Argo CD's
+// FilepathGlob does, which goes on past every error); the glob stops at the
+// first error, and after a bounded number of reads (run in a child under
+// ulimit -v, with a deadline).
+func TestAValuesFileGlobOverSymlinkLoopsIsBounded(t *testing.T) {
+	if !bounded.InChild(t, bounded.Limits{Memory: 2 << 30, Time: 60 * time.Second}) {
+		return
+	}
+	root := t.TempDir()
+	writeTree(t, root, globChart)
+	// Outside the chart, which Helm's loader walks (and refuses loops in).
+	if err := os.MkdirAll(filepath.Join(root, "shared", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := os.Symlink("..", filepath.Join(root, "shared", "deep", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helm := &config.HelmSource{ValuesFiles: []string{"../shared/**/*.yaml"}, ArgoValueFiles: true}
+	_, err := Manifests(context.Background(), Options{Dir: filepath.Join(root, "web"), Root: root, Helm: helm})
+	// The kernel's limit on links in a path stops the deepest first.
+	if err == nil || !strings.Contains(err.Error(), "values file glob ../shared/**/*.yaml: ") || !strings.Contains(err.Error(), "too many levels of symbolic links") {
+		t.Errorf("a glob over two symlink loops: %v, want it stopped", err)
+	}
+	// A tree too large for the budget stops as well.
+	_, err = doublestar.Glob(&globFS{FS: os.DirFS(root), left: 5}, "web/**/*.yaml", doublestar.WithFailOnIOErrors())
+	if !errors.Is(err, errGlobBudget) {
+		t.Errorf("a glob over more than its budget: %v, want %v", err, errGlobBudget)
 	}
 }
