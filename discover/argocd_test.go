@@ -874,51 +874,7 @@ spec:
   project: shop
   destination: {server: https://kubernetes.default.svc, namespace: shop}
   source: {repoURL: https://git.example.com/shop/deploy.git, path: ../../../var/run}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: token}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: [../../../../var/run/secrets/kubernetes.io/serviceaccount/token]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: absolute}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: [/etc/passwd]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: remote}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["https://evil.example/values.yaml?sig=abc"]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: secrets}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["secrets://secrets.yaml"]}
-`},
+`, valuesApp("token", `[../../../../var/run/secrets/kubernetes.io/serviceaccount/token]`), valuesApp("absolute", `[/etc/passwd]`), valuesApp("remote", `["https://evil.example/values.yaml?sig=abc"]`), valuesApp("secrets", `["secrets://secrets.yaml"]`)},
 		apps: []config.App{
 			{
 				Name: "absolute", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
@@ -950,62 +906,13 @@ spec:
 	}, {
 		name:     "a values file of a URL scheme argocd-cm's helm.valuesFileSchemes does not allow is an app error, as in Argo CD; one helm-secrets decrypts is not scanned",
 		argocdCM: "  helm.valuesFileSchemes: 'secrets+age-import, Secrets , https'\n",
-		applications: []string{`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: decrypted}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: [values.yaml, "secrets://secrets.yaml"]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: imported}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["secrets+age-import:///keys/key.txt?secrets.yaml"]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: gpg}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["secrets+gpg-import:///keys/key.asc?secrets.yaml"]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: plain-http}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["http://values.example/values.yaml"]}
-`, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: no-slashes}
-spec:
-  project: shop
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source:
-    repoURL: https://git.example.com/shop/deploy.git
-    path: charts/web
-    helm: {valueFiles: ["values:prod.yaml"]}
-`},
+		applications: []string{
+			valuesApp("decrypted", `[values.yaml, "secrets://secrets.yaml"]`),
+			valuesApp("imported", `["secrets+age-import:///keys/key.txt?secrets.yaml"]`),
+			valuesApp("gpg", `["secrets+gpg-import:///keys/key.asc?secrets.yaml"]`),
+			valuesApp("plain-http", `["http://values.example/values.yaml"]`),
+			valuesApp("no-slashes", `["values:prod.yaml"]`),
+		},
 		apps: []config.App{
 			{
 				Name: "gpg", Owner: "shop", Namespace: "shop", Source: config.Source{Repo: deployRepo},
@@ -1032,6 +939,23 @@ spec:
 			"NotScanned Application/NS/imported: not scanned: valueFiles secrets+age-import:///keys/key.txt?secrets.yaml: the helm-secrets plugin decrypts it in Argo CD's repo server (argocd-cm's helm.valuesFileSchemes allows secrets+age-import://); driftscan runs no plugin and never decrypts, so nothing the chart renders is compared",
 		},
 	},
+}
+
+// valuesApp is an Application of the chart charts/web in project shop with
+// the Helm valueFiles given (a YAML flow list).
+func valuesApp(name, valueFiles string) string {
+	return `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ` + name + `}
+spec:
+  project: shop
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source:
+    repoURL: https://git.example.com/shop/deploy.git
+    path: charts/web
+    helm: {valueFiles: ` + valueFiles + `}
+`
 }
 
 // TestApplicationsInAnyNamespace lists Applications in any namespace, found

@@ -207,10 +207,7 @@ func TestFluxHelmReleaseOutOfRetriesCorrectsNoDrift(t *testing.T) {
 
 	// A chart version whose upgrade fails: its retries (none by default)
 	// are soon used up.
-	repo.Commit(t, "0.2.0, with a ConfigMap the API server refuses", map[string]string{
-		"chart/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.2.0\n",
-		"chart/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n",
-	})
+	repo.Commit(t, "0.2.0, with a ConfigMap the API server refuses", refusedChartVersion("chart", "web", "0.2.0"))
 	stalled := waitFluxCondition(t, reconcilers.HelmRelease, ns, name, func(_ *unstructured.Unstructured, c map[string]any) bool {
 		return c["type"] == "Stalled" && c["status"] == "True"
 	})
@@ -289,10 +286,7 @@ func TestFluxHelmReleaseDependencyNotReadyCorrectsNoDrift(t *testing.T) {
 	waitRevertedOf(t, ns, cm, "info", time.Minute)
 
 	// The dependency's upgrade fails; the dependent chart is unchanged.
-	repo.Commit(t, "infra 0.2.0, with a ConfigMap the API server refuses", map[string]string{
-		"infra/Chart.yaml":         "apiVersion: v2\nname: infra\nversion: 0.2.0\n",
-		"infra/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n",
-	})
+	repo.Commit(t, "infra 0.2.0, with a ConfigMap the API server refuses", refusedChartVersion(infra, infra, "0.2.0"))
 	waiting := waitFluxCondition(t, reconcilers.HelmRelease, ns, name, func(_ *unstructured.Unstructured, c map[string]any) bool {
 		return c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "DependencyNotReady"
 	})
@@ -321,6 +315,16 @@ func TestFluxHelmReleaseDependencyNotReadyCorrectsNoDrift(t *testing.T) {
 	r = scan(t, "--from", "flux", "--app", name)
 	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
 		t.Errorf("the app's gitOps %+v: want no syncBlocked once its dependency is ready", g)
+	}
+}
+
+// refusedChartVersion are the files that make the chart name in the folder
+// dir of a repository the version given, with a ConfigMap the API server
+// refuses: an install or upgrade of it fails.
+func refusedChartVersion(dir, name, version string) map[string]string {
+	return map[string]string{
+		dir + "/Chart.yaml":         "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n",
+		dir + "/templates/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\ndata: {k: v}\n",
 	}
 }
 
