@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,7 +108,13 @@ func (w *helmWriter) write(ctx context.Context, targets []*target) (*writeSet, e
 // probeAll probes each candidate leaf once, for all the fields it may map
 // to, and returns the mappings found for each edit.
 func (w *helmWriter) probeAll(ctx context.Context, src *config.HelmSource, merged map[string]any, jobs []job) (map[*Edit][]mapping, error) {
-	leaves := collectLeaves(merged, nil, src.Set)
+	// What --set and --set-string set is not the values file's to change.
+	set := maps.Clone(src.Set)
+	if set == nil {
+		set = map[string]string{}
+	}
+	maps.Copy(set, src.SetString)
+	leaves := collectLeaves(merged, nil, set)
 	candidates := map[string][]job{}
 	var order []leaf
 	for _, j := range jobs {

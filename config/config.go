@@ -311,6 +311,9 @@ type HelmSource struct {
 	// HelmRelease's values are: lists and typed values kept as written.
 	Values map[string]any    `yaml:"values"`
 	Set    map[string]string `yaml:"set"`
+	// SetString sets each key to its value as a string, after Set (`helm
+	// --set-string`; Argo CD's parameters with forceString).
+	SetString map[string]string `yaml:"setString"`
 	// SetFiles sets each key to the text of a file, relative to the chart
 	// folder and inside the repository, after Set (`helm --set-file`,
 	// Argo CD's helm.fileParameters).

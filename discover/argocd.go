@@ -808,16 +808,16 @@ func (d *discovery) argoSource(appName string, s appSource, refs map[string]appS
 		}
 		// A values file after the valueFiles, as Argo CD writes it.
 		hs.Values = values
-		var forced []string
 		for _, p := range h.Parameters {
-			if p.ForceString && setRetypes(p.Value) != "" {
-				forced = append(forced, p.Name)
+			if p.ForceString {
+				// --set-string, as Argo CD passes it.
+				if hs.SetString == nil {
+					hs.SetString = map[string]string{}
+				}
+				hs.SetString[p.Name] = p.Value
 				continue
 			}
 			hs.Set[p.Name] = p.Value
-		}
-		if len(forced) > 0 {
-			problems = append(problems, "Helm parameters with forceString that driftscan would pass as another type, left out: "+strings.Join(forced, ", "))
 		}
 		if len(hs.Set) == 0 {
 			hs.Set = nil

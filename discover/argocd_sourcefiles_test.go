@@ -83,7 +83,7 @@ func TestArgoSourceFiles(t *testing.T) {
 		a := app("argocd", appSource{RepoURL: "https://git.example.com/deploy.git", Path: "charts/web", Helm: &appHelm{ValueFiles: []string{"values-prod.yaml"}}})
 		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3, forcestring: true}\n"})
 		src, _, changed, err := ArgoSourceFiles(a, dir, commit)
-		if err != nil || !changed || src.Helm.Set["image.tag"] != "v1.2.3" || len(src.Helm.ValuesFiles) != 1 {
+		if err != nil || !changed || src.Helm.SetString["image.tag"] != "v1.2.3" || len(src.Helm.ValuesFiles) != 1 {
 			t.Errorf("helm %+v, %v", src.Helm, err)
 		}
 	})
@@ -101,13 +101,13 @@ func TestArgoSourceFiles(t *testing.T) {
 		u.SetName("web")
 		u.SetNamespace("argocd")
 		a := config.App{Name: "web", Source: config.Source{Repo: s.RepoURL, Path: s.Path}, ArgoSource: d.argoSourceOf(u, &application{}, s, nil), ArgoInstance: d.argoInstance(u)}
-		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3}\n  - {name: debug, value: \"true\", forcestring: true}\n"})
+		dir := write(t, map[string]string{".argocd-source-web.yaml": "helm:\n  parameters:\n  - {name: image.tag, value: v1.2.3}\n  fileParameters:\n  - {name: other, path: ../../../etc/shadow}\n"})
 		_, problems, changed, err := ArgoSourceFiles(a, dir, commit)
 		if err != nil || !changed {
 			t.Fatalf("changed %v, %v", changed, err)
 		}
-		if len(problems) != 1 || !strings.Contains(problems[0], "forceString") {
-			t.Errorf("problems %q: want only the file's own (a forceString parameter), not discovery's again", problems)
+		if len(problems) != 1 || !strings.Contains(problems[0], "fileParameters other") {
+			t.Errorf("problems %q: want only the file's own (its fileParameter that leaves the repository), not discovery's again", problems)
 		}
 	})
 	t.Run("Argo CD's build environment, where Argo CD substitutes it", func(t *testing.T) {

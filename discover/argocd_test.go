@@ -401,6 +401,7 @@ spec:
         nested: {ok: fine, list: []}
       parameters:
       - {name: flag, value: "true", forceString: true}
+      - {name: port, value: "8080", forceString: true}
       - {name: count, value: "3"}
 `},
 		apps: []config.App{
@@ -408,7 +409,9 @@ spec:
 				Name: "web-helm", Owner: "shop", Namespace: "shop",
 				Source: config.Source{ReleaseName: "web-helm", Repo: deployRepo, Path: "charts/web", Helm: &config.HelmSource{ArgoValueFiles: true,
 					ReleaseName: "web-helm", Set: map[string]string{"count": "3"}, SkipCRDs: true, Namespace: "other",
-					SetFiles: map[string]string{"dashboards.shop": "files/shop.json"},
+					// forceString: --set-string, as Argo CD passes it.
+					SetString: map[string]string{"flag": "true", "port": "8080"},
+					SetFiles:  map[string]string{"dashboards.shop": "files/shop.json"},
 					// Lists and strings --set would retype are kept.
 					Values: map[string]any{"featureFlag": "true", "nested": map[string]any{"list": []any{}, "ok": "fine"}, "replicas": json.Number("3"),
 						"tolerations": []any{map[string]any{"key": "dedicated"}}},
@@ -430,7 +433,6 @@ spec:
 		},
 		errors: []string{
 			`Application/NS/web-helm: spec.source.helm.kubeVersion "latest" is not a Kubernetes version: could not parse "latest" as version`,
-			"Application/NS/web-helm: Helm parameters with forceString that driftscan would pass as another type, left out: flag",
 			"Application/NS/web-helm: fileParameters secret: ../../../etc/passwd leaves the repository; left out",
 		},
 	},

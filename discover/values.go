@@ -4,25 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
-
-// setRetypes says why --set would not give back the string s, or "".
-func setRetypes(s string) string {
-	switch {
-	case strings.EqualFold(s, "true"), strings.EqualFold(s, "false"):
-		return "a string --set reads as a bool"
-	case strings.EqualFold(s, "null"):
-		return "a string --set reads as null"
-	case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}"):
-		return "a string --set reads as a list"
-	case strings.Contains(s, `\`):
-		return "a string with a backslash, which --set drops"
-	}
-	return ""
-}
 
 // errNotMap is returned for a values document that is not a map.
 var errNotMap = errors.New("the values are not a YAML map")

@@ -29,7 +29,8 @@ import (
 // does, with the Helm SDK and without a cluster:
 //   - values: the chart's values.yaml (none when the values files replace
 //     it: ValuesFilesReplaceDefaults), then opts.Helm.ValuesFiles in order
-//     (relative to the chart folder), then opts.Helm.Set in key order. A Set
+//     (relative to the chart folder), then opts.Helm.Set in key order, then
+//     opts.Helm.SetString (`--set-string`) in key order. A Set
 //     key is a strvals path (image.tag, env[0].name); commas in its value are
 //     literal unless the value is a {a,b} list, as Argo CD passes parameters
 //     (argo-cd reposerver/repository: cleanSetParameters);
@@ -337,6 +338,11 @@ func helmValues(root *sourceRoot, src *config.HelmSource, extra [][]byte) (map[s
 	for _, k := range keys {
 		if err := strvals.ParseInto(k+"="+escapeSetValue(src.Set[k]), vals); err != nil {
 			return nil, fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(src.SetString)) {
+		if err := strvals.ParseIntoString(k+"="+escapeSetValue(src.SetString[k]), vals); err != nil {
+			return nil, fmt.Errorf("set string %s: %w", k, err)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(src.SetFiles)) {

@@ -337,3 +337,32 @@ func TestSchemaValidationCanBeSkipped(t *testing.T) {
 		}
 	}
 }
+
+// setString sets a value as a string (`helm --set-string`, Argo CD's
+// parameters with forceString), after set: a number or a bool stays the
+// text given, where set types it; the render cache tells the two apart.
+func TestSetStringKeepsTheText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "web")
+	writeTree(t, dir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {values: {{ .Values | toJson | quote }}}\n",
+	})
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, tt := range []struct {
+		name string
+		helm *config.HelmSource
+		want string
+	}{
+		{"set types", &config.HelmSource{Set: map[string]string{"port": "8080", "debug": "true"}}, `{"debug":true,"port":8080}`},
+		{"setString keeps the text", &config.HelmSource{SetString: map[string]string{"port": "8080", "debug": "true", "list": "{a,b}"}}, `{"debug":"true","list":["a","b"],"port":"8080"}`}, // a {a,b} list stays one, as helm reads it
+		{"setString after set", &config.HelmSource{Set: map[string]string{"port": "8080"}, SetString: map[string]string{"port": "9090"}}, `{"port":"9090"}`},
+	} {
+		ms, _, err := chartScan(t, Options{Dir: dir, Helm: tt.helm}, cache)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got, _, _ := unstructured.NestedString(ms[0].Object.Object, "data", "values"); got != tt.want {
+			t.Errorf("%s: values %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

@@ -112,6 +112,11 @@ func chartInputs(src *sourceRoot, files []*archive.BufferedFile, opts Options) (
 		part('t', []byte(helm.Set[k]))
 		in.values = append(in.values, []byte(helm.Set[k]))
 	}
+	for _, k := range slices.Sorted(maps.Keys(helm.SetString)) {
+		part('y', []byte(k))
+		part('Y', []byte(helm.SetString[k]))
+		in.values = append(in.values, []byte(helm.SetString[k]))
+	}
 	for _, k := range slices.Sorted(maps.Keys(helm.SetFiles)) {
 		data, err := setFile(src, helm.SetFiles[k])
 		if err != nil {
