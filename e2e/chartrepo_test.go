@@ -292,3 +292,29 @@ func TestArgoCDRefusesAValuesFileOfASchemeNotAllowed(t *testing.T) {
 		t.Errorf("scan of %s: app errors %q, want one: Argo CD refuses the scheme too (Argo CD: %s)", name, errs, refused)
 	}
 }
+
+// Argo CD passes a Helm parameter with forceString as --set-string: "true"
+// and "8080" stay text, where --set types them. The scan renders them the
+// same and finds the app clean; it left such a parameter out, with an
+// error, and reported what the chart then rendered as drift.
+func TestArgoCDForceStringParametersScanClean(t *testing.T) {
+	needArgo(t)
+	ns := env.Namespace(t, nil)
+	repo := gitServer.NewRepo(t, map[string]string{
+		"chart/Chart.yaml":  "apiVersion: v2\nname: typed\nversion: 0.1.0\n",
+		"chart/values.yaml": "flag: false\nport: 80\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typed}\n" +
+			"data: {flag: {{ .Values.flag | toJson | quote }}, port: {{ .Values.port | toJson | quote }}, typed: {{ .Values.typed | toJson | quote }}}\n",
+	})
+	const name = "force-string"
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "chart", Automated: "{prune: true}",
+		Source: "    helm:\n      parameters:\n      - {name: flag, value: \"true\", forceString: true}\n" +
+			"      - {name: port, value: \"8080\", forceString: true}\n      - {name: typed, value: \"true\"}\n"})
+	waitArgoSynced(t, name, "")
+	cm := env.Get(t, cluster.ConfigMap, ns, "typed")
+	if d, _, _ := unstructured.NestedStringMap(cm.Object, "data"); d["flag"] != `"true"` || d["port"] != `"8080"` || d["typed"] != "true" {
+		t.Fatalf("Argo CD synced %v, want flag and port as strings and typed as a bool", d)
+	}
+	r := scan(t, "--from", "argocd", "--app", name)
+	checkClean(t, r, 1)
+}
