@@ -86,9 +86,15 @@ type application struct {
 		// Sync holds the revisions the last compare resolved the
 		// target to (multi-source: one per source).
 		Sync struct {
+			Status    string   `json:"status"`
 			Revision  string   `json:"revision"`
 			Revisions []string `json:"revisions"`
 		} `json:"sync"`
+		// Conditions are the errors and warnings of its last compare.
+		Conditions []struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"conditions"`
 		// OperationState is the last sync operation.
 		OperationState *struct {
 			Phase      string `json:"phase"`
@@ -322,6 +328,9 @@ func (d *discovery) argocd(ctx context.Context) error {
 		reason := "SyncWindow"
 		if blocked == "" {
 			blocked, reason = failedSync(u, a), "SyncFailed"
+		}
+		if blocked == "" {
+			blocked, reason = comparisonFailed(u, a), "ComparisonError"
 		}
 		for i := first; i < len(d.res.Apps); i++ {
 			d.res.Apps[i].KustomizeBuild = settings.build

@@ -10,6 +10,25 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// comparisonFailed says why Argo CD's automated sync of the Application u
+// does not run as things stand, or "": its last compare could not render or
+// fetch what Git holds (a ComparisonError condition), so its sync status is
+// Unknown, and autoSync runs only for an app it finds OutOfSync
+// (controller/state.go: failedToLoadObjs). Nothing is synced, self-heal
+// included, until a compare succeeds again (every
+// timeout.reconciliation, 3 minutes by default, or a refresh).
+func comparisonFailed(u *unstructured.Unstructured, a *application) string {
+	if a.Status.Sync.Status != "Unknown" {
+		return ""
+	}
+	for _, c := range a.Status.Conditions {
+		if c.Type == "ComparisonError" {
+			return fmt.Sprintf("Argo CD cannot compare %s with Git (ComparisonError: %s), and its automated sync runs only for an app it finds OutOfSync: nothing is synced until what it cannot render or fetch is mended", ref(u), reconcilerMessage(c.Message))
+		}
+	}
+	return ""
+}
+
 // failedSync says why Argo CD's automated sync (and with it self-heal) of
 // the Application u will not run again as things stand, or "": its last
 // sync operation failed, and that sync was to the revisions its target

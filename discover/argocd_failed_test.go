@@ -224,3 +224,32 @@ func TestDependenciesReady(t *testing.T) {
 		}
 	}
 }
+
+// Argo CD's automated sync runs only for an app it finds OutOfSync: one whose
+// last compare failed (sync status Unknown, a ComparisonError) is synced by
+// nobody until a compare succeeds.
+func TestComparisonFailed(t *testing.T) {
+	app := func(status string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec: {project: default}\nstatus: " + status + "\n"
+	}
+	for _, tt := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"a manifest that does not parse", app(`{sync: {status: Unknown, revision: bbb}, conditions: [{type: ComparisonError, message: "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): failed to unmarshal \"bad.yaml\"\nline 2"}]}`),
+			[]string{"Argo CD cannot compare Application/argocd/web with Git (ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): failed to unmarshal \"bad.yaml\"), and its automated sync runs only for an app it finds OutOfSync"}},
+		{"a repository's credentials are masked", app(`{sync: {status: Unknown}, conditions: [{type: ComparisonError, message: "fetch https://bot:tok3n@git.example.com/x.git failed"}]}`),
+			[]string{"(ComparisonError: fetch https://git.example.com/x.git failed)"}},
+		{"out of sync, with a warning", app(`{sync: {status: OutOfSync}, conditions: [{type: SharedResourceWarning, message: boom}]}`), nil},
+		{"a compare error of an app found OutOfSync all the same", app(`{sync: {status: OutOfSync}, conditions: [{type: ComparisonError, message: boom}]}`), nil},
+		{"never compared", app(`{}`), nil},
+	} {
+		checkBlocked(t, tt.name, tt.obj, tt.want, func(u *unstructured.Unstructured) (string, error) {
+			var a application
+			if err := decode(u, &a); err != nil {
+				return "", err
+			}
+			return comparisonFailed(u, &a), nil
+		})
+	}
+}

@@ -142,6 +142,48 @@ func TestArgoCDFailedSyncIsNotRetried(t *testing.T) {
 	}
 }
 
+// Argo CD syncs automatically only an app it finds OutOfSync: when it
+// cannot render what Git holds (a ComparisonError; here a manifest that
+// does not parse), the app's sync status is Unknown and nothing is synced,
+// self-heal included, so a person's edit holds until Git is mended. The
+// scan says so, where it said the edit would be reverted at the next sync.
+func TestArgoCDComparisonErrorSyncsNothing(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	dest := env.Namespace(t, nil)
+	name := "uncompared-" + dest[strings.LastIndex(dest, "-")+1:]
+	repo := gitServer.NewRepo(t, plainApp)
+	createSelfHealingApp(t, argoApp{Name: name, Namespace: dest, Repo: repo, Path: "web", Automated: "{selfHeal: true}"})
+
+	repo.Commit(t, "a manifest that does not parse", map[string]string{"web/bad.yaml": "apiVersion: v1\nkind: [ConfigMap\nmetadata: {name: bad}\n"})
+	refreshArgoApp(t, name)
+	failed := waitArgoCondition(t, argo.Namespace, name, "bad.yaml")
+	if !strings.HasPrefix(failed, "ComparisonError: ") {
+		t.Fatalf("Argo CD did not fail to compare %s: condition %q", name, failed)
+	}
+	t.Logf("Argo CD: %s", failed)
+	humanEdit(t, dest, "debug")
+	holds(t, dest, "debug", holdFor)
+
+	r := scanExiting(t, 2, "--from", "argocd", "--app", name)
+	hint := logLevelHint(r)
+	if !strings.Contains(hint, "Argo CD cannot compare Application/"+argo.Namespace+"/"+name+" with Git (ComparisonError: ") ||
+		!strings.Contains(hint, "this change holds until then") || strings.Contains(hint, "will be reverted at the next sync") {
+		t.Errorf("the edit's hint is %q, want that Argo CD cannot compare the app, so the edit holds (Argo CD: %s)", hint, failed)
+	}
+
+	// Git is mended: the next compare finds the app OutOfSync, and
+	// self-heal reverts the edit.
+	good := repo.Commit(t, "the manifest goes", map[string]string{"web/bad.yaml": ""})
+	refreshArgoApp(t, name)
+	waitArgoSynced(t, name, good)
+	waitReverted(t, dest, "info", time.Minute)
+	r = scan(t, "--from", "argocd", "--app", name)
+	if g := r.Apps[0].GitOps; g == nil || g.SyncBlocked != "" {
+		t.Errorf("the app's gitOps %+v: want no syncBlocked once Argo CD compares it again", g)
+	}
+}
+
 // createSelfHealingApp creates the Application app of plainApp's web (its
 // Automated self-healing), waits for its sync, and sees self-heal revert a
 // person's edit of web-config's LOG_LEVEL.

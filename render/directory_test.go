@@ -54,3 +54,28 @@ func TestADirectorySourceReadsWhatArgoCDReads(t *testing.T) {
 		})
 	}
 }
+
+// An Argo CD directory source leaves out a file that does not parse and
+// does not look like a manifest (apiVersion:, kind: and metadata:, none of
+// its objects parsed): Argo CD takes it for an unrelated file. One that
+// looks like a manifest is an error, there as here (e2e
+// TestArgoCDComparisonErrorSyncsNothing); so is any file that does not
+// parse in a folder of a config app, which is no directory source.
+func TestADirectorySourceLeavesOutUnrelatedFilesThatDoNotParse(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"a.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"notes.yaml": "todo: [rotate the certs\n",
+	})
+	ms, err := Manifests(context.Background(), Options{Dir: dir, Directory: &config.DirectorySource{}})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("an unrelated file that does not parse: %d objects, %v; want a alone", len(ms), err)
+	}
+	if _, err := Manifests(context.Background(), Options{Dir: dir}); err == nil {
+		t.Errorf("a config app's folder: no error for notes.yaml")
+	}
+	writeTree(t, dir, map[string]string{"bad.yaml": "apiVersion: v1\nkind: [ConfigMap\nmetadata: {name: bad}\n"})
+	if _, err := Manifests(context.Background(), Options{Dir: dir, Directory: &config.DirectorySource{}}); err == nil {
+		t.Errorf("a manifest that does not parse: no error")
+	}
+}

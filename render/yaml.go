@@ -164,6 +164,9 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 			return // Argo CD leaves it out
 		}
 		ms, docErrs, key := parseFile(opts.Parsed, file, data, opts.Lazy)
+		if opts.Directory != nil && len(ms) == 0 && len(docErrs) > 0 && !looksLikeManifest(data) {
+			return // Argo CD takes it for an unrelated file, and leaves it out
+		}
 		if len(docErrs) == 0 && stamped && at != "" {
 			opts.Parsed.remember(at, st, key, read)
 		}
@@ -202,6 +205,15 @@ func renderYAML(ctx context.Context, opts Options) ([]Manifest, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// looksLikeManifest says whether a file that does not parse looks like a
+// manifest to an Argo CD directory source (argo-cd reposerver/repository
+// getObjsFromYAMLOrJSON): it holds apiVersion:, kind: and metadata:. One
+// that does not, and of which no object parsed, is an unrelated file that
+// Argo CD leaves out; one that does is an error there as here.
+func looksLikeManifest(data []byte) bool {
+	return bytes.Contains(data, []byte("apiVersion:")) && bytes.Contains(data, []byte("kind:")) && bytes.Contains(data, []byte("metadata:"))
 }
 
 // lfsPointer begins a Git LFS pointer file: the repository holds it in

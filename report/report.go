@@ -212,8 +212,8 @@ type GitOps struct {
 	// dependencies (or unable to check them), a Kustomization whose build
 	// or apply fails at its source's revision, a HelmRelease out of retries.
 	SyncBlocked string `json:"syncBlocked,omitempty"`
-	// SyncBlockedReason is why, in the reconciler's own words: SyncWindow
-	// or SyncFailed (Argo CD); DependencyNotReady or InvalidCELExpression (a
+	// SyncBlockedReason is why, in the reconciler's own words: SyncWindow,
+	// SyncFailed or ComparisonError (Argo CD); DependencyNotReady or InvalidCELExpression (a
 	// Kustomization's or a HelmRelease's Ready reason); BuildFailed or
 	// ReconciliationFailed (a Kustomization's Ready reason); RetriesExceeded
 	// or MissingRollbackTarget (a HelmRelease's Stalled reason).
