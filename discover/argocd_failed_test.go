@@ -253,3 +253,39 @@ func TestComparisonFailed(t *testing.T) {
 		})
 	}
 }
+
+// A Kustomization's dependency of the same source (its namespace by
+// default) must have applied the revision that source is at; one of
+// another source need not.
+func TestAppliedSource(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	ks := func(name, source, applied string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetKind("Kustomization")
+		u.SetNamespace("apps")
+		u.SetName(name)
+		u.Object["spec"] = map[string]any{"sourceRef": map[string]any{"kind": "GitRepository", "name": source}}
+		u.Object["status"] = map[string]any{"lastAppliedRevision": applied}
+		return u
+	}
+	app := ks("web", "repo", "")
+	var spec kustomization
+	if err := decode(app, &spec); err != nil {
+		t.Fatal(err)
+	}
+	same := appliedSource(app, &spec, sha)
+	for _, tt := range []struct {
+		name string
+		dep  *unstructured.Unstructured
+		want bool
+	}{
+		{"the same source, at its revision", ks("infra", "repo", "main@sha1:"+sha), true},
+		{"the same source, behind it", ks("infra", "repo", "main@sha1:fedcba9876543210fedcba9876543210fedcba98"), false},
+		{"the same source, never applied", ks("infra", "repo", ""), false},
+		{"another source", ks("infra", "other", "main@sha1:fedcba9876543210fedcba9876543210fedcba98"), true},
+	} {
+		if got := same(tt.dep); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -334,6 +334,13 @@ func (d *discovery) includes(repos map[string]*gitRepository, ns string, g *gitR
 
 var hexCommit = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
+// atArtifact says whether the revision rev of a Flux object's status
+// (lastAttemptedRevision, lastAppliedRevision) is artifact, the revision
+// its source is at (an OCI artifact's as is, a Git commit's SHA).
+func atArtifact(rev, artifact string) bool {
+	return artifact != "" && (rev == artifact || artifactCommit(rev) == artifact)
+}
+
 // artifactCommit is the commit SHA of a GitRepository artifact revision:
 // "main@sha1:<sha>", "refs/tags/v1@sha1:<sha>", "sha1:<sha>", or the older
 // "main/<sha>"; "" when it is none of these.

@@ -106,7 +106,7 @@ func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artif
 	if ready == nil || ready.Status != "False" || ready.Reason == "DependencyNotReady" && depsReady {
 		return syncBlock{}
 	}
-	atSource := artifact != "" && (ks.Status.LastAttemptedRevision == artifact || artifactCommit(ks.Status.LastAttemptedRevision) == artifact)
+	atSource := atArtifact(ks.Status.LastAttemptedRevision, artifact)
 	switch {
 	case ready.Reason == "DependencyNotReady" || ready.Reason == "InvalidCELExpression":
 		return dependencyBlock(u, ready, "kustomize-controller applies nothing of it", secrets)
@@ -170,6 +170,24 @@ func (d *discovery) dependenciesReady(u *unstructured.Unstructured, deps []fluxD
 		}
 	}
 	return true
+}
+
+// appliedSource says of a Kustomization that the Kustomization u (of
+// spec ks, whose source is at artifact) dependsOn what kustomize-controller
+// checks more of it (checkDependencies): one of the same source must have
+// applied the revision that source is at.
+func appliedSource(u *unstructured.Unstructured, ks *kustomization, artifact string) func(dep *unstructured.Unstructured) bool {
+	return func(dep *unstructured.Unstructured) bool {
+		var k kustomization
+		if decode(dep, &k) != nil {
+			return false
+		}
+		if k.Spec.SourceRef.Kind != ks.Spec.SourceRef.Kind || k.Spec.SourceRef.Name != ks.Spec.SourceRef.Name ||
+			cmp.Or(k.Spec.SourceRef.Namespace, dep.GetNamespace()) != cmp.Or(ks.Spec.SourceRef.Namespace, u.GetNamespace()) {
+			return true
+		}
+		return atArtifact(k.Status.LastAppliedRevision, artifact)
+	}
 }
 
 // dependencyBlock is the block of the Flux object u whose Ready condition
@@ -321,19 +339,7 @@ func (d *discovery) kustomizationApp(ctx context.Context, u *unstructured.Unstru
 	fb, problems := d.fluxBuild(ctx, u, ks, cache)
 	if !ks.Spec.Suspend {
 		// Its message may hold substituted values from Secrets.
-		depsReady := d.dependenciesReady(u, ks.Spec.DependsOn, func(dep *unstructured.Unstructured) bool {
-			// A dependency of the same source must have applied the
-			// revision that source is at (checkDependencies).
-			var k kustomization
-			if decode(dep, &k) != nil {
-				return false
-			}
-			if k.Spec.SourceRef.Kind != ks.Spec.SourceRef.Kind || k.Spec.SourceRef.Name != ks.Spec.SourceRef.Name ||
-				cmp.Or(k.Spec.SourceRef.Namespace, dep.GetNamespace()) != cmp.Or(ks.Spec.SourceRef.Namespace, u.GetNamespace()) {
-				return true
-			}
-			return artifact != "" && (k.Status.LastAppliedRevision == artifact || artifactCommit(k.Status.LastAppliedRevision) == artifact)
-		})
+		depsReady := d.dependenciesReady(u, ks.Spec.DependsOn, appliedSource(u, ks, artifact))
 		kustomizationBlocked(u, ks, artifact, depsReady, fb.Secret).set(app.GitOps)
 	}
 	app.Source.Kustomize = &config.KustomizeSource{Flux: fb}
