@@ -46,17 +46,8 @@ type application struct {
 		// SourceHydrator, when set, is what Argo CD syncs in place of
 		// source and sources: the manifests its hydrator writes from the
 		// dry source to syncSource's branch and path (GetSources).
-		SourceHydrator *struct {
-			DrySource struct {
-				RepoURL string `json:"repoURL"`
-			} `json:"drySource"`
-			SyncSource struct {
-				RepoURL      string `json:"repoURL"`
-				TargetBranch string `json:"targetBranch"`
-				Path         string `json:"path"`
-			} `json:"syncSource"`
-		} `json:"sourceHydrator"`
-		SyncPolicy *struct {
+		SourceHydrator *sourceHydrator `json:"sourceHydrator"`
+		SyncPolicy     *struct {
 			Automated *struct {
 				Enabled  *bool `json:"enabled"`
 				Prune    bool  `json:"prune"`
@@ -348,6 +339,25 @@ func (d *discovery) argocd(ctx context.Context) error {
 	return nil
 }
 
+// sourceHydrator is an Application's spec.sourceHydrator.
+type sourceHydrator struct {
+	DrySource struct {
+		RepoURL string `json:"repoURL"`
+	} `json:"drySource"`
+	SyncSource struct {
+		RepoURL      string `json:"repoURL"`
+		TargetBranch string `json:"targetBranch"`
+		Path         string `json:"path"`
+	} `json:"syncSource"`
+}
+
+// syncSource is what Argo CD syncs of an Application with a source
+// hydrator (SourceHydrator.GetSyncSource): the sync branch and path, in
+// the dry source's repository unless it names another.
+func (h *sourceHydrator) syncSource() appSource {
+	return appSource{RepoURL: cmp.Or(h.SyncSource.RepoURL, h.DrySource.RepoURL), Path: h.SyncSource.Path, TargetRevision: h.SyncSource.TargetBranch}
+}
+
 // argoNamespace is Argo CD's own namespace.
 func (d *discovery) argoNamespace() string {
 	if d.opts.Namespace == "" {
@@ -614,7 +624,7 @@ func (d *discovery) application(u *unstructured.Unstructured, a *application, na
 	if h := a.Spec.SourceHydrator; h != nil {
 		// The hydrated manifests, a folder of plain YAML in the sync
 		// branch, whatever source or sources say (GetSyncSource).
-		sources = []appSource{{RepoURL: cmp.Or(h.SyncSource.RepoURL, h.DrySource.RepoURL), Path: h.SyncSource.Path, TargetRevision: h.SyncSource.TargetBranch}}
+		sources = []appSource{h.syncSource()}
 	}
 	if len(sources) == 0 {
 		d.fail(object, "", errors.New("the Application has none of spec.source, spec.sources and spec.sourceHydrator"))

@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -60,12 +59,13 @@ func failedSync(u *unstructured.Unstructured, a *application) string {
 			// Its source is the sync source (spec.GetSource), as JSON
 			// writes an ApplicationSource.
 			field, same = "source", r.Revision == a.Status.Sync.Revision
-			src := map[string]any{"repoURL": cmp.Or(h.SyncSource.RepoURL, h.DrySource.RepoURL)}
-			if h.SyncSource.Path != "" {
-				src["path"] = h.SyncSource.Path
+			s := h.syncSource()
+			src := map[string]any{"repoURL": s.RepoURL}
+			if s.Path != "" {
+				src["path"] = s.Path
 			}
-			if h.SyncSource.TargetBranch != "" {
-				src["targetRevision"] = h.SyncSource.TargetBranch
+			if s.TargetRevision != "" {
+				src["targetRevision"] = s.TargetRevision
 			}
 			now, rev = src, r.Revision
 		}

@@ -88,8 +88,8 @@ type helmRelease struct {
 // chart or values change (MustResetFailures), or someone asks for a reset
 // or a forced release.
 func helmReleaseBlocked(u *unstructured.Unstructured, hr *helmRelease, depsReady bool, secrets []string) syncBlock {
-	if ready := currentCondition(u, hr.Status.Conditions, "Ready"); ready != nil && ready.Status == "False" && !(ready.Reason == "DependencyNotReady" && depsReady) {
-		if b := dependencyBlock(u, ready, "helm-controller installs, upgrades and corrects nothing of it", secrets); b.text != "" {
+	if ready := currentCondition(u, hr.Status.Conditions, "Ready"); ready != nil && ready.Status == "False" {
+		if b := dependencyBlock(u, ready, depsReady, "helm-controller installs, upgrades and corrects nothing of it", secrets); b.text != "" {
 			return b
 		}
 	}

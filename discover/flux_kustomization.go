@@ -103,13 +103,13 @@ func currentCondition(u *unstructured.Unstructured, conds []fluxCondition, typ s
 // have applied the objects, and says nothing here.
 func kustomizationBlocked(u *unstructured.Unstructured, ks *kustomization, artifact string, depsReady bool, secrets []string) syncBlock {
 	ready := currentCondition(u, ks.Status.Conditions, "Ready")
-	if ready == nil || ready.Status != "False" || ready.Reason == "DependencyNotReady" && depsReady {
+	if ready == nil || ready.Status != "False" {
 		return syncBlock{}
 	}
 	atSource := atArtifact(ks.Status.LastAttemptedRevision, artifact)
 	switch {
 	case ready.Reason == "DependencyNotReady" || ready.Reason == "InvalidCELExpression":
-		return dependencyBlock(u, ready, "kustomize-controller applies nothing of it", secrets)
+		return dependencyBlock(u, ready, depsReady, "kustomize-controller applies nothing of it", secrets)
 	case ready.Reason == "BuildFailed" && atSource:
 		return syncBlock{ready.Reason, fmt.Sprintf("the build of %s at %s fails (%s), and kustomize-controller applies nothing of it until Git moves past that revision", ref(u), artifact, reconcilerMessage(ready.Message, secrets...)), nil}
 	case ready.Reason == "ReconciliationFailed" && atSource:
@@ -197,11 +197,15 @@ func appliedSource(u *unstructured.Unstructured, ks *kustomization, artifact str
 // --requeue-dependency), or for good when a dependency's readyExpr does not
 // compile (InvalidCELExpression: Stalled, a terminal error, never retried
 // until its spec changes); stops says what it does not do meanwhile. The
-// zero value for any other reason.
-func dependencyBlock(u *unstructured.Unstructured, ready *fluxCondition, stops string, secrets []string) syncBlock {
+// zero value for any other reason, and for DependencyNotReady while each
+// dependency is ready now (depsReady, dependenciesReady).
+func dependencyBlock(u *unstructured.Unstructured, ready *fluxCondition, depsReady bool, stops string, secrets []string) syncBlock {
 	msg := reconcilerMessage(ready.Message, secrets...)
 	switch ready.Reason {
 	case "DependencyNotReady":
+		if depsReady {
+			return syncBlock{}
+		}
 		return syncBlock{reason: ready.Reason, text: fmt.Sprintf("%s waits for its dependencies (%s), and %s until they are ready", ref(u), msg, stops)}
 	case "InvalidCELExpression":
 		return syncBlock{reason: ready.Reason, text: fmt.Sprintf("%s cannot check its dependencies, a readyExpr of its dependsOn does not compile (%s), and %s until its spec is mended", ref(u), msg, stops)}
