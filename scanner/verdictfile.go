@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/calricon/driftscan/report"
 )
@@ -126,15 +127,20 @@ func (d *verdictDecoder) str(v int) (string, int, error) {
 		return "", end, fmt.Errorf("%.20s is no string", d.raw[v:end])
 	}
 	// One pass to the closing quote (the file was checked: there is one).
-	escaped, end := false, v+1
+	// A string with an escape, or with a byte that is not UTF-8 (which
+	// encoding/json reads as U+FFFD), is left to encoding/json.
+	escaped, wide, end := false, false, v+1
 	for ; d.raw[end] != '"'; end++ {
-		if d.raw[end] == '\\' {
+		switch c := d.raw[end]; {
+		case c == '\\':
 			escaped = true
 			end++
+		case c >= utf8.RuneSelf:
+			wide = true
 		}
 	}
 	end++
-	if escaped {
+	if escaped || wide && !utf8.Valid(d.raw[v+1:end-1]) {
 		var s string
 		err := json.Unmarshal(d.raw[v:end], &s)
 		return s, end, err

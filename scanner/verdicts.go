@@ -63,8 +63,7 @@ const verdictFileMax = 256 << 20
 // verdictFileName is the cache file in Options.CacheDir.
 const verdictFileName = "verdicts.json"
 
-// verdictJSON writes and reads the schema cache, and is what the tests
-// hold the verdict file's own writer and reader to.
+// verdictJSON writes and reads the schema cache.
 var verdictJSON = jsoniter.ConfigCompatibleWithStandardLibrary
 
 // verdictFile is the cache file.
