@@ -301,8 +301,11 @@ func (d *discovery) argocd(ctx context.Context) error {
 	for _, u := range kept {
 		first := len(d.res.Apps)
 		a := apps[ref(u)]
-		project := projectResources(projects, projectNS, *a)
+		project := projectResources(projects, projectNS, *a, d.clusterName)
 		d.application(u, a, names[ref(u)], settings.valuesFileSchemes, func(repo string) string {
+			if why := inClusterRefused(*a, settings); why != "" {
+				return why
+			}
 			if why := namespacePermitted(projects, projectNS, a.Spec.Project, u.GetNamespace()); why != "" {
 				return why
 			}
@@ -430,6 +433,9 @@ type argoCM struct {
 	// valuesFileSchemes are the URL schemes a Helm source's valueFiles may
 	// have (helm.valuesFileSchemes; https and http when it is not set).
 	valuesFileSchemes []string
+	// inClusterEnabled is false when cluster.inClusterEnabled is "false":
+	// Argo CD deploys nothing to https://kubernetes.default.svc.
+	inClusterEnabled bool
 }
 
 // argoSettings reads argocd-cm in Argo CD's namespace (argoCM), and
@@ -441,11 +447,11 @@ type argoCM struct {
 func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 	cm, data, err := settingsConfigMap(ctx, d.client, ns, "argocd-cm")
 	if err == nil && cm == nil {
-		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil), valuesFileSchemes: argoValuesFileSchemes(nil)}
+		return argoCM{build: &config.KustomizeBuild{}, filter: d.argoFilter(nil, nil), tracking: argoTracking(nil), valuesFileSchemes: argoValuesFileSchemes(nil), inClusterEnabled: true}
 	}
 	if err != nil {
 		d.settingsUnreadable("ConfigMap/"+ns+"/argocd-cm", err, "the ignore rules Argo CD takes from it (resource.customizations, resource.compareoptions) are not imported, so fields Argo CD ignores may show as drift; its tracking method is taken as annotation, its installation id as any, its resource exclusions as the ones Argo CD always has, and its kustomize build options as the scan's own")
-		return argoCM{filter: d.argoFilter(nil, nil), valuesFileSchemes: argoValuesFileSchemes(nil)}
+		return argoCM{filter: d.argoFilter(nil, nil), valuesFileSchemes: argoValuesFileSchemes(nil), inClusterEnabled: true}
 	}
 	d.argoCMIgnores(cm, data)
 	d.argoCompareIgnores(cm, data)
@@ -455,6 +461,8 @@ func (d *discovery) argoSettings(ctx context.Context, ns string) argoCM {
 		tracking: argoTracking(data),
 
 		valuesFileSchemes: argoValuesFileSchemes(data),
+		// IsInClusterEnabled: any value but "false" enables it.
+		inClusterEnabled: data["cluster.inClusterEnabled"] != "false",
 	}
 }
 
@@ -588,20 +596,59 @@ func kustomizeBuildOptions(opts string) *config.KustomizeBuild {
 }
 
 // otherCluster says why an Application deploys to another cluster, or "".
+// The scanned cluster is Argo CD's in-cluster (https://kubernetes.default.svc,
+// named in-cluster), the server URL driftscan reaches it at, and what
+// Options.ArgoClusters name.
 func (d *discovery) otherCluster(a application) string {
 	dst := a.Spec.Destination
 	server := strings.TrimRight(dst.Server, "/")
 	switch {
-	case server == "" && dst.Name == "in-cluster":
+	case server == "" && d.clusterName(dst.Name):
 		return ""
 	case server == "" && dst.Name != "":
-		return fmt.Sprintf("destination cluster %q is not the scanned cluster (driftscan knows it as in-cluster or by its server URL)", dst.Name)
+		return fmt.Sprintf("destination cluster %q is not the scanned cluster (driftscan knows it as %s; name it with --argocd-cluster if it is)", dst.Name, d.clusterNames())
 	case server == "":
 		return "the Application has no destination cluster"
 	case server == inCluster, d.opts.ServerURL != "" && server == strings.TrimRight(d.opts.ServerURL, "/"):
 		return ""
+	case slices.ContainsFunc(d.opts.ArgoClusters, func(c string) bool { return strings.Contains(c, "://") && strings.TrimRight(c, "/") == server }):
+		return ""
 	}
-	return fmt.Sprintf("destination server %s is not the scanned cluster", dst.Server)
+	return fmt.Sprintf("destination server %s is not the scanned cluster (driftscan knows it as %s; name it with --argocd-cluster if it is)", dst.Server, d.clusterNames())
+}
+
+// clusterName says whether Argo CD knows the scanned cluster by name.
+func (d *discovery) clusterName(name string) bool {
+	return name == "in-cluster" || !strings.Contains(name, "://") && slices.Contains(d.opts.ArgoClusters, name)
+}
+
+// clusterNames are the names and servers of the scanned cluster, for a
+// message.
+func (d *discovery) clusterNames() string {
+	names := []string{"in-cluster", inCluster}
+	if d.opts.ServerURL != "" {
+		names = append(names, strings.TrimRight(d.opts.ServerURL, "/"))
+	}
+	for _, c := range d.opts.ArgoClusters {
+		if !slices.Contains(names, c) {
+			names = append(names, c)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// inClusterRefused says why Argo CD refuses the Application a's
+// destination, "" when it does not: argocd-cm's cluster.inClusterEnabled
+// "false" disables https://kubernetes.default.svc (GetCluster: "cluster …
+// is disabled"), whether the Application names it by server or as
+// in-cluster, and Argo CD neither compares nor syncs it.
+func inClusterRefused(a application, settings argoCM) string {
+	dst := a.Spec.Destination
+	server := strings.TrimRight(dst.Server, "/")
+	if settings.inClusterEnabled || server != inCluster && (server != "" || dst.Name != "in-cluster") {
+		return ""
+	}
+	return "argocd-cm's cluster.inClusterEnabled is \"false\": Argo CD refuses the destination in-cluster (https://kubernetes.default.svc) and neither compares nor syncs this Application (InvalidSpecError), so driftscan does not fetch its source"
 }
 
 // application turns one Application into apps and ignore rules. refused

@@ -44,9 +44,12 @@ type appProject struct {
 // namespace ns) lets it sync; nil when the project does not exist
 // (sourcePermitted reports that). Its destinations are checked on Argo
 // CD's in-cluster only (by name only when the Application names it so:
-// in-cluster may be renamed), and not with permitOnlyProjectScopedClusters,
-// which reads the project's cluster secrets.
-func projectResources(projects map[string]*appProject, ns string, a application) *config.ProjectResources {
+// in-cluster may be renamed), or on the scanned cluster when the
+// Application names it by one of the names clusterName knows and no
+// destination names a server (which server that name has is in its
+// cluster secret), and not with permitOnlyProjectScopedClusters, which
+// reads the project's cluster secrets.
+func projectResources(projects map[string]*appProject, ns string, a application, clusterName func(string) bool) *config.ProjectResources {
 	project := a.Spec.Project
 	if project == "" {
 		project = "default"
@@ -76,6 +79,9 @@ func projectResources(projects map[string]*appProject, ns string, a application)
 		// cluster secret): checked when no destination names a cluster.
 		r.CheckDestinations, r.Destinations = true, p.Spec.Destinations
 		r.ClusterServer = inCluster
+	case dst.Server == "" && clusterName(dst.Name) && !slices.ContainsFunc(p.Spec.Destinations, func(d config.ProjectDestination) bool { return d.Server != "" }):
+		r.CheckDestinations, r.Destinations = true, p.Spec.Destinations
+		r.ClusterName = dst.Name
 	}
 	return r
 }

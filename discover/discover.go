@@ -99,6 +99,13 @@ type Options struct {
 	// destination.server is it or https://kubernetes.default.svc, or whose
 	// destination.name is "in-cluster", are kept; the others are skipped.
 	ServerURL string
+	// ArgoClusters are the other names and server URLs (those with "://")
+	// Argo CD knows the scanned cluster by (its cluster secrets'
+	// name and server: in-cluster renamed, or the cluster registered by an
+	// address of its own). An Application whose destination names one is
+	// kept. Read from no Secret: a cluster secret holds the credentials
+	// Argo CD deploys with.
+	ArgoClusters []string
 	// IgnoreExpiry is the review date given to imported ignore rules.
 	IgnoreExpiry time.Time
 	// PageSize is the LIST page size; 0 means 500.

@@ -46,6 +46,9 @@ type argoApp struct {
 	// Labels are the Application's labels, as a YAML flow map; "" for
 	// none.
 	Labels string
+	// Destination is spec.destination as a YAML flow map; "" for
+	// in-cluster by its server, in Namespace.
+	Destination string
 }
 
 // createArgoApp creates the Application as a person does with kubectl, and
@@ -59,13 +62,14 @@ kind: Application
 metadata: {name: %s, namespace: %s, labels: %s}
 spec:
   project: %s
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  destination: %s
   source:
     repoURL: %s
     targetRevision: main
     path: %s
 %s%s  syncPolicy:
-`, a.Name, cmp.Or(a.AppNamespace, argo.Namespace), cmp.Or(a.Labels, "{}"), cmp.Or(a.Project, "default"), a.Namespace, a.Repo.URL, a.Path, a.Source, a.Spec)
+`, a.Name, cmp.Or(a.AppNamespace, argo.Namespace), cmp.Or(a.Labels, "{}"), cmp.Or(a.Project, "default"),
+		cmp.Or(a.Destination, "{server: https://kubernetes.default.svc, namespace: "+a.Namespace+"}"), a.Repo.URL, a.Path, a.Source, a.Spec)
 	if a.Automated != "" {
 		fmt.Fprintf(&b, "    automated: %s\n", a.Automated)
 	}

@@ -29,6 +29,7 @@ type breakglassOptions struct {
 	from       string
 	namespace  string
 	argoNS     string
+	clusters   []string
 	flags      *pflag.FlagSet // the persistent flags, to ask which were given
 	gitCache   string
 	timeout    time.Duration
@@ -58,6 +59,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	f.StringVar(&o.from, "from", "argocd", "the reconciler: argocd (Application) or flux (Kustomization, else HelmRelease)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: --argocd-namespace, or flux-system for flux)")
 	f.StringVar(&o.argoNS, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace (argocd-cm, AppProjects, a parent Application), when -n names another (applications in any namespace; without this flag, -n is Argo CD's own when it holds AppProjects)")
+	f.StringArrayVar(&o.clusters, "argocd-cluster", nil, "with --from argocd: another name or server URL Argo CD knows this cluster by (a cluster secret's name or server); repeatable")
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
 	addContractParams(f, &o.params)
@@ -126,7 +128,7 @@ func (o *breakglassOptions) again(app string) string {
 // namespace) among every namespace's, with Argo CD's AppProjects and
 // argocd-cm.
 func (o *breakglassOptions) discovery(opts *discover.Options, t breakglass.Target) {
-	opts.From, opts.Namespace = o.from, t.Namespace
+	opts.From, opts.Namespace, opts.ArgoClusters = o.from, t.Namespace, o.clusters
 	if o.from == discover.FromArgoCD && t.Namespace != o.argoNS {
 		opts.Namespace, opts.AllNamespaces = o.argoNS, true
 	}

@@ -16,6 +16,7 @@ type discoverFlags struct {
 	argoNamespace string
 	fluxNamespace string
 	allNamespaces bool
+	argoClusters  []string
 	selector      string
 	importExpiry  string
 	git           gitFlags
@@ -27,6 +28,7 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.argoNamespace, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace: its Applications, AppProjects and argocd-cm")
 	f.StringVar(&d.fluxNamespace, "flux-namespace", "", "with --from flux: the namespace of the Kustomizations and HelmReleases (default: all)")
 	f.BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "with --from argocd: also the Applications of the other namespaces Argo CD reconciles (argocd-cmd-params-cm's application.namespaces)")
+	f.StringArrayVar(&d.argoClusters, "argocd-cluster", nil, "with --from argocd: another name or server URL Argo CD knows this cluster by (a cluster secret's name or server: in-cluster renamed, or the cluster registered by its own address); repeatable")
 	f.StringVarP(&d.selector, "selector", "l", "", "with --from: a label selector on the reconciler objects")
 	f.StringVar(&d.importExpiry, "import-expiry", "", "review date (YYYY-MM-DD) of imported ignoreDifferences rules (default: 90 days from now)")
 	d.git.add(f)
@@ -40,7 +42,7 @@ func (d *discoverFlags) options(ownerLabel string) (*run.Discover, error) {
 		return nil, nil
 	}
 	opts := discover.DefaultOptions()
-	opts.From, opts.AllNamespaces, opts.Selector = d.from, d.allNamespaces, d.selector
+	opts.From, opts.AllNamespaces, opts.Selector, opts.ArgoClusters = d.from, d.allNamespaces, d.selector, d.argoClusters
 	rulesOnly := d.from == ""
 	if rulesOnly {
 		opts.From = discover.FromArgoCD
