@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/calricon/driftscan/report"
 )
 
 // registerCluster writes an Argo CD cluster secret in ns naming the test's
@@ -67,14 +65,14 @@ func TestArgoCDClusterNames(t *testing.T) {
 	t.Logf("Argo CD: %s", refused)
 
 	args := []string{"--from", "argocd", "--argocd-namespace", hub.Namespace}
-	r := scanExiting(t, 2, append(args, "--app", named)...)
-	if len(r.Apps) != 0 {
-		t.Errorf("without --argocd-cluster the scan has apps %v: want %s skipped, its cluster unknown by name", appNames(r), named)
+	res := runDriftscan(t, append([]string{"scan", "-o", "json", "-q", "--git-cache", t.TempDir(), "--app", named}, args...)...)
+	if res.Code == 0 || !strings.Contains(res.Stderr, `destination cluster "hub" is not the scanned cluster`) || !strings.Contains(res.Stderr, "--argocd-cluster") {
+		t.Errorf("without --argocd-cluster: exit %d, want %s skipped, its cluster unknown by that name, and the flag named:\n%s", res.Code, named, res.Stderr)
 	}
 
 	args = append(args, "--argocd-cluster", "hub")
 	humanEdit(t, dest, "debug")
-	r = scanExiting(t, 2, append(args, "--app", named)...)
+	r := scanExiting(t, 2, append(args, "--app", named)...)
 	if hint := logLevelHint(r); !strings.Contains(hint, "will be reverted at the next sync") {
 		t.Errorf("with --argocd-cluster hub, the edit's hint is %q, want it to say self-heal reverts it", hint)
 	}
@@ -85,13 +83,4 @@ func TestArgoCDClusterNames(t *testing.T) {
 	if len(r.Apps) != 1 || !strings.Contains(r.Apps[0].Error, `cluster.inClusterEnabled is "false"`) || len(r.Apps[0].Objects) != 0 {
 		t.Errorf("the Application to in-cluster: apps %+v; want one app error saying Argo CD refuses in-cluster, nothing compared", r.Apps)
 	}
-}
-
-// appNames are the names of the report's apps.
-func appNames(r *report.Report) []string {
-	var out []string
-	for _, a := range r.Apps {
-		out = append(out, a.Name)
-	}
-	return out
 }

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/calricon/driftscan/report"
+)
+
+// webHPA is an autoscaler of Deployment web that wants at least four
+// replicas (Git's Deployment has two).
+const webHPA = `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web-hpa
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 4
+  maxReplicas: 8
+  metrics:
+  - type: Resource
+    resource:
+      name: cpu
+      target: {type: Utilization, averageUtilization: 70}
+`
+
+// The replica war, with the real tools: Git declares replicas 2 and an
+// HPA whose minimum is 4, Argo CD v3.5.7 syncs both with self-heal, and
+// kube-controller-manager v1.37.2's HPA controller scales the Deployment
+// to 4 through the scale subresource (below its minimum it needs no
+// metrics). Self-heal puts 2 back, the HPA scales to 4 again: both are
+// seen. driftscan's finding names the HPA's controller as the field's
+// owner, an operator, and says how to end the war.
+func TestArgoCDFightsARealHPA(t *testing.T) {
+	needArgo(t)
+	t.Parallel()
+	ns := env.Namespace(t, nil)
+	name := "hpa-" + ns[strings.LastIndex(ns, "-")+1:]
+	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"web/hpa.yaml": webHPA}))
+	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "web", Automated: "{selfHeal: true}"})
+	waitArgoSynced(t, name, repo.Head())
+
+	// Watch spec.replicas: the HPA's 4 (perhaps already there at the
+	// sync's end), self-heal's 2, the HPA's 4 again.
+	var seen []int32
+	var owner string
+	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		r := *d.Spec.Replicas
+		if len(seen) == 0 || seen[len(seen)-1] != r {
+			seen = append(seen, r)
+			if r == 4 && owner == "" {
+				owner = replicasOwner(d.ManagedFields)
+			}
+		}
+		return len(seen) >= 4, nil
+	})
+	t.Logf("spec.replicas went %v; the HPA's 4 owned by %s", seen, owner)
+	if len(seen) < 4 || slices.ContainsFunc(seen, func(r int32) bool { return r != 2 && r != 4 }) || !slices.Contains(seen[:len(seen)-1][slices.Index(seen, 4):], 2) {
+		t.Fatalf("spec.replicas went %v in 90 s: the test expects the HPA's 4, self-heal's 2 and the HPA's 4 again (and Git's 2 between)", seen)
+	}
+	if owner != "kube-controller-manager (scale)" {
+		t.Errorf("the HPA's replicas are owned by %q; the test expects kube-controller-manager through the scale subresource", owner)
+	}
+
+	// A scan while the HPA's value is live (self-heal backs off longer
+	// each time).
+	var got []finding
+	for i := 0; i < 10; i++ {
+		got = activeFindings(scan(t, "--from", "argocd", "--app", name))
+		if len(got) > 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if len(got) != 1 || got[0].Object != "Deployment/web" || got[0].Path != ".spec.replicas" || got[0].Git != "2" || got[0].Live != "4" ||
+		got[0].Class != report.ClassOperator || got[0].Manager != "kube-controller-manager" ||
+		!strings.Contains(got[0].Hint, "HorizontalPodAutoscaler web-hpa owns spec.replicas") || !strings.Contains(got[0].Hint, "fights the autoscaler") {
+		t.Errorf("want one operator finding, replicas 2 in Git and the HPA's 4 live, named for web-hpa; got:\n%s", describe(got))
+	}
+}
+
+// replicasOwner is the manager (and subresource) whose managedFields
+// entry holds spec.replicas, "" when none does.
+func replicasOwner(entries []metav1.ManagedFieldsEntry) string {
+	for _, e := range entries {
+		var fields struct {
+			Spec map[string]any `json:"f:spec"`
+		}
+		if e.FieldsV1 == nil || json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Spec["f:replicas"]; ok {
+			if e.Subresource != "" {
+				return e.Manager + " (" + e.Subresource + ")"
+			}
+			return e.Manager
+		}
+	}
+	return ""
+}
