@@ -71,7 +71,8 @@ type Change struct {
 	// sent, as far as the object tells; Filled is then what live has
 	// beyond it, as JSON, "" when nothing.
 	// InLastApplied: the path is in the live object's
-	// kubectl.kubernetes.io/last-applied-configuration. NullGit: an Added
+	// kubectl.kubernetes.io/last-applied-configuration (for an Added
+	// path, and a Changed one ending in .replicas). NullGit: an Added
 	// path is at or under a field Git's object writes as null (a template
 	// rendering an unset value): the applier sent no value, and what the
 	// server filled in is its default.
@@ -276,7 +277,7 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		// Argo CD, Flux and kubectl apply on an aggregated ClusterRole).
 		f.Type = report.TypeChanged
 		if f.Class == report.ClassOperator {
-			f.Hint = operatorHint(o, ch.Path, owner.Manager)
+			f.Hint = operatorHint(o, ch, owner.Manager)
 		}
 		return Result{Drift: true, Finding: f}
 	}
@@ -302,7 +303,7 @@ func (c *Classifier) changed(o Object, ch Change, owner *Entry, f report.Finding
 	}
 	f.Class = c.classOf(*owner, ch.Attribution)
 	if f.Class == report.ClassOperator {
-		f.Hint = operatorHint(o, ch.Path, owner.Manager)
+		f.Hint = operatorHint(o, ch, owner.Manager)
 	}
 	return Result{Drift: true, Finding: f}
 }
@@ -314,24 +315,40 @@ const aggregationController = "clusterrole-aggregation-controller"
 
 // operatorHint says how to end a fight between Git and an operator over a
 // field both declare: the replica war with an HPA above all.
-func operatorHint(o Object, path, manager string) string {
+func operatorHint(o Object, ch Change, manager string) string {
+	path := ch.Path
 	for _, s := range o.Scalers {
 		switch {
 		case s.Kind == "HorizontalPodAutoscaler" && path == ".spec.replicas":
-			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name)
+			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name) + lastAppliedReplicas(ch)
 		case s.Kind == "VerticalPodAutoscaler" && strings.Contains(path, ".resources"):
 			return fmt.Sprintf("VerticalPodAutoscaler %s owns container resources: remove them from Git (or ignore them), or every sync fights the autoscaler", s.Name)
 		case s.Kind == "ScaledObject" && path == ".spec.replicas":
-			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name)
+			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name) + lastAppliedReplicas(ch)
 		}
 	}
 	if o.Group == "rbac.authorization.k8s.io" && o.Kind == "ClusterRole" && path == ".rules" && manager == aggregationController {
 		return "kube-controller-manager's clusterrole-aggregation controller builds this ClusterRole's rules from its aggregationRule: leave rules out of Git (or, for Argo CD, set ignoreAggregatedRoles in argocd-cm's resource.compareoptions), or every sync empties the role until the controller fills it again, and whoever it is bound to loses those permissions meanwhile"
 	}
 	if path == ".spec.replicas" && manager == "kube-controller-manager" {
-		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler"
+		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler" + lastAppliedReplicas(ch)
 	}
 	return fmt.Sprintf("%s owns this field live: remove it from Git or ignore it, or every sync fights the operator", manager)
+}
+
+// lastAppliedReplicas warns, when Git's replicas are in the object's
+// last-applied configuration (a client-side apply: kubectl, Argo CD's
+// default), that the sync that removes them from Git deletes the field:
+// kubectl apply's three-way merge deletes what left that configuration,
+// and replicas falls to its default, 1, until the autoscaler scales it
+// again (seen with Argo CD: e2e TestArgoCDRemovesReplicasAnHPAScaled).
+// A server-side applier lost the field to the autoscaler's scale, and
+// leaves it. "" otherwise.
+func lastAppliedReplicas(ch Change) string {
+	if !ch.InLastApplied {
+		return ""
+	}
+	return "; replicas is in kubectl.kubernetes.io/last-applied-configuration, so the sync that removes it from Git deletes it and the workload falls to 1 replica until the autoscaler scales it again: first remove it there with `kubectl apply edit-last-applied` (and pause auto-sync meanwhile: each sync writes the annotation again)"
 }
 
 // newestTaker returns the newest Update entry of a manager that is not an

@@ -35,6 +35,8 @@ type recordedCase struct {
 		NewKey bool        `yaml:"newKey"`
 		Git    string      `yaml:"git"`
 		Live   string      `yaml:"live"`
+		// InLastApplied: the path is in the last-applied configuration.
+		InLastApplied bool `yaml:"inLastApplied"`
 	} `yaml:"change"`
 	Want struct {
 		Drift       bool         `yaml:"drift"`
@@ -45,6 +47,8 @@ type recordedCase struct {
 		Time        string       `yaml:"time"`
 		Actor       string       `yaml:"actor"`
 		Hint        string       `yaml:"hint"`
+		// HintLacks is text the hint must not hold.
+		HintLacks string `yaml:"hintLacks"`
 	} `yaml:"want"`
 }
 
@@ -77,7 +81,7 @@ func (c recordedCase) build(t testing.TB) (*Classifier, Object, Change) {
 	for _, s := range c.Scalers {
 		o.Scalers = append(o.Scalers, Scaler{Kind: s.Kind, Name: s.Name})
 	}
-	ch := Change{Path: c.Change.Path, Type: c.Change.Type, NewKey: c.Change.NewKey, Git: c.Change.Git, Live: c.Change.Live}
+	ch := Change{Path: c.Change.Path, Type: c.Change.Type, NewKey: c.Change.NewKey, Git: c.Change.Git, Live: c.Change.Live, InLastApplied: c.Change.InLastApplied}
 	for _, e := range c.Entries {
 		entry := Entry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}
 		if e.Time != "" {
@@ -123,6 +127,9 @@ func TestClassifyRecordedManagedFields(t *testing.T) {
 			}
 			if !strings.Contains(f.Hint, c.Want.Hint) {
 				t.Errorf("hint = %q, want it to contain %q", f.Hint, c.Want.Hint)
+			}
+			if c.Want.HintLacks != "" && strings.Contains(f.Hint, c.Want.HintLacks) {
+				t.Errorf("hint = %q, want it without %q", f.Hint, c.Want.HintLacks)
 			}
 			if f.Path != ch.Path || f.Type != ch.Type || f.Git != ch.Git || f.Live != ch.Live {
 				t.Errorf("the finding changed the change's path, type or values: %+v", f)

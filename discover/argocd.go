@@ -98,11 +98,19 @@ type application struct {
 	} `json:"status"`
 }
 
-// synced is the commit of the Application's last successful sync
-// (status.history, newest last), "" when it never synced a Git commit.
-// status.sync.revision is not it: Argo CD moves that to the newest commit
-// of the target at every refresh, before any sync (docs/verified.md).
+// synced is the commit live is to be compared with: that of the
+// Application's last successful sync (status.history, newest last), ""
+// when it never synced a Git commit. status.sync.revision is not it: Argo
+// CD moves that to the newest commit of the target at every refresh,
+// before any sync (docs/verified.md) — unless Argo CD finds the app Synced
+// there: then live already is what that commit declares, as Argo CD
+// compares, and no sync of it will run (a commit that changes nothing
+// Argo CD applies, or drops a field a server-side applied app no longer
+// owns, as replicas an HPA scaled: e2e TestArgoCDRemovesReplicasAnHPAScaled).
 func (a *application) synced() string {
+	if a.Status.Sync.Status == "Synced" && hexCommit.MatchString(a.Status.Sync.Revision) && len(a.Status.Sync.Revisions) == 0 {
+		return a.Status.Sync.Revision
+	}
 	if h := a.Status.History; len(h) > 0 && hexCommit.MatchString(h[len(h)-1].Revision) {
 		return h[len(h)-1].Revision
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/calricon/driftscan/report"
@@ -108,4 +109,111 @@ func replicasOwner(entries []metav1.ManagedFieldsEntry) string {
 		}
 	}
 	return ""
+}
+
+// The fix the finding gives, removing replicas from Git, as Argo CD v3.5.7
+// applies it after the real HPA scaled the Deployment to 4. With kubectl's
+// client-side apply (Argo CD's default) the three-way merge deletes what
+// left the last-applied configuration: replicas falls to its default, 1,
+// until the HPA scales it again (the one-time drop the Kubernetes HPA
+// documentation warns of). With server-side apply the HPA's scale took the
+// field from Argo CD, and the sync leaves it.
+func TestArgoCDRemovesReplicasAnHPAScaled(t *testing.T) {
+	needArgo(t)
+	for _, ssa := range []bool{false, true} {
+		t.Run(map[bool]string{false: "client-side apply", true: "server-side apply"}[ssa], func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t, nil)
+			name := "unreplicated-" + ns[strings.LastIndex(ns, "-")+1:]
+			repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"web/hpa.yaml": webHPA}))
+			createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "web", Automated: "{}", SSA: ssa})
+			waitArgoApplied(t, name, repo.Head()) // then OutOfSync: the HPA scales
+			waitReplicas(t, ns, 4)
+
+			r := scan(t, "--from", "argocd", "--app", name)
+			hint := ""
+			if got := activeFindings(r); len(got) == 1 && got[0].Path == ".spec.replicas" {
+				hint = got[0].Hint
+			}
+			warned := strings.Contains(hint, "edit-last-applied")
+			if warned == ssa || !strings.Contains(hint, "HorizontalPodAutoscaler web-hpa owns spec.replicas") {
+				t.Errorf("the replicas finding's hint is %q: want it to name web-hpa, and to warn of the drop to 1 with client-side apply only", hint)
+			}
+
+			head := repo.Commit(t, "replicas are the HPA's", map[string]string{"web/deploy.yaml": strings.Replace(deployment, "  replicas: 2\n", "", 1)})
+			refreshArgoApp(t, name)
+			// Watch spec.replicas until the drop and the HPA's scale, or,
+			// once Argo CD finds the app Synced at the new revision,
+			// for longer than the HPA takes to act (15 s).
+			var seen []int32
+			start := time.Now()
+			_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if r := *d.Spec.Replicas; len(seen) == 0 || seen[len(seen)-1] != r {
+					seen = append(seen, r)
+				}
+				return len(seen) >= 3 || time.Since(start) > 20*time.Second && argoSyncedAt(t, name, head), nil
+			})
+			if ssa {
+				// Nothing is left to sync: Argo CD's diff of a server-side
+				// applied app leaves out a field it no longer owns.
+				if !argoSyncedAt(t, name, head) {
+					t.Fatalf("Argo CD does not find the server-side applied app Synced at %s", head)
+				}
+			} else {
+				waitArgoApplied(t, name, head)
+			}
+			t.Logf("spec.replicas went %v after Git dropped it", seen)
+			want := []int32{4}
+			if !ssa {
+				want = []int32{4, 1, 4}
+			}
+			if !slices.Equal(seen, want) {
+				t.Errorf("spec.replicas went %v after Git dropped it; the test expects %v", seen, want)
+			}
+			checkClean(t, scan(t, "--from", "argocd", "--app", name), 4)
+		})
+	}
+}
+
+// waitReplicas waits until Deployment web of ns has replicas n.
+func waitReplicas(t *testing.T, ns string, n int32) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && *d.Spec.Replicas == n, nil
+	})
+	if err != nil {
+		t.Fatalf("Deployment web of %s never had %d replicas", ns, n)
+	}
+}
+
+// waitArgoApplied waits until the last sync of the Application name (of
+// the shared Argo CD) Succeeded at revision, whatever Argo CD compares now.
+func waitArgoApplied(t *testing.T, name, revision string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u := getArgoAppIn(t, argo.Namespace, name)
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		opRev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+		last = phase + " at " + opRev
+		return phase == "Succeeded" && opRev == revision, nil
+	})
+	if err != nil {
+		t.Fatalf("Application %s: no sync Succeeded at %s (last: %s)", name, revision, last)
+	}
+}
+
+// argoSyncedAt says whether Argo CD finds the Application name (of the
+// shared Argo CD) Synced at revision.
+func argoSyncedAt(t *testing.T, name, revision string) bool {
+	t.Helper()
+	u := getArgoAppIn(t, argo.Namespace, name)
+	status, _, _ := unstructured.NestedString(u.Object, "status", "sync", "status")
+	rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+	return status == "Synced" && rev == revision
 }

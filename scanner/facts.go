@@ -43,6 +43,13 @@ func (of *objectFacts) fill(cc *classify.Change, ch *change) {
 			cc.Omitted = of.dropsZero(*ch)
 		}
 	case report.TypeChanged:
+		if strings.HasSuffix(cc.Path, ".replicas") {
+			// Whether removing it from Git resets it (operatorHint):
+			// the one Changed field that asks.
+			if last := of.lastAppliedConfig(); last != nil {
+				_, cc.InLastApplied = lookup(last, ch.Path)
+			}
+		}
 		extra, ok := within(ch.Live, ch.Git)
 		if !ok || !of.sentAsGit(*ch) || !defaultsHold(of.typer.schemaAt(of.gvk, ch.Path), extra, ch.Git) {
 			return
