@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -46,25 +47,16 @@ func TestArgoCDFightsARealHPA(t *testing.T) {
 	name := "hpa-" + ns[strings.LastIndex(ns, "-")+1:]
 	repo := gitServer.NewRepo(t, plainAppWith(map[string]string{"web/hpa.yaml": webHPA}))
 	createArgoApp(t, argoApp{Name: name, Namespace: ns, Repo: repo, Path: "web", Automated: "{selfHeal: true}"})
-	waitArgoSynced(t, name, repo.Head())
+	waitArgoApplied(t, name, repo.Head()) // Synced only until the HPA scales
 
 	// Watch spec.replicas: the HPA's 4 (perhaps already there at the
 	// sync's end), self-heal's 2, the HPA's 4 again.
-	var seen []int32
 	var owner string
-	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
+	seen := watchReplicas(t, ns, 90*time.Second, func(seen []int32, d *appsv1.Deployment) bool {
+		if *d.Spec.Replicas == 4 && owner == "" {
+			owner = replicasOwner(d.ManagedFields)
 		}
-		r := *d.Spec.Replicas
-		if len(seen) == 0 || seen[len(seen)-1] != r {
-			seen = append(seen, r)
-			if r == 4 && owner == "" {
-				owner = replicasOwner(d.ManagedFields)
-			}
-		}
-		return len(seen) >= 4, nil
+		return len(seen) >= 4
 	})
 	t.Logf("spec.replicas went %v; the HPA's 4 owned by %s", seen, owner)
 	if len(seen) < 4 || slices.ContainsFunc(seen, func(r int32) bool { return r != 2 && r != 4 }) || !slices.Contains(seen[:len(seen)-1][slices.Index(seen, 4):], 2) {
@@ -145,17 +137,9 @@ func TestArgoCDRemovesReplicasAnHPAScaled(t *testing.T) {
 			// Watch spec.replicas until the drop and the HPA's scale, or,
 			// once Argo CD finds the app Synced at the new revision,
 			// for longer than the HPA takes to act (15 s).
-			var seen []int32
 			start := time.Now()
-			_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				if r := *d.Spec.Replicas; len(seen) == 0 || seen[len(seen)-1] != r {
-					seen = append(seen, r)
-				}
-				return len(seen) >= 3 || time.Since(start) > 20*time.Second && argoSyncedAt(t, name, head), nil
+			seen := watchReplicas(t, ns, time.Minute, func(seen []int32, _ *appsv1.Deployment) bool {
+				return len(seen) >= 3 || time.Since(start) > 20*time.Second && argoSyncedAt(t, name, head)
 			})
 			if ssa {
 				// Nothing is left to sync: Argo CD's diff of a server-side
@@ -182,13 +166,31 @@ func TestArgoCDRemovesReplicasAnHPAScaled(t *testing.T) {
 // waitReplicas waits until Deployment web of ns has replicas n.
 func waitReplicas(t *testing.T, ns string, n int32) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && *d.Spec.Replicas == n, nil
-	})
-	if err != nil {
-		t.Fatalf("Deployment web of %s never had %d replicas", ns, n)
+	if seen := watchReplicas(t, ns, time.Minute, func(seen []int32, _ *appsv1.Deployment) bool { return seen[len(seen)-1] == n }); seen[len(seen)-1] != n {
+		t.Fatalf("Deployment web of %s never had %d replicas (it had %v)", ns, n, seen)
 	}
+}
+
+// watchReplicas reads Deployment web of ns every 50 ms for up to limit,
+// until done (given the values so far and the Deployment as read), and
+// returns the values spec.replicas took, each change once.
+func watchReplicas(t *testing.T, ns string, limit time.Duration, done func(seen []int32, d *appsv1.Deployment) bool) []int32 {
+	t.Helper()
+	var seen []int32
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if r := *d.Spec.Replicas; len(seen) == 0 || seen[len(seen)-1] != r {
+			seen = append(seen, r)
+		}
+		return done(seen, d), nil
+	})
+	if len(seen) == 0 {
+		t.Fatalf("Deployment web of %s: %v", ns, err)
+	}
+	return seen
 }
 
 // waitArgoApplied waits until the last sync of the Application name (of
