@@ -617,9 +617,7 @@ func (d *discovery) otherCluster(a application) string {
 		return fmt.Sprintf("destination cluster %q is not the scanned cluster (driftscan knows it as %s; name it with --argocd-cluster if it is)", dst.Name, d.clusterNames())
 	case server == "":
 		return "the Application has no destination cluster"
-	case server == inCluster, d.opts.ServerURL != "" && server == strings.TrimRight(d.opts.ServerURL, "/"):
-		return ""
-	case slices.ContainsFunc(d.opts.ArgoClusters, func(c string) bool { return strings.Contains(c, "://") && strings.TrimRight(c, "/") == server }):
+	case d.clusterServer(server):
 		return ""
 	}
 	return fmt.Sprintf("destination server %s is not the scanned cluster (driftscan knows it as %s; name it with --argocd-cluster if it is)", dst.Server, d.clusterNames())
@@ -628,6 +626,13 @@ func (d *discovery) otherCluster(a application) string {
 // clusterName says whether Argo CD knows the scanned cluster by name.
 func (d *discovery) clusterName(name string) bool {
 	return name == "in-cluster" || !strings.Contains(name, "://") && slices.Contains(d.opts.ArgoClusters, name)
+}
+
+// clusterServer says whether server (without a trailing "/") is the
+// scanned cluster's.
+func (d *discovery) clusterServer(server string) bool {
+	return server == inCluster || d.opts.ServerURL != "" && server == strings.TrimRight(d.opts.ServerURL, "/") ||
+		slices.ContainsFunc(d.opts.ArgoClusters, func(c string) bool { return strings.Contains(c, "://") && strings.TrimRight(c, "/") == server })
 }
 
 // clusterNames are the names and servers of the scanned cluster, for a
@@ -653,7 +658,8 @@ func (d *discovery) clusterNames() string {
 func inClusterRefused(a application, settings argoCM) string {
 	dst := a.Spec.Destination
 	server := strings.TrimRight(dst.Server, "/")
-	if settings.inClusterEnabled || server != inCluster && (server != "" || dst.Name != "in-cluster") {
+	toInCluster := server == inCluster || server == "" && dst.Name == "in-cluster"
+	if settings.inClusterEnabled || !toInCluster {
 		return ""
 	}
 	return "argocd-cm's cluster.inClusterEnabled is \"false\": Argo CD refuses the destination in-cluster (https://kubernetes.default.svc) and neither compares nor syncs this Application (InvalidSpecError), so driftscan does not fetch its source"

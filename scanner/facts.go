@@ -37,19 +37,20 @@ type objectFacts struct {
 // too: the finding records it.
 func (of *objectFacts) fill(cc *classify.Change, ch *change) {
 	cc.ZeroGit = ch.GitPresent && zeroValue(ch.Git)
+	// Whether kubectl apply deletes the field once Git drops it: for an
+	// Added one, and a Changed .replicas (operatorHint: the one Changed
+	// field that asks).
+	if ch.Type == report.TypeAdded || ch.Type == report.TypeChanged && strings.HasSuffix(cc.Path, ".replicas") {
+		if last := of.lastAppliedConfig(); last != nil {
+			_, cc.InLastApplied = lookup(last, ch.Path)
+		}
+	}
 	switch ch.Type {
 	case report.TypeRemoved:
 		if cc.ZeroGit {
 			cc.Omitted = of.dropsZero(*ch)
 		}
 	case report.TypeChanged:
-		if strings.HasSuffix(cc.Path, ".replicas") {
-			// Whether removing it from Git resets it (operatorHint):
-			// the one Changed field that asks.
-			if last := of.lastAppliedConfig(); last != nil {
-				_, cc.InLastApplied = lookup(last, ch.Path)
-			}
-		}
 		extra, ok := within(ch.Live, ch.Git)
 		if !ok || !of.sentAsGit(*ch) || !defaultsHold(of.typer.schemaAt(of.gvk, ch.Path), extra, ch.Git) {
 			return
@@ -66,9 +67,6 @@ func (of *objectFacts) fill(cc *classify.Change, ch *change) {
 		if cc.EmptyGit {
 			ch.Git, ch.GitPresent = []any{}, true
 			cc.Git = text(ch.Git, true)
-		}
-		if last := of.lastAppliedConfig(); last != nil {
-			_, cc.InLastApplied = lookup(last, ch.Path)
 		}
 		if strings.HasSuffix(cc.Path, ".imagePullPolicy") {
 			// The one default that depends on it; every other Added

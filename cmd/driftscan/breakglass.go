@@ -59,7 +59,7 @@ fields it names, as field manager driftscan-breakglass.`,
 	f.StringVar(&o.from, "from", "argocd", "the reconciler: argocd (Application) or flux (Kustomization, else HelmRelease)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the reconciler object (default: --argocd-namespace, or flux-system for flux)")
 	f.StringVar(&o.argoNS, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace (argocd-cm, AppProjects, a parent Application), when -n names another (applications in any namespace; without this flag, -n is Argo CD's own when it holds AppProjects)")
-	f.StringArrayVar(&o.clusters, "argocd-cluster", nil, "with --from argocd: another name or server URL Argo CD knows this cluster by (a cluster secret's name or server); repeatable")
+	f.StringArrayVar(&o.clusters, "argocd-cluster", nil, argoClusterUsage)
 	f.StringVar(&o.gitCache, "git-cache", "", "folder for Git clones, for the scan of the app (default: the user cache folder)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long (a write that times out says whether it landed)")
 	addContractParams(f, &o.params)

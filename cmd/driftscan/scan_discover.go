@@ -28,12 +28,16 @@ func (d *discoverFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.argoNamespace, "argocd-namespace", "argocd", "with --from argocd: Argo CD's own namespace: its Applications, AppProjects and argocd-cm")
 	f.StringVar(&d.fluxNamespace, "flux-namespace", "", "with --from flux: the namespace of the Kustomizations and HelmReleases (default: all)")
 	f.BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "with --from argocd: also the Applications of the other namespaces Argo CD reconciles (argocd-cmd-params-cm's application.namespaces)")
-	f.StringArrayVar(&d.argoClusters, "argocd-cluster", nil, "with --from argocd: another name or server URL Argo CD knows this cluster by (a cluster secret's name or server: in-cluster renamed, or the cluster registered by its own address); repeatable")
+	f.StringArrayVar(&d.argoClusters, "argocd-cluster", nil, argoClusterUsage)
 	f.StringVarP(&d.selector, "selector", "l", "", "with --from: a label selector on the reconciler objects")
 	f.StringVar(&d.importExpiry, "import-expiry", "", "review date (YYYY-MM-DD) of imported ignoreDifferences rules (default: 90 days from now)")
 	d.git.add(f)
 	f.BoolVar(&d.importArgo, "import-argocd", false, "import the ignoreDifferences of the Argo CD Applications named like the config's apps as ignore rules (debts), without scanning the Applications' sources")
 }
+
+// argoClusterUsage is the help of --argocd-cluster, which scan, doctor and
+// breakglass take.
+const argoClusterUsage = "with --from argocd: another name or server URL Argo CD knows this cluster by (a cluster secret's name or server: in-cluster renamed, or the cluster registered by its own address); repeatable"
 
 // options are the discovery the flags ask for; nil for none. With
 // --import-argocd alone, only the Applications' ignore rules are imported.
