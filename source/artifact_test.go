@@ -33,13 +33,15 @@ func TestFetchAFluxArtifact(t *testing.T) {
 	v1 := reconcilers.PushArtifact(t, reg, "manifests/app", "v1.0.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:abc"))
 	files["apps/cm.yaml"] = strings.ReplaceAll(files["apps/cm.yaml"], "one", "two")
 	v11 := reconcilers.PushArtifact(t, reg, "manifests/app", "v1.1.0", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
-	reconcilers.PushArtifact(t, reg, "manifests/app", "latest", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
+	// Pushed apart, latest and v1.1.0 may differ in their created
+	// annotation's second: each is named by its own digest.
+	latest := reconcilers.PushArtifact(t, reg, "manifests/app", "latest", reconcilers.FluxArtifact(files, "https://example.com/app.git", "main@sha1:def"))
 	repo := "oci://" + reg.Host + "/manifests/app"
 	cache := NewCache(t.TempDir())
 	for _, c := range []struct{ ref, revision, v string }{
 		{"v1.0.0", "v1.0.0@" + v1, "one"},
 		{"1.x", "v1.1.0@" + v11, "two"},
-		{"", "latest@" + v11, "two"},
+		{"", "latest@" + latest, "two"},
 		{v1, v1, "one"},
 		{"v1.1.0@" + v11, "v1.1.0@" + v11, "two"},
 	} {
