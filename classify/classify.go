@@ -223,6 +223,9 @@ func entryOf(a *report.Attribution) *Entry {
 }
 
 func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) Result {
+	if owner == nil && ch.Path == ".spec.replicas" && defaultsToOneReplica(o) && ch.Live != "1" {
+		return unrecordedScale(o, ch, f)
+	}
 	if owner == nil {
 		if !ch.NewKey && !notADefault(o, ch) {
 			// A scalar or struct filled in under a parent Git declares:
@@ -277,7 +280,7 @@ func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) 
 		// Argo CD, Flux and kubectl apply on an aggregated ClusterRole).
 		f.Type = report.TypeChanged
 		if f.Class == report.ClassOperator {
-			f.Hint = operatorHint(o, ch, owner.Manager)
+			f.Hint = c.operatorHint(o, ch, owner.Manager)
 		}
 		return Result{Drift: true, Finding: f}
 	}
@@ -303,7 +306,7 @@ func (c *Classifier) changed(o Object, ch Change, owner *Entry, f report.Finding
 	}
 	f.Class = c.classOf(*owner, ch.Attribution)
 	if f.Class == report.ClassOperator {
-		f.Hint = operatorHint(o, ch, owner.Manager)
+		f.Hint = c.operatorHint(o, ch, owner.Manager)
 	}
 	return Result{Drift: true, Finding: f}
 }
@@ -315,40 +318,93 @@ const aggregationController = "clusterrole-aggregation-controller"
 
 // operatorHint says how to end a fight between Git and an operator over a
 // field both declare: the replica war with an HPA above all.
-func operatorHint(o Object, ch Change, manager string) string {
+func (c *Classifier) operatorHint(o Object, ch Change, manager string) string {
 	path := ch.Path
 	for _, s := range o.Scalers {
 		switch {
 		case s.Kind == "HorizontalPodAutoscaler" && path == ".spec.replicas":
-			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name) + lastAppliedReplicas(ch)
+			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name) + c.removingReplicas(o, ch)
 		case s.Kind == "VerticalPodAutoscaler" && strings.Contains(path, ".resources"):
 			return fmt.Sprintf("VerticalPodAutoscaler %s owns container resources: remove them from Git (or ignore them), or every sync fights the autoscaler", s.Name)
 		case s.Kind == "ScaledObject" && path == ".spec.replicas":
-			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name) + lastAppliedReplicas(ch)
+			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name) + c.removingReplicas(o, ch)
 		}
 	}
 	if o.Group == "rbac.authorization.k8s.io" && o.Kind == "ClusterRole" && path == ".rules" && manager == aggregationController {
 		return "kube-controller-manager's clusterrole-aggregation controller builds this ClusterRole's rules from its aggregationRule: leave rules out of Git (or, for Argo CD, set ignoreAggregatedRoles in argocd-cm's resource.compareoptions), or every sync empties the role until the controller fills it again, and whoever it is bound to loses those permissions meanwhile"
 	}
 	if path == ".spec.replicas" && manager == "kube-controller-manager" {
-		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler" + lastAppliedReplicas(ch)
+		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler" + c.removingReplicas(o, ch)
 	}
 	return fmt.Sprintf("%s owns this field live: remove it from Git or ignore it, or every sync fights the operator", manager)
 }
 
-// lastAppliedReplicas warns, when Git's replicas are in the object's
-// last-applied configuration (a client-side apply: kubectl, Argo CD's
-// default), that the sync that removes them from Git deletes the field:
-// kubectl apply's three-way merge deletes what left that configuration,
-// and replicas falls to its default, 1, until the autoscaler scales it
-// again (seen with Argo CD: e2e TestArgoCDRemovesReplicasAnHPAScaled).
-// A server-side applier lost the field to the autoscaler's scale, and
-// leaves it. "" otherwise.
-func lastAppliedReplicas(ch Change) string {
-	if !ch.InLastApplied {
-		return ""
+// removingReplicas warns how the commit that removes replicas from Git
+// can delete them, so that the workload falls to its default, 1 replica,
+// until the autoscaler scales it again; "" when nothing says it can.
+//   - Git's replicas are in the object's last-applied configuration (a
+//     client-side apply: kubectl, Argo CD's default): kubectl apply's
+//     three-way merge deletes what left that configuration (seen with
+//     Argo CD: e2e TestArgoCDRemovesReplicasAnHPAScaled).
+//   - A reconciler applies server-side: the autoscaler's scale took the
+//     field from it, but each apply of Git's replicas (a reconcile, a
+//     self-heal) forces it back until the autoscaler's next pass, and the
+//     removal applied in that window deletes it (seen with Flux: e2e
+//     TestFluxRemovesReplicasAnHPAScaled).
+func (c *Classifier) removingReplicas(o Object, ch Change) string {
+	if ch.InLastApplied {
+		return "; replicas is in kubectl.kubernetes.io/last-applied-configuration, so the sync that removes it from Git deletes it and the workload falls to 1 replica until the autoscaler scales it again: first remove it there with `kubectl apply edit-last-applied` (and pause auto-sync meanwhile: each sync writes the annotation again)"
 	}
-	return "; replicas is in kubectl.kubernetes.io/last-applied-configuration, so the sync that removes it from Git deletes it and the workload falls to 1 replica until the autoscaler scales it again: first remove it there with `kubectl apply edit-last-applied` (and pause auto-sync meanwhile: each sync writes the annotation again)"
+	for _, e := range o.Entries {
+		if e.Operation == "Apply" && e.Subresource == "" && c.appliers[e.Manager] && forcesOwnership(e.Manager) {
+			return fmt.Sprintf("; %s applies server-side, so each apply of Git's replicas (a reconcile, a self-heal) owns the field again until the autoscaler's next pass, and the commit that removes replicas, applied in that window, deletes them: the workload falls to 1 replica until the autoscaler scales it again. Suspend the app first (`driftscan breakglass suspend`), so that nothing applies Git's replicas before that commit, then push it and resume", e.Manager)
+		}
+	}
+	return ""
+}
+
+// defaultsToOneReplica reports whether o is a workload whose spec.replicas
+// the API server defaults to 1.
+func defaultsToOneReplica(o Object) bool {
+	switch o.Group + "/" + o.Kind {
+	case "apps/Deployment", "apps/StatefulSet", "apps/ReplicaSet", "/ReplicationController":
+		return true
+	}
+	return false
+}
+
+// unrecordedScale judges replicas Git leaves out, owned by nobody, that are
+// not the default 1: a write through the scale subresource (`kubectl
+// scale`, an autoscaler) when no manager owned replicas. The API server
+// records such a write under no manager: the Scale it updates is built
+// from the owners of replicas, so it has no managedFields, and an update
+// of an object without them is not tracked (the field manager's
+// skipNonApplied; seen with kubectl-scale, scanner
+// TestAScaleOfReplicasGitLeavesOutIsNobodys, and with the real HPA after
+// Flux deleted the field, e2e TestFluxRemovesReplicasAnHPAScaled). An
+// autoscaler of the object is taken to own them, as it would if recorded;
+// else it is drift of no known author.
+func unrecordedScale(o Object, ch Change, f report.Finding) Result {
+	for _, s := range o.Scalers {
+		if s.Kind == "HorizontalPodAutoscaler" || s.Kind == "ScaledObject" {
+			return dismissed(f, report.OperatorOwned, fmt.Sprintf("%s %s scales it and Git leaves it out (a write through the scale subresource is recorded under no manager when no manager owned replicas)", s.Kind, s.Name))
+		}
+	}
+	f.Hint = fmt.Sprintf("Git declares no replicas and live has %s, not the default 1: scaled through the scale subresource (kubectl scale, a pipeline, an autoscaler since removed), which the API server records under no manager when no manager owned replicas; add replicas to Git, or scale back to 1", ch.Live)
+	return Result{Drift: true, Finding: f}
+}
+
+// forcesOwnership reports whether manager is a reconciler whose
+// server-side apply forces conflicts, taking a field from whoever owns it:
+// Argo CD (gitops-engine's ForceConflicts = serverSideApply), Flux's
+// kustomize-controller (fluxcd/pkg/ssa) and helm-controller ("We always
+// force conflicts on server-side apply").
+func forcesOwnership(manager string) bool {
+	switch manager {
+	case "argocd-controller", "kustomize-controller", "helm-controller":
+		return true
+	}
+	return false
 }
 
 // newestTaker returns the newest Update entry of a manager that is not an

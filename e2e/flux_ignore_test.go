@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/fixtures/cluster"
@@ -53,26 +54,33 @@ func TestFluxKustomizationIgnoreIsADebt(t *testing.T) {
 }
 
 // reconcileKustomization has kustomize-controller reconcile the
-// Kustomization now (as `flux reconcile` asks it: the requestedAt
-// annotation) and waits until it has handled that request.
+// Kustomization now and waits until it has handled that request.
 func reconcileKustomization(t *testing.T, ns, name string) {
 	t.Helper()
+	reconcileFlux(t, reconcilers.Kustomization, ns, name)
+}
+
+// reconcileFlux has the Flux controller of a Flux object reconcile it now
+// (as `flux reconcile` asks it: the requestedAt annotation) and waits until
+// it has handled that request.
+func reconcileFlux(t *testing.T, gvr schema.GroupVersionResource, ns, name string) {
+	t.Helper()
 	at := time.Now().UTC().Format(time.RFC3339Nano)
-	if _, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Patch(t.Context(), name, types.MergePatchType,
+	if _, err := env.Dynamic.Resource(gvr).Namespace(ns).Patch(t.Context(), name, types.MergePatchType,
 		fmt.Appendf(nil, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at), metav1.PatchOptions{FieldManager: "flux-cli"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ks, err := env.Dynamic.Resource(reconcilers.Kustomization).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+		u, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if handled, _, _ := unstructured.NestedString(ks.Object, "status", "lastHandledReconcileAt"); handled == at {
+		if handled, _, _ := unstructured.NestedString(u.Object, "status", "lastHandledReconcileAt"); handled == at {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kustomize-controller did not handle the reconcile requested at %s", at)
+			t.Fatalf("the Flux controller of %s %s/%s did not handle the reconcile requested at %s", gvr.Resource, ns, name, at)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/calricon/driftscan/classify"
@@ -156,6 +157,64 @@ func TestIgnoreRulesAreDebtsWithOwners(t *testing.T) {
 	capped := runScan(t, cfg, func(o *Options) { o.MaxIgnoresPerApp = 3 })
 	if !capped.Apps[0].OverIgnoreCap {
 		t.Errorf("4 rules over a cap of 3 is not flagged")
+	}
+}
+
+// `kubectl scale` of a Deployment whose replicas Git leaves out (and no
+// manager owns) goes through the scale subresource, and the real API
+// server records it under no manager: the Scale it updates has no
+// managedFields, and the field manager does not track an update of an
+// object without them. Live 5 is not the default 1: it is drift, though
+// nobody's; once an HPA targets the Deployment it is the HPA's; scaled
+// back to 1 it is the default again.
+func TestAScaleOfReplicasGitLeavesOutIsNobodys(t *testing.T) {
+	ns := env.Namespace(t, nil)
+	dir := t.TempDir()
+	obj := cluster.ObjectFile(t, fixture("apps", "web", "deployment.yaml"))
+	unstructured.RemoveNestedField(obj.Object, "spec", "replicas")
+	writeManifest(t, filepath.Join(dir, "deployment.yaml"), obj)
+	applyDir(t, dir, ns)
+	app := scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: dir}})
+	replicas := func() (row, *report.Dismissal) {
+		t.Helper()
+		r := runScan(t, app, func(o *Options) { o.ExplainDismissed = true })
+		var d *report.Dismissal
+		for _, o := range r.Apps[0].Objects {
+			for i := range o.Dismissed {
+				if o.Dismissed[i].Path == ".spec.replicas" {
+					d = &o.Dismissed[i]
+				}
+			}
+		}
+		got := rows(r)
+		if len(got) > 1 {
+			t.Fatalf("want at most the replicas finding, got:\n%s", dump(got))
+		}
+		if len(got) == 1 {
+			return got[0], d
+		}
+		return row{}, d
+	}
+
+	env.Scale(t, "kubectl-scale", cluster.Deployment, ns, "web", 5)
+	for _, e := range env.Get(t, cluster.Deployment, ns, "web").GetManagedFields() {
+		if e.Manager != "argocd-controller" {
+			t.Fatalf("the scale is recorded under %s (%s): the test expects the API server to record it under no manager", e.Manager, e.FieldsV1.GetRawString())
+		}
+	}
+	if f, d := replicas(); f != (row{Object: "Deployment/web", Path: ".spec.replicas", Type: report.TypeAdded, Class: report.ClassUnknown, Live: "5"}) || d != nil {
+		t.Errorf("replicas 5 that Git leaves out: want an Added finding of no known author, got %+v (dismissed: %+v)", f, d)
+	}
+
+	applyWebHPA(t, ns)
+	if f, d := replicas(); f != (row{}) || d == nil || d.Reason != report.OperatorOwned || !strings.Contains(d.Detail, "HorizontalPodAutoscaler web-hpa scales it") {
+		t.Errorf("with web-hpa targeting the Deployment: want replicas dismissed as the HPA's, got %+v (dismissed: %+v)", f, d)
+	}
+
+	env.Scale(t, "kubectl-scale", cluster.Deployment, ns, "web", 1)
+	env.Delete(t, schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}, ns, "web-hpa")
+	if f, d := replicas(); f != (row{}) || d == nil || d.Reason != report.Defaulted {
+		t.Errorf("replicas 1, the default: want it dismissed as defaulted, got %+v (dismissed: %+v)", f, d)
 	}
 }
 

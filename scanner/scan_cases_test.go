@@ -81,21 +81,6 @@ func TestEveryFindingTypeAndObjectStatus(t *testing.T) {
 	golden.Check(t, "every-type.json.golden", stableJSON(t, r, ns))
 }
 
-func TestScaleWithoutReplicasInGitIsNotDrift(t *testing.T) {
-	ns := env.Namespace(t, nil)
-	dir := t.TempDir()
-	obj := cluster.ObjectFile(t, fixture("apps", "web", "deployment.yaml"))
-	unstructured.RemoveNestedField(obj.Object, "spec", "replicas")
-	writeManifest(t, filepath.Join(dir, "deployment.yaml"), obj)
-	applyDir(t, dir, ns)
-	env.Scale(t, "kube-controller-manager", cluster.Deployment, ns, "web", 9)
-
-	r := runScan(t, scanConfig(ns, config.App{Name: "web", Source: config.Source{Path: dir}}))
-	if got := rows(r); len(got) != 0 {
-		t.Errorf("an autoscaler's replicas that Git leaves out are drift:\n%s", dump(got))
-	}
-}
-
 func writeManifest(t *testing.T, path string, obj *unstructured.Unstructured) {
 	t.Helper()
 	data, err := json.Marshal(obj.Object)
