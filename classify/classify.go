@@ -339,8 +339,8 @@ func (c *Classifier) operatorHint(o Object, ch Change, manager string) string {
 	return fmt.Sprintf("%s owns this field live: remove it from Git or ignore it, or every sync fights the operator", manager)
 }
 
-// removingReplicas warns how the commit that removes replicas from Git
-// can delete them, so that the workload falls to its default, 1 replica,
+// removingReplicas warns how the applier fights the autoscaler and how
+// the commit that removes replicas from Git can delete them, so that the workload falls to its default, 1 replica,
 // until the autoscaler scales it again; "" when nothing says it can.
 //   - Git's replicas are in the object's last-applied configuration (a
 //     client-side apply: kubectl, Argo CD's default): kubectl apply's
@@ -351,13 +351,26 @@ func (c *Classifier) operatorHint(o Object, ch Change, manager string) string {
 //     self-heal) forces it back until the autoscaler's next pass, and the
 //     removal applied in that window deletes it (seen with Flux: e2e
 //     TestFluxRemovesReplicasAnHPAScaled).
+//   - The helm CLI (e2e TestHelmUpgradesOverARealHPA): server-side, it
+//     does not force conflicts, so its upgrades fail rather than fight,
+//     and the removal is safe; client-side, its three-way merge deletes
+//     the replicas that left the chart, unless that upgrade is
+//     server-side.
 func (c *Classifier) removingReplicas(o Object, ch Change) string {
 	if ch.InLastApplied {
 		return "; replicas is in kubectl.kubernetes.io/last-applied-configuration, so the sync that removes it from Git deletes it and the workload falls to 1 replica until the autoscaler scales it again: first remove it there with `kubectl apply edit-last-applied` (and pause auto-sync meanwhile: each sync writes the annotation again)"
 	}
 	for _, e := range o.Entries {
-		if e.Operation == "Apply" && e.Subresource == "" && c.appliers[e.Manager] && forcesOwnership(e.Manager) {
+		if e.Subresource != "" || !c.appliers[e.Manager] {
+			continue
+		}
+		switch {
+		case e.Operation == "Apply" && forcesOwnership(e.Manager):
 			return fmt.Sprintf("; %s applies server-side, so each apply of Git's replicas (a reconcile, a self-heal) owns the field again until the autoscaler's next pass, and the commit that removes replicas, applied in that window, deletes them: the workload falls to 1 replica until the autoscaler scales it again. Suspend the app first (`driftscan breakglass suspend`), so that nothing applies Git's replicas before that commit, then push it and resume", e.Manager)
+		case e.Manager == "helm" && e.Operation == "Apply":
+			return "; helm applies server-side without forcing conflicts, so every `helm upgrade` of this release fails while the chart sets replicas (a conflict over .spec.replicas; --force-conflicts would take them and fight): remove them from the chart, an upgrade that leaves the autoscaler's value"
+		case e.Manager == "helm" && e.Operation == "Update":
+			return "; helm upgrades client-side, so each upgrade sets Git's replicas again, and the upgrade whose chart no longer sets them deletes them (its three-way merge with the release's last manifest): the workload falls to 1 replica until the autoscaler scales it again. Make that upgrade server-side (`helm upgrade --server-side=true`), which leaves the autoscaler's value"
 		}
 	}
 	return ""

@@ -105,18 +105,22 @@ func recordReplicas(t *testing.T, ns string) func() []string {
 	t.Helper()
 	var seen []string
 	stop, done := make(chan struct{}), make(chan struct{})
+	read := func() {
+		if d, err := env.Client.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{}); err == nil {
+			owner := cmp.Or(replicasOwner(d.ManagedFields), "nobody")
+			if r := fmt.Sprintf("%d by %s", *d.Spec.Replicas, owner); len(seen) == 0 || seen[len(seen)-1] != r {
+				seen = append(seen, r)
+			}
+		}
+	}
 	go func() {
 		defer close(done)
 		for tick := time.NewTicker(50 * time.Millisecond); ; {
-			if d, err := env.Client.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{}); err == nil {
-				owner := cmp.Or(replicasOwner(d.ManagedFields), "nobody")
-				if r := fmt.Sprintf("%d by %s", *d.Spec.Replicas, owner); len(seen) == 0 || seen[len(seen)-1] != r {
-					seen = append(seen, r)
-				}
-			}
+			read()
 			select {
 			case <-stop:
 				tick.Stop()
+				read() // what the caller saw before it stopped the record
 				return
 			case <-tick.C:
 			}

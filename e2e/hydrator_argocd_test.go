@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,19 +24,11 @@ func TestArgoCDSourceHydratorSyncsTheHydratedBranch(t *testing.T) {
 	checkout := repo.Clone(t)
 	reconcilers.Git(t, checkout, "checkout", "--quiet", "--orphan", "env/prod")
 	reconcilers.Git(t, checkout, "rm", "-r", "--quiet", "--force", ".")
-	dir := filepath.Join(checkout, "prod", "web")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{
+	writeFiles(t, filepath.Join(checkout, "prod", "web"), map[string]string{
 		"manifest.yaml":     strings.Join([]string{configMap, deployment, service}, "\n---\n"),
 		"README.md":         "# Manifest Hydration\n",
 		"hydrator.metadata": `{"repoURL": "` + repo.URL + `", "drySha": "` + repo.Head() + `"}`,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	reconcilers.Git(t, checkout, "add", ".")
 	reconcilers.Git(t, checkout, "commit", "--quiet", "-m", "hydrate")
 	reconcilers.Git(t, checkout, "push", "--quiet", "origin", "env/prod")
