@@ -36,6 +36,10 @@ type Query struct {
 	AppliedAt time.Time
 	// IsApplier says whether a field manager stands for Git.
 	IsApplier func(manager string) bool
+	// Scale: Path is a workload's spec.replicas, which a request through
+	// the scale subresource writes as the Scale's spec.replicas (and the
+	// API server records under no manager when no manager owned it).
+	Scale bool
 }
 
 // Attribute names who made a finding, from the events on its object:
@@ -220,7 +224,7 @@ func (ix *Index) byBody(q Query) *report.Attribution {
 	state := present // the applier wrote it
 	bodiless := 0
 	for _, ev := range ix.Events(q.Object) {
-		if ev.Object.Subresource != "" || ev.Completed.Before(after) {
+		if ev.Object.Subresource != "" && (!q.Scale || ev.Object.Subresource != "scale") || ev.Completed.Before(after) {
 			continue
 		}
 		if q.IsApplier != nil && ev.ManagerKnown && q.IsApplier(ev.Manager) {

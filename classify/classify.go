@@ -224,7 +224,7 @@ func entryOf(a *report.Attribution) *Entry {
 
 func (c *Classifier) added(o Object, ch Change, owner *Entry, f report.Finding) Result {
 	if owner == nil && ch.Path == ".spec.replicas" && defaultsToOneReplica(o) && ch.Live != "1" {
-		return unrecordedScale(o, ch, f)
+		return c.unrecordedScale(o, ch, f)
 	}
 	if owner == nil {
 		if !ch.NewKey && !notADefault(o, ch) {
@@ -396,12 +396,19 @@ func defaultsToOneReplica(o Object) bool {
 // TestAScaleOfReplicasGitLeavesOutIsNobodys, and with the real HPA after
 // Flux deleted the field, e2e TestFluxRemovesReplicasAnHPAScaled). An
 // autoscaler of the object is taken to own them, as it would if recorded;
-// else it is drift of no known author.
-func unrecordedScale(o Object, ch Change, f report.Finding) Result {
+// else it is drift, whose author only the audit log can name.
+func (c *Classifier) unrecordedScale(o Object, ch Change, f report.Finding) Result {
 	for _, s := range o.Scalers {
 		if s.Kind == "HorizontalPodAutoscaler" || s.Kind == "ScaledObject" {
 			return dismissed(f, report.OperatorOwned, fmt.Sprintf("%s %s scales it and Git leaves it out (a write through the scale subresource is recorded under no manager when no manager owned replicas)", s.Kind, s.Name))
 		}
+	}
+	if e := entryOf(ch.Attribution); e != nil {
+		if e.Operation == "" && e.Subresource == "scale" {
+			e.Operation = "Update" // a patch of the Scale, as kubectl scale sends it
+		}
+		f.Class = c.classOf(*e, ch.Attribution)
+		f.Manager, f.Operation, f.Subresource = e.Manager, e.Operation, e.Subresource
 	}
 	f.Hint = fmt.Sprintf("Git declares no replicas and live has %s, not the default 1: scaled through the scale subresource (kubectl scale, a pipeline, an autoscaler since removed), which the API server records under no manager when no manager owned replicas; add replicas to Git, or scale back to 1", ch.Live)
 	return Result{Drift: true, Finding: f}

@@ -56,12 +56,19 @@ func (s *scan) attribute(d desired, cl *classify.Classifier, obj classify.Object
 		Injected:  ch.Type == report.TypeAdded && owner == nil && ch.NewKey,
 		Webhooks:  obj.Webhooks,
 		IsApplier: cl.IsApplier,
+		Scale:     owner == nil && isReplicas(ch.Path),
 	}
 	if owner != nil {
 		q.Owner = &audit.Entry{Manager: owner.Manager, Operation: owner.Operation, Subresource: owner.Subresource, Time: owner.Time}
 	}
 	q.AppliedAt = appliedAt(cl, obj.Entries)
 	return s.audit.Attribute(q)
+}
+
+// isReplicas reports whether p is spec.replicas, which a request through
+// the scale subresource writes.
+func isReplicas(p fieldpath.Path) bool {
+	return len(p) == 2 && p[0].FieldName != nil && *p[0].FieldName == "spec" && p[1].FieldName != nil && *p[1].FieldName == "replicas"
 }
 
 // appliedAt is the time of the newest write by an applier.

@@ -466,7 +466,9 @@ func (s *scan) compareObject(d desired, f foundObject, cc classifyContext, ro *r
 			continue
 		}
 		var who *report.Attribution
-		if s.audit != nil && (owner != nil || ch.Type != report.TypeAdded || ch.NewKey) {
+		// An Added field nobody owns is a default unless it is a new key,
+		// or replicas a scale wrote unrecorded (classify's unrecordedScale).
+		if s.audit != nil && (owner != nil || ch.Type != report.TypeAdded || ch.NewKey || isReplicas(ch.Path)) {
 			who = s.attribute(d, cl, obj, ch, owner)
 		}
 		cch := classify.Change{
