@@ -323,25 +323,26 @@ func (c *Classifier) operatorHint(o Object, ch Change, manager string) string {
 	for _, s := range o.Scalers {
 		switch {
 		case s.Kind == "HorizontalPodAutoscaler" && path == ".spec.replicas":
-			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name) + c.removingReplicas(o, ch)
+			return fmt.Sprintf("HorizontalPodAutoscaler %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler", s.Name) + c.replicasWarning(o, ch)
 		case s.Kind == "VerticalPodAutoscaler" && strings.Contains(path, ".resources"):
 			return fmt.Sprintf("VerticalPodAutoscaler %s owns container resources: remove them from Git (or ignore them), or every sync fights the autoscaler", s.Name)
 		case s.Kind == "ScaledObject" && path == ".spec.replicas":
-			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name) + c.removingReplicas(o, ch)
+			return fmt.Sprintf("KEDA ScaledObject %s owns spec.replicas: remove replicas from Git (or ignore /spec/replicas)", s.Name) + c.replicasWarning(o, ch)
 		}
 	}
 	if o.Group == "rbac.authorization.k8s.io" && o.Kind == "ClusterRole" && path == ".rules" && manager == aggregationController {
 		return "kube-controller-manager's clusterrole-aggregation controller builds this ClusterRole's rules from its aggregationRule: leave rules out of Git (or, for Argo CD, set ignoreAggregatedRoles in argocd-cm's resource.compareoptions), or every sync empties the role until the controller fills it again, and whoever it is bound to loses those permissions meanwhile"
 	}
 	if path == ".spec.replicas" && manager == "kube-controller-manager" {
-		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler" + c.removingReplicas(o, ch)
+		return "kube-controller-manager (an autoscaler) owns spec.replicas: remove replicas from Git (or ignore /spec/replicas), or every sync fights the autoscaler" + c.replicasWarning(o, ch)
 	}
 	return fmt.Sprintf("%s owns this field live: remove it from Git or ignore it, or every sync fights the operator", manager)
 }
 
-// removingReplicas warns how the applier fights the autoscaler and how
-// the commit that removes replicas from Git can delete them, so that the workload falls to its default, 1 replica,
-// until the autoscaler scales it again; "" when nothing says it can.
+// replicasWarning says, from how the applier writes, how it fights the
+// autoscaler and whether the commit that removes replicas from Git can
+// delete them, so that the workload falls to its default, 1 replica, until
+// the autoscaler scales it again; "" when nothing says so.
 //   - Git's replicas are in the object's last-applied configuration (a
 //     client-side apply: kubectl, Argo CD's default): kubectl apply's
 //     three-way merge deletes what left that configuration (seen with
@@ -356,7 +357,7 @@ func (c *Classifier) operatorHint(o Object, ch Change, manager string) string {
 //     and the removal is safe; client-side, its three-way merge deletes
 //     the replicas that left the chart, unless that upgrade is
 //     server-side.
-func (c *Classifier) removingReplicas(o Object, ch Change) string {
+func (c *Classifier) replicasWarning(o Object, ch Change) string {
 	if ch.InLastApplied {
 		return "; replicas is in kubectl.kubernetes.io/last-applied-configuration, so the sync that removes it from Git deletes it and the workload falls to 1 replica until the autoscaler scales it again: first remove it there with `kubectl apply edit-last-applied` (and pause auto-sync meanwhile: each sync writes the annotation again)"
 	}
