@@ -180,6 +180,17 @@ var neverAddedToContainer = map[string]bool{
 	"env": true, "envFrom": true, "command": true, "args": true, "workingDir": true, "volumeMounts": true,
 }
 
+// defaultsToOneReplica reports whether o is a workload whose spec.replicas
+// the API server defaults to 1 (outside the pod template, so not in
+// serverDefault; unrecordedScale asks it).
+func defaultsToOneReplica(o Object) bool {
+	switch o.Group + "/" + o.Kind {
+	case "apps/Deployment", "apps/StatefulSet", "apps/ReplicaSet", "/ReplicationController":
+		return true
+	}
+	return false
+}
+
 // serverDefault is the value the API server fills in at path of a pod
 // spec when nothing sets it, as text, for the fields whose default is
 // known (checked on kube-apiserver v1.37.2, scanner

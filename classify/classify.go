@@ -377,16 +377,6 @@ func (c *Classifier) replicasWarning(o Object, ch Change) string {
 	return ""
 }
 
-// defaultsToOneReplica reports whether o is a workload whose spec.replicas
-// the API server defaults to 1.
-func defaultsToOneReplica(o Object) bool {
-	switch o.Group + "/" + o.Kind {
-	case "apps/Deployment", "apps/StatefulSet", "apps/ReplicaSet", "/ReplicationController":
-		return true
-	}
-	return false
-}
-
 // unrecordedScale judges replicas Git leaves out, owned by nobody, that are
 // not the default 1: a write through the scale subresource (`kubectl
 // scale`, an autoscaler) when no manager owned replicas. The API server
